@@ -1,0 +1,247 @@
+//! The process-wide allocator registry.
+//!
+//! Every native object is allocated here (Rust objects, containers, errors, functions,
+//! plugin and C objects). The builtin allocator (tag 0) is installed statically, so the
+//! current allocator is never null. A frontend registers its own allocator once at load
+//! (usually [`install_frontend_allocator`], which reserves the 16-byte tying slot in front
+//! of each object) and makes it current. Each object records the tag of the allocator that
+//! made it, so objects made earlier keep being freed by their own allocator.
+
+use std::alloc::Layout;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, Ordering};
+
+use crate::object::ObjectHeader;
+use crate::plugin;
+use crate::tying::SlotPrefix;
+
+/// `allocate(ctx, size, align)` returns the object body (where the header goes) or null.
+pub type AllocateFn = unsafe extern "C" fn(ctx: *mut c_void, size: usize, align: usize) -> *mut u8;
+/// `free(ctx, body, size, align)`: the exact `size`/`align` that were allocated.
+pub type FreeFn = unsafe extern "C" fn(ctx: *mut c_void, body: *mut u8, size: usize, align: usize);
+
+/// An allocator a frontend installs. `#[repr(C)]`; see `TetherAllocator` in tether.h.
+#[repr(C)]
+pub struct CustomAllocator {
+    pub allocate: AllocateFn,
+    pub free: FreeFn,
+    pub ctx: *mut c_void,
+    /// Assigned by [`register_allocator`]; written into every object's `alloc_tag`.
+    pub tag: u32,
+}
+
+// SAFETY: `ctx` is only handed back to the allocator's own functions, which must be callable
+// from any thread (that is the contract of registering an allocator).
+unsafe impl Sync for CustomAllocator {}
+// SAFETY: as above.
+unsafe impl Send for CustomAllocator {}
+
+/// Most allocators a process may register (tags 0..MAX_ALLOCATORS).
+pub const MAX_ALLOCATORS: usize = 64;
+/// The builtin allocator's tag.
+pub const BUILTIN_TAG: u32 = 0;
+
+unsafe extern "C" fn builtin_allocate(_ctx: *mut c_void, size: usize, align: usize) -> *mut u8 {
+    match Layout::from_size_align(size.max(1), align) {
+        // SAFETY: the layout has non-zero size.
+        Ok(layout) => unsafe { std::alloc::alloc(layout) },
+        Err(_) => std::ptr::null_mut(),
+    }
+}
+
+unsafe extern "C" fn builtin_free(_ctx: *mut c_void, body: *mut u8, size: usize, align: usize) {
+    // SAFETY: `body` came from `builtin_allocate` with this same size and alignment.
+    unsafe { std::alloc::dealloc(body, Layout::from_size_align_unchecked(size.max(1), align)) }
+}
+
+static BUILTIN: CustomAllocator = CustomAllocator {
+    allocate: builtin_allocate,
+    free: builtin_free,
+    ctx: std::ptr::null_mut(),
+    tag: BUILTIN_TAG,
+};
+
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY: AtomicPtr<CustomAllocator> = AtomicPtr::new(std::ptr::null_mut());
+static ALLOCATORS: [AtomicPtr<CustomAllocator>; MAX_ALLOCATORS] = {
+    let mut table = [EMPTY; MAX_ALLOCATORS];
+    table[0] = AtomicPtr::new(&BUILTIN as *const CustomAllocator as *mut CustomAllocator);
+    table
+};
+static NEXT_TAG: AtomicU32 = AtomicU32::new(1);
+static CURRENT_TAG: AtomicU32 = AtomicU32::new(BUILTIN_TAG);
+static LIVE_OBJECTS: AtomicI64 = AtomicI64::new(0);
+
+/// Register an allocator; returns its tag. It is not current until [`set_current_allocator`].
+pub fn register_allocator(allocate: AllocateFn, free: FreeFn, ctx: *mut c_void) -> crate::Result<u32> {
+    if let Some(api) = plugin::host_api() {
+        let mut tag = 0u32;
+        // SAFETY: the host's table entry follows the signature declared in `plugin::ApiTable`.
+        let rc = unsafe { (api.register_allocator)(allocate, free, ctx, &mut tag) };
+        return if rc == 0 { Ok(tag) } else { Err(crate::error::take_last_error()) };
+    }
+    let tag = NEXT_TAG.fetch_add(1, Ordering::Relaxed);
+    if tag as usize >= MAX_ALLOCATORS {
+        return Err(crate::Error::runtime(format!("at most {MAX_ALLOCATORS} allocators may be registered")));
+    }
+    let entry = Box::leak(Box::new(CustomAllocator { allocate, free, ctx, tag }));
+    ALLOCATORS[tag as usize].store(entry, Ordering::Release);
+    Ok(tag)
+}
+
+/// Make `tag` the allocator for every object allocated from now on.
+pub fn set_current_allocator(tag: u32) -> crate::Result<()> {
+    if let Some(api) = plugin::host_api() {
+        // SAFETY: host table entry, see `plugin::ApiTable`.
+        return match unsafe { (api.set_current_allocator)(tag) } {
+            0 => Ok(()),
+            _ => Err(crate::error::take_last_error()),
+        };
+    }
+    if allocator(tag).is_none() {
+        return Err(crate::Error::value(format!("no allocator is registered with tag {tag}")));
+    }
+    CURRENT_TAG.store(tag, Ordering::Release);
+    Ok(())
+}
+
+/// The current allocator's tag. Never refers to a missing allocator.
+pub fn current_allocator_tag() -> u32 {
+    if let Some(api) = plugin::host_api() {
+        // SAFETY: host table entry, see `plugin::ApiTable`.
+        return unsafe { (api.current_allocator_tag)() };
+    }
+    CURRENT_TAG.load(Ordering::Acquire)
+}
+
+/// The allocator registered under `tag`.
+pub fn allocator(tag: u32) -> Option<&'static CustomAllocator> {
+    let ptr = ALLOCATORS.get(tag as usize)?.load(Ordering::Acquire);
+    // SAFETY: entries are leaked `'static` allocators and never removed.
+    unsafe { ptr.as_ref() }
+}
+
+/// Objects allocated through the registry and not yet freed (process-wide).
+pub fn live_objects() -> i64 {
+    if let Some(api) = plugin::host_api() {
+        // SAFETY: host table entry, see `plugin::ApiTable`.
+        return unsafe { (api.live_objects)() };
+    }
+    LIVE_OBJECTS.load(Ordering::Relaxed)
+}
+
+/// Allocate the memory of one object with the current allocator and stamp `alloc_tag`.
+/// The rest of the header is the caller's to initialise. Aborts on out-of-memory, like `Box`.
+pub fn alloc_object(size: usize, align: usize) -> *mut ObjectHeader {
+    debug_assert!(size >= std::mem::size_of::<ObjectHeader>() && align >= 8 && align.is_power_of_two());
+    if let Some(api) = plugin::host_api() {
+        // SAFETY: host table entry, see `plugin::ApiTable`.
+        let obj = unsafe { (api.alloc_object)(size, align) };
+        if obj.is_null() {
+            std::alloc::handle_alloc_error(Layout::from_size_align(size, align).unwrap());
+        }
+        return obj;
+    }
+    local_alloc_object(size, align)
+}
+
+pub(crate) fn local_alloc_object(size: usize, align: usize) -> *mut ObjectHeader {
+    let tag = CURRENT_TAG.load(Ordering::Acquire);
+    let a = allocator(tag).expect("current allocator is registered");
+    // SAFETY: the allocator's contract: returns memory for `size` bytes at `align`, or null.
+    let body = unsafe { (a.allocate)(a.ctx, size, align) } as *mut ObjectHeader;
+    if body.is_null() {
+        std::alloc::handle_alloc_error(Layout::from_size_align(size, align).unwrap());
+    }
+    // SAFETY: `body` is fresh memory of at least a header's size, aligned to 8.
+    unsafe { std::ptr::addr_of_mut!((*body).alloc_tag).write(tag) };
+    LIVE_OBJECTS.fetch_add(1, Ordering::Relaxed);
+    body
+}
+
+/// Return an object's memory to the allocator named by its `alloc_tag`.
+///
+/// # Safety
+/// `obj` was made by [`alloc_object`] with exactly `size`/`align`, its value is dropped and no
+/// reference to it remains.
+pub unsafe fn free_object(obj: *mut ObjectHeader, size: usize, align: usize) {
+    if let Some(api) = plugin::host_api() {
+        // SAFETY: host table entry; the caller's guarantees carry over.
+        unsafe { (api.free_object)(obj, size, align) };
+        return;
+    }
+    // SAFETY: forwarded caller guarantees.
+    unsafe { local_free_object(obj, size, align) }
+}
+
+/// # Safety
+/// See [`free_object`].
+pub(crate) unsafe fn local_free_object(obj: *mut ObjectHeader, size: usize, align: usize) {
+    // SAFETY: the header is still readable until the memory goes back.
+    let tag = unsafe { (*obj).alloc_tag };
+    let a = allocator(tag).expect("object carries the tag of a registered allocator");
+    LIVE_OBJECTS.fetch_sub(1, Ordering::Relaxed);
+    // SAFETY: same allocator, size and alignment as the allocation.
+    unsafe { (a.free)(a.ctx, obj as *mut u8, size, align) };
+}
+
+// ---- the frontend allocator: a 16-byte tying slot in front of each object ----------------
+
+/// Called when an object made by a frontend allocator is freed, with its slot, before the
+/// memory goes back (a frontend frees a cached wrapper block there, see DESIGN 3.2).
+pub type SlotFreeHook = unsafe extern "C" fn(ctx: *mut c_void, slot: *mut SlotPrefix);
+
+struct FrontendCtx {
+    on_free: Option<SlotFreeHook>,
+    hook_ctx: *mut c_void,
+}
+
+/// Bytes between the start of the allocation and the object body for an alignment. Both
+/// sides use this one function, so allocate and free always agree (tvm-ffi once did not).
+#[inline]
+pub const fn prefix_offset(align: usize) -> usize {
+    let prefix = std::mem::size_of::<SlotPrefix>();
+    if align > prefix { align } else { prefix }
+}
+
+unsafe extern "C" fn frontend_allocate(_ctx: *mut c_void, size: usize, align: usize) -> *mut u8 {
+    let offset = prefix_offset(align);
+    let Ok(layout) = Layout::from_size_align(size + offset, align.max(16)) else {
+        return std::ptr::null_mut();
+    };
+    // SAFETY: non-zero size.
+    let raw = unsafe { std::alloc::alloc(layout) };
+    if raw.is_null() {
+        return raw;
+    }
+    // SAFETY: `offset <= size + offset`, and `offset >= 16` leaves room for the prefix.
+    unsafe {
+        let body = raw.add(offset);
+        (body.sub(16) as *mut SlotPrefix).write(SlotPrefix::new());
+        body
+    }
+}
+
+unsafe extern "C" fn frontend_free(ctx: *mut c_void, body: *mut u8, size: usize, align: usize) {
+    // SAFETY: `ctx` is the leaked `FrontendCtx` passed at registration.
+    let fctx = unsafe { &*(ctx as *const FrontendCtx) };
+    let slot = SlotPrefix::before(body as *mut ObjectHeader);
+    if let Some(hook) = fctx.on_free {
+        // SAFETY: the slot is in bounds and nobody else can reach the object any more.
+        unsafe { hook(fctx.hook_ctx, slot) };
+    }
+    let offset = prefix_offset(align);
+    // SAFETY: the exact layout `frontend_allocate` used for this size and alignment.
+    unsafe {
+        std::alloc::dealloc(body.sub(offset), Layout::from_size_align_unchecked(size + offset, align.max(16)))
+    }
+}
+
+/// Register an allocator that prepends a [`SlotPrefix`] to every object and make it current.
+/// Returns its tag: objects whose `alloc_tag` equals it carry the slot.
+pub fn install_frontend_allocator(on_free: Option<SlotFreeHook>, hook_ctx: *mut c_void) -> crate::Result<u32> {
+    let ctx = Box::leak(Box::new(FrontendCtx { on_free, hook_ctx })) as *mut FrontendCtx as *mut c_void;
+    let tag = register_allocator(frontend_allocate, frontend_free, ctx)?;
+    set_current_allocator(tag)?;
+    Ok(tag)
+}

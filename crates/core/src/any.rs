@@ -1,0 +1,363 @@
+//! `Any` and `AnyView`: 16-byte value cells that cross every boundary.
+//!
+//! Layout `{ i32 type_index, u32 small_len, u64 payload }`. Every unused byte is zero, so
+//! two cells holding the same value compare and hash bytewise. Kinds below
+//! [`TypeIndex::STATIC_END`] are plain values; kinds at or above [`TypeIndex::OBJECT`] hold a
+//! pointer to an object header in `payload` (owned by `Any`, borrowed by `AnyView`).
+
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+
+use crate::arc::ObjectRef;
+use crate::object::{dec_ref, inc_ref, ObjectHeader};
+
+/// Well-known type indices. User types start at [`TypeIndex::FIRST_USER`].
+#[non_exhaustive]
+pub struct TypeIndex;
+
+impl TypeIndex {
+    pub const NONE: i32 = 0;
+    pub const INT: i32 = 1;
+    pub const BOOL: i32 = 2;
+    pub const FLOAT: i32 = 3;
+    pub const OPAQUE_PTR: i32 = 4;
+    /// A string of at most 7 bytes stored in `payload` (length in `small_len`).
+    pub const SMALL_STR: i32 = 5;
+    /// Bytes (at most 7) stored in `payload`.
+    pub const SMALL_BYTES: i32 = 6;
+    /// A borrowed UTF-8 view (`payload` = pointer, `small_len` = length); `AnyView` only.
+    pub const RAW_STR: i32 = 7;
+    /// A borrowed byte view; `AnyView` only.
+    pub const RAW_BYTES: i32 = 8;
+    /// Static kinds are below this.
+    pub const STATIC_END: i32 = 64;
+    /// The root object type; every index from here on is an object.
+    pub const OBJECT: i32 = 64;
+    pub const STR: i32 = 65;
+    pub const BYTES: i32 = 66;
+    pub const ERROR: i32 = 67;
+    pub const FUNCTION: i32 = 68;
+    pub const ARRAY: i32 = 69;
+    pub const MAP: i32 = 70;
+    pub const MODULE: i32 = 71;
+    pub const OPAQUE: i32 = 72;
+    /// First index handed to registered types.
+    pub const FIRST_USER: i32 = 128;
+}
+
+/// Most bytes a string or bytes value may have to be stored inline.
+pub const SMALL_MAX: usize = 7;
+
+/// An owned value: objects inside hold a strong reference.
+#[repr(C)]
+pub struct Any {
+    type_index: i32,
+    small_len: u32,
+    payload: u64,
+}
+
+/// A borrowed value: same layout as [`Any`], no ownership.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct AnyView<'a> {
+    type_index: i32,
+    small_len: u32,
+    payload: u64,
+    _borrow: PhantomData<&'a ()>,
+}
+
+const _: () = {
+    assert!(std::mem::size_of::<Any>() == 16);
+    assert!(std::mem::align_of::<Any>() == 8);
+    assert!(std::mem::size_of::<AnyView<'static>>() == 16);
+    assert!(std::mem::offset_of!(Any, type_index) == 0);
+    assert!(std::mem::offset_of!(Any, small_len) == 4);
+    assert!(std::mem::offset_of!(Any, payload) == 8);
+    assert!(std::mem::offset_of!(AnyView<'static>, payload) == 8);
+};
+
+fn pack_small(bytes: &[u8]) -> u64 {
+    debug_assert!(bytes.len() <= SMALL_MAX);
+    let mut buf = [0u8; 8];
+    buf[..bytes.len()].copy_from_slice(bytes);
+    u64::from_le_bytes(buf)
+}
+
+impl Any {
+    pub const fn none() -> Any {
+        Any { type_index: TypeIndex::NONE, small_len: 0, payload: 0 }
+    }
+    pub fn int(v: i64) -> Any {
+        Any { type_index: TypeIndex::INT, small_len: 0, payload: v as u64 }
+    }
+    pub fn float(v: f64) -> Any {
+        Any { type_index: TypeIndex::FLOAT, small_len: 0, payload: v.to_bits() }
+    }
+    pub fn bool(v: bool) -> Any {
+        Any { type_index: TypeIndex::BOOL, small_len: 0, payload: v as u64 }
+    }
+    pub fn opaque_ptr(p: *mut std::ffi::c_void) -> Any {
+        Any { type_index: TypeIndex::OPAQUE_PTR, small_len: 0, payload: p as u64 }
+    }
+    /// A string: inline when at most 7 bytes, else a `Str` object.
+    pub fn str(s: &str) -> Any {
+        if s.len() <= SMALL_MAX {
+            Any { type_index: TypeIndex::SMALL_STR, small_len: s.len() as u32, payload: pack_small(s.as_bytes()) }
+        } else {
+            Any::object(crate::containers::StrObj::new(s).into())
+        }
+    }
+    /// Bytes: inline when at most 7, else a `Bytes` object.
+    pub fn bytes(b: &[u8]) -> Any {
+        if b.len() <= SMALL_MAX {
+            Any { type_index: TypeIndex::SMALL_BYTES, small_len: b.len() as u32, payload: pack_small(b) }
+        } else {
+            Any::object(crate::containers::BytesObj::new(b).into())
+        }
+    }
+    pub fn object(obj: ObjectRef) -> Any {
+        let ptr = obj.into_raw();
+        // SAFETY: a live header.
+        let type_index = unsafe { (*ptr).type_index };
+        Any { type_index, small_len: 0, payload: ptr as u64 }
+    }
+
+    pub fn view(&self) -> AnyView<'_> {
+        AnyView { type_index: self.type_index, small_len: self.small_len, payload: self.payload, _borrow: PhantomData }
+    }
+
+    pub fn type_index(&self) -> i32 {
+        self.type_index
+    }
+
+    pub fn is_none(&self) -> bool {
+        self.type_index == TypeIndex::NONE
+    }
+
+    /// Raw parts, for the C ABI.
+    pub fn into_raw_parts(self) -> (i32, u32, u64) {
+        let this = ManuallyDrop::new(self);
+        (this.type_index, this.small_len, this.payload)
+    }
+
+    /// # Safety
+    /// The parts form a valid owned cell (an object kind carries a strong reference).
+    pub unsafe fn from_raw_parts(type_index: i32, small_len: u32, payload: u64) -> Any {
+        Any { type_index, small_len, payload }
+    }
+
+    /// Take the object out, if this holds one.
+    pub fn into_object(self) -> Option<ObjectRef> {
+        if self.type_index >= TypeIndex::OBJECT {
+            let this = ManuallyDrop::new(self);
+            // SAFETY: object kinds own one strong reference, which moves to the `ObjectRef`.
+            Some(unsafe { ObjectRef::from_raw(this.payload as *mut ObjectHeader) })
+        } else {
+            None
+        }
+    }
+}
+
+// SAFETY: an owned cell holds plain values, inline bytes or a strong reference to an object,
+// and every object is Send + Sync by the object contract (see `ObjectRef`). Views (which
+// borrow) are never stored in an `Any`: `to_owned_any` copies them.
+unsafe impl Send for Any {}
+// SAFETY: as above; `&Any` only reads.
+unsafe impl Sync for Any {}
+
+impl Default for Any {
+    fn default() -> Self {
+        Any::none()
+    }
+}
+
+impl Clone for Any {
+    fn clone(&self) -> Self {
+        if self.type_index >= TypeIndex::OBJECT {
+            // SAFETY: object kinds hold a strong reference to a live object.
+            unsafe { inc_ref(self.payload as *mut ObjectHeader) };
+        }
+        Any { type_index: self.type_index, small_len: self.small_len, payload: self.payload }
+    }
+}
+
+impl Drop for Any {
+    fn drop(&mut self) {
+        if self.type_index >= TypeIndex::OBJECT {
+            // SAFETY: we own one strong reference.
+            unsafe { dec_ref(self.payload as *mut ObjectHeader) };
+        }
+    }
+}
+
+impl PartialEq for Any {
+    /// Bytewise: same kind and payload (objects compare by identity).
+    fn eq(&self, other: &Self) -> bool {
+        self.view() == other.view()
+    }
+}
+
+impl<'a> PartialEq for AnyView<'a> {
+    fn eq(&self, other: &Self) -> bool {
+        self.type_index == other.type_index && self.small_len == other.small_len && self.payload == other.payload
+    }
+}
+
+impl std::fmt::Debug for Any {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.view().fmt(f)
+    }
+}
+
+impl<'a> AnyView<'a> {
+    pub const fn none() -> AnyView<'static> {
+        AnyView { type_index: TypeIndex::NONE, small_len: 0, payload: 0, _borrow: PhantomData }
+    }
+    pub fn int(v: i64) -> AnyView<'static> {
+        AnyView { type_index: TypeIndex::INT, small_len: 0, payload: v as u64, _borrow: PhantomData }
+    }
+    pub fn float(v: f64) -> AnyView<'static> {
+        AnyView { type_index: TypeIndex::FLOAT, small_len: 0, payload: v.to_bits(), _borrow: PhantomData }
+    }
+    pub fn bool(v: bool) -> AnyView<'static> {
+        AnyView { type_index: TypeIndex::BOOL, small_len: 0, payload: v as u64, _borrow: PhantomData }
+    }
+    /// Borrow a string without copying (strings longer than `u32::MAX` are not viewable).
+    pub fn raw_str(s: &'a str) -> AnyView<'a> {
+        assert!(s.len() <= u32::MAX as usize, "string too long for a view");
+        AnyView { type_index: TypeIndex::RAW_STR, small_len: s.len() as u32, payload: s.as_ptr() as u64, _borrow: PhantomData }
+    }
+    pub fn raw_bytes(b: &'a [u8]) -> AnyView<'a> {
+        assert!(b.len() <= u32::MAX as usize, "bytes too long for a view");
+        AnyView { type_index: TypeIndex::RAW_BYTES, small_len: b.len() as u32, payload: b.as_ptr() as u64, _borrow: PhantomData }
+    }
+    /// Borrow an object.
+    pub fn object(obj: &'a ObjectRef) -> AnyView<'a> {
+        AnyView { type_index: obj.type_index(), small_len: 0, payload: obj.as_ptr() as u64, _borrow: PhantomData }
+    }
+    /// Borrow an object from a raw header pointer.
+    ///
+    /// # Safety
+    /// `obj` stays alive for `'a`.
+    pub unsafe fn from_object_ptr(obj: *mut ObjectHeader) -> AnyView<'a> {
+        // SAFETY: forwarded.
+        let type_index = unsafe { (*obj).type_index };
+        AnyView { type_index, small_len: 0, payload: obj as u64, _borrow: PhantomData }
+    }
+
+    pub fn type_index(&self) -> i32 {
+        self.type_index
+    }
+    pub fn is_none(&self) -> bool {
+        self.type_index == TypeIndex::NONE
+    }
+    pub fn is_object(&self) -> bool {
+        self.type_index >= TypeIndex::OBJECT
+    }
+    pub fn as_int(&self) -> Option<i64> {
+        (self.type_index == TypeIndex::INT).then_some(self.payload as i64)
+    }
+    pub fn as_bool(&self) -> Option<bool> {
+        (self.type_index == TypeIndex::BOOL).then_some(self.payload != 0)
+    }
+    pub fn as_float(&self) -> Option<f64> {
+        (self.type_index == TypeIndex::FLOAT).then_some(f64::from_bits(self.payload))
+    }
+    pub fn as_opaque_ptr(&self) -> Option<*mut std::ffi::c_void> {
+        (self.type_index == TypeIndex::OPAQUE_PTR).then_some(self.payload as *mut std::ffi::c_void)
+    }
+    /// The object's header pointer, borrowed.
+    pub fn as_object_ptr(&self) -> Option<*mut ObjectHeader> {
+        self.is_object().then_some(self.payload as *mut ObjectHeader)
+    }
+    /// A new strong reference to the object inside.
+    pub fn to_object(&self) -> Option<ObjectRef> {
+        // SAFETY: the view borrows a live object for `'a`.
+        self.as_object_ptr().map(|p| unsafe { ObjectRef::from_borrowed(p) })
+    }
+    /// Borrow the object as a typed value, if it is a `T`.
+    pub fn downcast_ref<T: crate::Object>(&self) -> Option<&'a T> {
+        let p = self.as_object_ptr()?;
+        if crate::types::is_instance(self.type_index, T::type_index()) {
+            // SAFETY: checked type; the view keeps the object alive for `'a`.
+            Some(unsafe { &(*(p as *const crate::arc::ObjectBox<T>)).value })
+        } else {
+            None
+        }
+    }
+
+    /// The string inside (small, view or `Str` object), if this is a string.
+    pub fn as_str(&self) -> Option<&str> {
+        match self.type_index {
+            TypeIndex::SMALL_STR | TypeIndex::RAW_STR => std::str::from_utf8(self.inline_or_raw_bytes()).ok(),
+            TypeIndex::STR => self.downcast_ref::<crate::containers::StrObj>().map(|s| s.as_str()),
+            _ => None,
+        }
+    }
+
+    /// The bytes inside (small, view or `Bytes` object), if this is bytes.
+    pub fn as_bytes(&self) -> Option<&[u8]> {
+        match self.type_index {
+            TypeIndex::SMALL_BYTES | TypeIndex::RAW_BYTES => Some(self.inline_or_raw_bytes()),
+            TypeIndex::BYTES => self.downcast_ref::<crate::containers::BytesObj>().map(|b| b.as_bytes()),
+            _ => None,
+        }
+    }
+
+    fn inline_or_raw_bytes(&self) -> &[u8] {
+        let len = self.small_len as usize;
+        if matches!(self.type_index, TypeIndex::SMALL_STR | TypeIndex::SMALL_BYTES) {
+            // SAFETY: small kinds keep `len <= 7` bytes in the payload, little-endian, so the
+            // payload's first bytes are the data; the slice borrows `self`.
+            unsafe { std::slice::from_raw_parts(&self.payload as *const u64 as *const u8, len.min(SMALL_MAX)) }
+        } else {
+            // SAFETY: RAW kinds borrow `len` bytes that live for `'a`, which outlives `&self`.
+            unsafe { std::slice::from_raw_parts(self.payload as *const u8, len) }
+        }
+    }
+
+    /// An owned copy: takes a reference on objects; copies views into owned strings/bytes.
+    pub fn to_owned_any(&self) -> Any {
+        match self.type_index {
+            TypeIndex::RAW_STR => Any::str(self.as_str().unwrap_or_default()),
+            TypeIndex::RAW_BYTES => Any::bytes(self.as_bytes().unwrap_or_default()),
+            t if t >= TypeIndex::OBJECT => {
+                // SAFETY: a live borrowed object; the new `Any` owns the reference we add.
+                unsafe { inc_ref(self.payload as *mut ObjectHeader) };
+                Any { type_index: self.type_index, small_len: self.small_len, payload: self.payload }
+            }
+            _ => Any { type_index: self.type_index, small_len: self.small_len, payload: self.payload },
+        }
+    }
+
+    /// Raw parts, for the C ABI.
+    pub fn raw_parts(&self) -> (i32, u32, u64) {
+        (self.type_index, self.small_len, self.payload)
+    }
+
+    /// # Safety
+    /// The parts form a valid cell whose borrowed data outlives `'a`.
+    pub unsafe fn from_raw_parts(type_index: i32, small_len: u32, payload: u64) -> AnyView<'a> {
+        AnyView { type_index, small_len, payload, _borrow: PhantomData }
+    }
+
+    /// A human name of this value's kind, for error messages ("int", "str", "testing.Pair").
+    pub fn kind_name(&self) -> String {
+        crate::types::kind_name(self.type_index)
+    }
+}
+
+impl std::fmt::Debug for AnyView<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.type_index {
+            TypeIndex::NONE => write!(f, "None"),
+            TypeIndex::INT => write!(f, "{}", self.payload as i64),
+            TypeIndex::BOOL => write!(f, "{}", self.payload != 0),
+            TypeIndex::FLOAT => write!(f, "{}", f64::from_bits(self.payload)),
+            TypeIndex::SMALL_STR | TypeIndex::RAW_STR | TypeIndex::STR => write!(f, "{:?}", self.as_str().unwrap_or("")),
+            TypeIndex::SMALL_BYTES | TypeIndex::RAW_BYTES | TypeIndex::BYTES => write!(f, "b{:?}", self.as_bytes().unwrap_or(&[])),
+            t if t >= TypeIndex::OBJECT => write!(f, "<{} at {:#x}>", self.kind_name(), self.payload),
+            t => write!(f, "<kind {t}>"),
+        }
+    }
+}

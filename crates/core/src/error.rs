@@ -1,0 +1,222 @@
+//! Errors: `Error` objects, their kinds, the thread-local raised slot and panic capture.
+//!
+//! A failing `safe_call` returns nonzero and leaves its `Error` in the calling thread's raised
+//! slot ([`set_last_error`] / [`take_last_error`]). A Rust panic never crosses `extern "C"`:
+//! [`catch_panic`] turns it into an `Error` of kind `RustPanic` carrying the panic message.
+
+use std::cell::RefCell;
+
+use crate::any::{Any, TypeIndex};
+use crate::arc::{ObjectArc, ObjectRef};
+use crate::object::Object;
+use crate::plugin;
+
+/// The error kinds every frontend maps onto its natural exceptions (see docs/abi.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    TypeError,
+    ValueError,
+    IndexError,
+    KeyError,
+    AttributeError,
+    RuntimeError,
+    RustPanic,
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::TypeError => "TypeError",
+            ErrorKind::ValueError => "ValueError",
+            ErrorKind::IndexError => "IndexError",
+            ErrorKind::KeyError => "KeyError",
+            ErrorKind::AttributeError => "AttributeError",
+            ErrorKind::RuntimeError => "RuntimeError",
+            ErrorKind::RustPanic => "RustPanic",
+        }
+    }
+}
+
+/// The body of an `Error` object. `#[repr(C)]`: four cells, so C and plugins read it as is.
+/// `kind`, `message` and `backtrace` hold strings; `payload` is free for the frontend that
+/// raised it (e.g. the original Python exception), `None` otherwise.
+#[repr(C)]
+pub struct ErrorObj {
+    pub kind: Any,
+    pub message: Any,
+    pub backtrace: Any,
+    pub payload: Any,
+}
+
+impl Object for ErrorObj {
+    const TYPE_KEY: &'static str = "tether.Error";
+    fn type_index() -> i32 {
+        TypeIndex::ERROR
+    }
+}
+
+/// An owned error: a strong reference to an `Error` object.
+#[derive(Clone)]
+pub struct Error(pub ObjectArc<ErrorObj>);
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A new error of any kind (custom kinds are plain strings and map to RuntimeError).
+    pub fn new(kind: &str, message: impl AsRef<str>) -> Error {
+        Error::with_payload(kind, message, Any::none())
+    }
+
+    pub fn with_payload(kind: &str, message: impl AsRef<str>, payload: Any) -> Error {
+        let backtrace = std::backtrace::Backtrace::capture();
+        let backtrace = match backtrace.status() {
+            std::backtrace::BacktraceStatus::Captured => Any::str(&backtrace.to_string()),
+            _ => Any::none(),
+        };
+        Error(ObjectArc::new(ErrorObj {
+            kind: Any::str(kind),
+            message: Any::str(message.as_ref()),
+            backtrace,
+            payload,
+        }))
+    }
+
+    pub fn of_kind(kind: ErrorKind, message: impl AsRef<str>) -> Error {
+        Error::new(kind.as_str(), message)
+    }
+    pub fn type_error(message: impl AsRef<str>) -> Error {
+        Error::of_kind(ErrorKind::TypeError, message)
+    }
+    pub fn value(message: impl AsRef<str>) -> Error {
+        Error::of_kind(ErrorKind::ValueError, message)
+    }
+    pub fn index(message: impl AsRef<str>) -> Error {
+        Error::of_kind(ErrorKind::IndexError, message)
+    }
+    pub fn key(message: impl AsRef<str>) -> Error {
+        Error::of_kind(ErrorKind::KeyError, message)
+    }
+    pub fn attribute(message: impl AsRef<str>) -> Error {
+        Error::of_kind(ErrorKind::AttributeError, message)
+    }
+    pub fn runtime(message: impl AsRef<str>) -> Error {
+        Error::of_kind(ErrorKind::RuntimeError, message)
+    }
+
+    pub fn kind(&self) -> &str {
+        self.0.kind.view_str()
+    }
+    pub fn message(&self) -> &str {
+        self.0.message.view_str()
+    }
+    /// The native backtrace, when one was captured (RUST_BACKTRACE / RUST_LIB_BACKTRACE).
+    pub fn backtrace(&self) -> &str {
+        self.0.backtrace.view_str()
+    }
+    pub fn payload(&self) -> &Any {
+        &self.0.payload
+    }
+
+    /// Wrap an error object received through the ABI.
+    pub fn from_object(obj: ObjectRef) -> Result<Error, ObjectRef> {
+        obj.try_cast::<ErrorObj>().map(Error)
+    }
+
+    pub fn into_object(self) -> ObjectRef {
+        self.0.into()
+    }
+}
+
+impl Any {
+    /// The string inside this cell, or "" (used for error fields, which always hold strings).
+    pub(crate) fn view_str(&self) -> &str {
+        // The borrow of `self` keeps any `Str` object alive; small strings live in `self`.
+        let view = self.view();
+        match view.as_str() {
+            // SAFETY: the data lives in `self` (inline) or in an object `self` owns.
+            Some(s) => unsafe { &*(s as *const str) },
+            None => "",
+        }
+    }
+}
+
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.kind(), self.message())
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.kind(), self.message())
+    }
+}
+
+impl std::error::Error for Error {}
+
+thread_local! {
+    static LAST_ERROR: RefCell<Option<ObjectRef>> = const { RefCell::new(None) };
+}
+
+/// Put `err` in this thread's raised slot (replacing what was there).
+pub fn set_last_error(err: Error) {
+    if let Some(api) = plugin::host_api() {
+        // SAFETY: host table entry; ownership of the reference moves to the host.
+        unsafe { (api.set_last_error)(err.into_object().into_raw()) };
+        return;
+    }
+    local_set_last_error(err.into_object());
+}
+
+pub(crate) fn local_set_last_error(err: ObjectRef) {
+    LAST_ERROR.with(|slot| *slot.borrow_mut() = Some(err));
+}
+
+/// Take this thread's raised error. Never fails: an empty slot yields a RuntimeError saying so.
+pub fn take_last_error() -> Error {
+    let obj = if let Some(api) = plugin::host_api() {
+        // SAFETY: host table entry; returns an owned reference or null.
+        let raw = unsafe { (api.take_last_error)() };
+        // SAFETY: an owned reference from the host.
+        (!raw.is_null()).then(|| unsafe { ObjectRef::from_raw(raw) })
+    } else {
+        local_take_last_error()
+    };
+    obj.and_then(|o| Error::from_object(o).ok())
+        .unwrap_or_else(|| Error::runtime("a native call failed without raising an error"))
+}
+
+pub(crate) fn local_take_last_error() -> Option<ObjectRef> {
+    LAST_ERROR.with(|slot| slot.borrow_mut().take())
+}
+
+/// Run `f`, turning a panic into a `RustPanic` error with the panic's message.
+pub fn catch_panic<R>(f: impl FnOnce() -> Result<R>) -> Result<R> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(panic) => Err(Error::of_kind(ErrorKind::RustPanic, panic_message(&*panic))),
+    }
+}
+
+/// The message of a panic payload (`&str` or `String`), or a placeholder.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "Rust panic with a non-string payload".to_string()
+    }
+}
+
+/// The `extern "C"` convention: 0 on success, -1 with the error in the raised slot. Panics
+/// inside `f` are caught.
+pub fn ffi_status(f: impl FnOnce() -> Result<()>) -> i32 {
+    match catch_panic(f) {
+        Ok(()) => 0,
+        Err(e) => {
+            set_last_error(e);
+            -1
+        }
+    }
+}

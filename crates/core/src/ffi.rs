@@ -1,0 +1,228 @@
+//! The C ABI: the host's implementation of every [`ApiTable`] entry (declared for C in
+//! `include/tether.h`). Each entry catches panics; failures return nonzero (or null) with an
+//! `Error` in the raised slot.
+
+use std::ffi::c_void;
+
+use crate::alloc::{self, AllocateFn, FreeFn};
+use crate::any::{Any, AnyView};
+use crate::arc::ObjectRef;
+use crate::containers::{ArrayObj, StrObj};
+use crate::error::{catch_panic, ffi_status, local_set_last_error, local_take_last_error, set_last_error, Error};
+use crate::function::{self, DataDropFn, Function, SafeCallFn};
+use crate::object::{self, ObjectHeader};
+use crate::plugin::{ApiTable, ByteSlice, PendingModule, ABI_MAJOR, ABI_MINOR};
+use crate::types::{self, TypeInfo};
+
+/// Return an owned object pointer, or null with the error raised.
+fn ffi_object(f: impl FnOnce() -> crate::Result<ObjectRef>) -> *mut ObjectHeader {
+    match catch_panic(f) {
+        Ok(obj) => obj.into_raw(),
+        Err(e) => {
+            set_last_error(e);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+unsafe extern "C" fn api_alloc_object(size: usize, align: usize) -> *mut ObjectHeader {
+    alloc::local_alloc_object(size, align)
+}
+unsafe extern "C" fn api_free_object(obj: *mut ObjectHeader, size: usize, align: usize) {
+    // SAFETY: the plugin passes the exact layout it allocated (ABI contract).
+    unsafe { alloc::local_free_object(obj, size, align) }
+}
+unsafe extern "C" fn api_register_allocator(a: AllocateFn, f: FreeFn, ctx: *mut c_void, out_tag: *mut u32) -> i32 {
+    ffi_status(|| {
+        let tag = alloc::register_allocator(a, f, ctx)?;
+        // SAFETY: the caller passes a writable u32.
+        unsafe { out_tag.write(tag) };
+        Ok(())
+    })
+}
+unsafe extern "C" fn api_set_current_allocator(tag: u32) -> i32 {
+    ffi_status(|| alloc::set_current_allocator(tag))
+}
+unsafe extern "C" fn api_current_allocator_tag() -> u32 {
+    alloc::current_allocator_tag()
+}
+unsafe extern "C" fn api_live_objects() -> i64 {
+    alloc::live_objects()
+}
+unsafe extern "C" fn api_set_last_error(err: *mut ObjectHeader) {
+    if !err.is_null() {
+        // SAFETY: the caller hands over an owned reference (ABI contract).
+        local_set_last_error(unsafe { ObjectRef::from_raw(err) });
+    }
+}
+unsafe extern "C" fn api_take_last_error() -> *mut ObjectHeader {
+    local_take_last_error().map_or(std::ptr::null_mut(), ObjectRef::into_raw)
+}
+unsafe extern "C" fn api_register_type_key(key: ByteSlice, parent: i32) -> i32 {
+    // SAFETY: `key` is readable for the call (ABI contract).
+    let key = unsafe { key.to_str_lossy() };
+    match catch_panic(|| types::register_type_key(&key, parent)) {
+        Ok(i) => i,
+        Err(e) => {
+            set_last_error(e);
+            -1
+        }
+    }
+}
+unsafe extern "C" fn api_type_index_of(key: ByteSlice) -> i32 {
+    // SAFETY: readable for the call.
+    let key = unsafe { key.to_str_lossy() };
+    types::type_index_of(&key).unwrap_or(-1)
+}
+unsafe extern "C" fn api_type_info(index: i32) -> *const TypeInfo {
+    types::local_type_info(index).map_or(std::ptr::null(), |t| t as *const TypeInfo)
+}
+unsafe extern "C" fn api_publish_type_info(info: *const TypeInfo) -> i32 {
+    // SAFETY: the plugin passes a leaked, immutable info (ABI contract).
+    let Some(info) = (unsafe { info.as_ref() }) else {
+        set_last_error(Error::value("publish_type_info: null info"));
+        return -1;
+    };
+    match catch_panic(|| types::local_publish_type_info(info)) {
+        Ok(i) => i,
+        Err(e) => {
+            set_last_error(e);
+            -1
+        }
+    }
+}
+/// # Safety
+/// `func` is null or a live object the caller keeps its own reference to.
+unsafe fn borrowed_function(func: *mut ObjectHeader) -> crate::Result<Function> {
+    if func.is_null() {
+        return Err(Error::value("null function"));
+    }
+    // SAFETY: forwarded.
+    let obj = unsafe { ObjectRef::from_borrowed(func) };
+    obj.try_cast().map(Function).map_err(|o| Error::type_error(format!("expected a Function, got {o:?}")))
+}
+unsafe extern "C" fn api_register_global(name: ByteSlice, func: *mut ObjectHeader, allow_override: i32) -> i32 {
+    ffi_status(|| {
+        // SAFETY: readable for the call; `func` is borrowed from the caller.
+        let (name, f) = unsafe { (name.to_str_lossy(), borrowed_function(func)?) };
+        function::register_global(&name, f, allow_override != 0)
+    })
+}
+unsafe extern "C" fn api_get_global(name: ByteSlice) -> *mut ObjectHeader {
+    // SAFETY: readable for the call.
+    let name = unsafe { name.to_str_lossy() };
+    function::get_global(&name).map_or(std::ptr::null_mut(), |f| ObjectRef::from(f.0).into_raw())
+}
+unsafe extern "C" fn api_module_add_function(module: *mut c_void, name: ByteSlice, func: *mut ObjectHeader) -> i32 {
+    ffi_status(|| {
+        // SAFETY: `module` is the `PendingModule` the host passed to init, alive during it.
+        let pending = unsafe { &mut *(module as *mut PendingModule) };
+        // SAFETY: readable for the call; `func` borrowed.
+        let (name, f) = unsafe { (name.to_str_lossy(), borrowed_function(func)?) };
+        pending.functions.push((name, f));
+        Ok(())
+    })
+}
+unsafe extern "C" fn api_module_add_type(module: *mut c_void, type_index: i32) -> i32 {
+    ffi_status(|| {
+        // SAFETY: as above.
+        let pending = unsafe { &mut *(module as *mut PendingModule) };
+        if types::local_type_info(type_index).is_none() {
+            return Err(Error::value(format!("type index {type_index} is not registered")));
+        }
+        pending.types.push(type_index);
+        Ok(())
+    })
+}
+unsafe extern "C" fn api_make_str(s: ByteSlice) -> *mut ObjectHeader {
+    // SAFETY: readable for the call.
+    ffi_object(|| Ok(StrObj::new(&unsafe { s.to_str_lossy() }).into()))
+}
+unsafe extern "C" fn api_make_error(kind: ByteSlice, message: ByteSlice) -> *mut ObjectHeader {
+    // SAFETY: readable for the call.
+    ffi_object(|| Ok(unsafe { Error::new(&kind.to_str_lossy(), message.to_str_lossy()) }.into_object()))
+}
+unsafe extern "C" fn api_make_function(
+    safe_call: SafeCallFn,
+    data: *mut c_void,
+    drop_data: Option<DataDropFn>,
+    name: ByteSlice,
+    arity: i32,
+) -> *mut ObjectHeader {
+    ffi_object(|| {
+        // SAFETY: the C caller vouches for `safe_call`/`drop_data` (ABI contract).
+        let f = unsafe { Function::from_raw_parts(safe_call, data, drop_data, &name.to_str_lossy(), arity, 0) };
+        Ok(f.0.into())
+    })
+}
+unsafe extern "C" fn api_make_array(items: *const AnyView<'static>, n: usize) -> *mut ObjectHeader {
+    ffi_object(|| {
+        // SAFETY: `n` readable cells (ABI contract).
+        let items = if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(items, n) } };
+        Ok(ArrayObj::new(items.iter().map(AnyView::to_owned_any).collect()).into())
+    })
+}
+unsafe extern "C" fn api_inc_ref(obj: *mut ObjectHeader) {
+    // SAFETY: the caller holds a reference (ABI contract).
+    unsafe { object::inc_ref(obj) }
+}
+unsafe extern "C" fn api_dec_ref(obj: *mut ObjectHeader) {
+    // SAFETY: the caller gives up a reference it owns (ABI contract).
+    unsafe { object::dec_ref(obj) }
+}
+unsafe extern "C" fn api_call_function(func: *mut ObjectHeader, args: *const AnyView<'static>, n: i32, result: *mut Any) -> i32 {
+    // SAFETY: the caller passes a borrowed Function, `n` cells and a None result cell.
+    match unsafe { borrowed_function(func) } {
+        // SAFETY: as above.
+        Ok(f) => unsafe { (f.0.safe_call)(func, args, n, result) },
+        Err(e) => {
+            set_last_error(e);
+            -1
+        }
+    }
+}
+
+static HOST_TABLE: ApiTable = ApiTable {
+    abi_major: ABI_MAJOR,
+    abi_minor: ABI_MINOR,
+    size: std::mem::size_of::<ApiTable>() as u64,
+    alloc_object: api_alloc_object,
+    free_object: api_free_object,
+    register_allocator: api_register_allocator,
+    set_current_allocator: api_set_current_allocator,
+    current_allocator_tag: api_current_allocator_tag,
+    live_objects: api_live_objects,
+    set_last_error: api_set_last_error,
+    take_last_error: api_take_last_error,
+    register_type_key: api_register_type_key,
+    type_index_of: api_type_index_of,
+    type_info: api_type_info,
+    publish_type_info: api_publish_type_info,
+    register_global: api_register_global,
+    get_global: api_get_global,
+    module_add_function: api_module_add_function,
+    module_add_type: api_module_add_type,
+    make_str: api_make_str,
+    make_error: api_make_error,
+    make_function: api_make_function,
+    make_array: api_make_array,
+    inc_ref: api_inc_ref,
+    dec_ref: api_dec_ref,
+    call_function: api_call_function,
+};
+
+/// The host's table, handed to every plugin's init.
+pub fn host_table() -> *const ApiTable {
+    &HOST_TABLE
+}
+
+/// A copy of the host table with another ABI version, for mismatch tests.
+#[doc(hidden)]
+pub fn host_table_with_version(major: u32, minor: u32) -> &'static ApiTable {
+    Box::leak(Box::new(ApiTable { abi_major: major, abi_minor: minor, ..copy_table() }))
+}
+
+fn copy_table() -> ApiTable {
+    // SAFETY: `ApiTable` is plain function pointers and integers; a bitwise copy is a copy.
+    unsafe { std::ptr::read(&HOST_TABLE) }
+}

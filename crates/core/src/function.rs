@@ -1,0 +1,288 @@
+//! Function objects, the `safe_call` ABI, typed Rust closures and the global registry.
+//!
+//! `safe_call(handle, args, n, result) -> i32`: `handle` is the function object itself,
+//! `args` borrows `n` cells, `result` points to a cell the caller initialised to None and
+//! owns afterwards. 0 = ok; nonzero = an `Error` waits in the thread's raised slot.
+
+use std::collections::BTreeMap;
+use std::ffi::c_void;
+use std::sync::RwLock;
+
+use crate::any::{Any, AnyView, TypeIndex};
+use crate::arc::ObjectArc;
+use crate::convert::{arg, FromArg, IntoRet};
+use crate::error::{catch_panic, set_last_error, take_last_error, Error, Result};
+use crate::object::{Object, ObjectHeader};
+use crate::plugin;
+
+/// The call ABI every function object exposes.
+pub type SafeCallFn =
+    unsafe extern "C" fn(handle: *mut ObjectHeader, args: *const AnyView<'_>, n: i32, result: *mut Any) -> i32;
+
+/// Frees a function's `data` when the function dies.
+pub type DataDropFn = unsafe extern "C" fn(data: *mut c_void);
+
+/// Flag: the function neither blocks nor calls back into any language, so a frontend may keep
+/// its interpreter lock (the GIL) held across the call. Getters and tiny leaf functions.
+pub const FUNC_LEAF: u32 = 1;
+
+/// The body of a Function object. `#[repr(C)]`; C and plugins build these too.
+#[repr(C)]
+pub struct FunctionObj {
+    pub safe_call: SafeCallFn,
+    pub flags: u32,
+    pub arity: i32,
+    pub name: Any,
+    pub doc: Any,
+    /// The creator's payload, handed back through `handle` (e.g. a boxed Rust closure).
+    pub data: *mut c_void,
+    pub drop_data: Option<DataDropFn>,
+}
+
+impl Object for FunctionObj {
+    const TYPE_KEY: &'static str = "tether.Function";
+    fn type_index() -> i32 {
+        TypeIndex::FUNCTION
+    }
+}
+
+// SAFETY: the contract of making a function object (docs/abi.md): `safe_call` may be called
+// from any thread, and `drop_data` may run on any thread.
+unsafe impl Send for FunctionObj {}
+// SAFETY: as above.
+unsafe impl Sync for FunctionObj {}
+
+impl Drop for FunctionObj {
+    fn drop(&mut self) {
+        if let Some(drop_data) = self.drop_data {
+            // SAFETY: the creator's destructor for its own payload, run once.
+            unsafe { drop_data(self.data) };
+        }
+    }
+}
+
+/// A strong reference to a Function object.
+#[derive(Clone)]
+pub struct Function(pub ObjectArc<FunctionObj>);
+
+type Packed = Box<dyn Fn(&[AnyView<'_>]) -> Result<Any> + Send + Sync>;
+
+unsafe extern "C" fn packed_safe_call(handle: *mut ObjectHeader, args: *const AnyView<'_>, n: i32, result: *mut Any) -> i32 {
+    // SAFETY: `handle` is a live Function whose `data` is a `Box<Packed>` (made by
+    // `from_packed`); `args` holds `n` cells; `result` is a writable cell.
+    let outcome = catch_panic(|| unsafe {
+        let func = &(*(handle as *const crate::arc::ObjectBox<FunctionObj>)).value;
+        let packed = &*(func.data as *const Packed);
+        let args = if n <= 0 { &[][..] } else { std::slice::from_raw_parts(args, n as usize) };
+        packed(args)
+    });
+    match outcome {
+        Ok(value) => {
+            // SAFETY: the caller's result cell holds None (no drop needed) and is ours to fill.
+            unsafe { result.write(value) };
+            0
+        }
+        Err(e) => {
+            set_last_error(e);
+            -1
+        }
+    }
+}
+
+unsafe extern "C" fn drop_packed(data: *mut c_void) {
+    // SAFETY: `data` is the `Box<Packed>` leaked in `from_packed`.
+    drop(unsafe { Box::from_raw(data as *mut Packed) });
+}
+
+impl Function {
+    /// A function over raw cells (any number of arguments).
+    pub fn from_packed<F>(name: &str, f: F) -> Function
+    where
+        F: Fn(&[AnyView<'_>]) -> Result<Any> + Send + Sync + 'static,
+    {
+        Self::from_packed_with_arity(name, -1, Box::new(f))
+    }
+
+    fn from_packed_with_arity(name: &str, arity: i32, f: Packed) -> Function {
+        let data = Box::into_raw(Box::new(f)) as *mut c_void;
+        // SAFETY: `packed_safe_call` reads exactly this payload; `drop_packed` frees it.
+        unsafe { Function::from_raw_parts(packed_safe_call, data, Some(drop_packed), name, arity, 0) }
+    }
+
+    /// A typed closure: arguments convert by [`FromArg`], the result by [`IntoRet`]; a
+    /// mismatch is a TypeError naming the position, the expected and the actual kind.
+    pub fn from_typed<Marker, F: TypedFn<Marker>>(name: &str, f: F) -> Function {
+        let owned_name = name.to_string();
+        let arity = F::ARITY as i32;
+        Self::from_packed_with_arity(name, arity, Box::new(move |args| f.call_packed(&owned_name, args)))
+    }
+
+    /// Build a function from its ABI parts (C functions, frontend callbacks).
+    ///
+    /// # Safety
+    /// `safe_call` follows the call ABI and may run on any thread; `drop_data` frees `data`.
+    pub unsafe fn from_raw_parts(
+        safe_call: SafeCallFn,
+        data: *mut c_void,
+        drop_data: Option<DataDropFn>,
+        name: &str,
+        arity: i32,
+        flags: u32,
+    ) -> Function {
+        Function(ObjectArc::new(FunctionObj {
+            safe_call,
+            flags,
+            arity,
+            name: Any::str(name),
+            doc: Any::none(),
+            data,
+            drop_data,
+        }))
+    }
+
+    /// Set the docstring (only while this is the sole reference, i.e. while building).
+    pub fn with_doc(mut self, doc: &str) -> Function {
+        let f = ObjectArc::get_mut(&mut self.0).expect("with_doc on a shared function");
+        f.doc = Any::str(doc);
+        self
+    }
+
+    /// Mark as a leaf (see [`FUNC_LEAF`]).
+    pub fn leaf(mut self) -> Function {
+        ObjectArc::get_mut(&mut self.0).expect("leaf on a shared function").flags |= FUNC_LEAF;
+        self
+    }
+
+    pub fn name(&self) -> &str {
+        self.0.name.view_str()
+    }
+    pub fn doc(&self) -> &str {
+        self.0.doc.view_str()
+    }
+    pub fn flags(&self) -> u32 {
+        self.0.flags
+    }
+    /// Declared argument count, or -1 when variadic/unknown.
+    pub fn arity(&self) -> i32 {
+        self.0.arity
+    }
+
+    /// Call with borrowed arguments.
+    pub fn call(&self, args: &[AnyView<'_>]) -> Result<Any> {
+        let mut result = Any::none();
+        // SAFETY: a live function object, `args.len()` cells, a None result cell.
+        let rc = unsafe {
+            (self.0.safe_call)(ObjectArc::as_ptr(&self.0), args.as_ptr(), args.len() as i32, &mut result)
+        };
+        if rc == 0 {
+            Ok(result)
+        } else {
+            Err(take_last_error())
+        }
+    }
+
+    pub fn as_object_ptr(&self) -> *mut ObjectHeader {
+        ObjectArc::as_ptr(&self.0)
+    }
+}
+
+impl std::fmt::Debug for Function {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "<function {}>", self.name())
+    }
+}
+
+/// A Rust closure usable as a typed function. Implemented for `Fn(A1, ..., An) -> R` with
+/// `Ai: FromArg`, `R: IntoRet`, n up to 8.
+pub trait TypedFn<Marker>: Send + Sync + 'static {
+    const ARITY: usize;
+    fn call_packed(&self, name: &str, args: &[AnyView<'_>]) -> Result<Any>;
+}
+
+/// "f() takes 2 arguments but 3 were given"
+pub fn arity_error(name: &str, expected: usize, given: usize) -> Error {
+    let plural = if expected == 1 { "" } else { "s" };
+    Error::type_error(format!("{name}() takes {expected} argument{plural} but {given} were given"))
+}
+
+macro_rules! typed_fn {
+    ($n:literal; $($a:ident $i:tt),*) => {
+        impl<Func, Ret, $($a),*> TypedFn<(Ret, $($a,)*)> for Func
+        where
+            Func: Fn($($a),*) -> Ret + Send + Sync + 'static,
+            Ret: IntoRet,
+            $($a: FromArg,)*
+        {
+            const ARITY: usize = $n;
+            #[allow(unused_variables)]
+            fn call_packed(&self, name: &str, args: &[AnyView<'_>]) -> Result<Any> {
+                if args.len() != $n {
+                    return Err(arity_error(name, $n, args.len()));
+                }
+                self($(arg::<$a>(name, $i + 1, &args[$i])?),*).into_ret()
+            }
+        }
+    };
+}
+typed_fn!(0;);
+typed_fn!(1; A0 0);
+typed_fn!(2; A0 0, A1 1);
+typed_fn!(3; A0 0, A1 1, A2 2);
+typed_fn!(4; A0 0, A1 1, A2 2, A3 3);
+typed_fn!(5; A0 0, A1 1, A2 2, A3 3, A4 4);
+typed_fn!(6; A0 0, A1 1, A2 2, A3 3, A4 4, A5 5);
+typed_fn!(7; A0 0, A1 1, A2 2, A3 3, A4 4, A5 5, A6 6);
+typed_fn!(8; A0 0, A1 1, A2 2, A3 3, A4 4, A5 5, A6 6, A7 7);
+
+// ---- the global function registry -----------------------------------------------------
+
+static GLOBALS: RwLock<BTreeMap<String, Function>> = RwLock::new(BTreeMap::new());
+
+/// Register `f` under `name`. Fails if the name is taken, unless `allow_override`.
+pub fn register_global(name: &str, f: Function, allow_override: bool) -> Result<()> {
+    if let Some(api) = plugin::host_api() {
+        let name = crate::plugin::ByteSlice::from_str(name);
+        let raw = crate::arc::ObjectRef::from(f.0).into_raw();
+        // SAFETY: host table entry; it takes a new reference of its own, ours is dropped below.
+        let rc = unsafe { (api.register_global)(name, raw, allow_override as i32) };
+        // SAFETY: we still own the reference `raw` came from.
+        drop(unsafe { crate::arc::ObjectRef::from_raw(raw) });
+        return if rc == 0 { Ok(()) } else { Err(take_last_error()) };
+    }
+    crate::init();
+    let mut map = GLOBALS.write().unwrap_or_else(|e| e.into_inner());
+    if !allow_override && map.contains_key(name) {
+        return Err(Error::value(format!("global function {name:?} is already registered")));
+    }
+    map.insert(name.to_string(), f);
+    Ok(())
+}
+
+/// The function registered under `name`.
+pub fn get_global(name: &str) -> Option<Function> {
+    if let Some(api) = plugin::host_api() {
+        // SAFETY: host table entry; returns an owned reference or null.
+        let raw = unsafe { (api.get_global)(crate::plugin::ByteSlice::from_str(name)) };
+        // SAFETY: an owned reference to a Function.
+        return (!raw.is_null()).then(|| Function(unsafe { ObjectArc::from_raw(raw) }));
+    }
+    crate::init();
+    GLOBALS.read().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
+}
+
+/// Every registered name, sorted.
+pub fn list_globals() -> Vec<String> {
+    crate::init();
+    GLOBALS.read().unwrap_or_else(|e| e.into_inner()).keys().cloned().collect()
+}
+
+/// Remove `name`; true when it was there.
+pub fn remove_global(name: &str) -> bool {
+    crate::init();
+    GLOBALS.write().unwrap_or_else(|e| e.into_inner()).remove(name).is_some()
+}
+
+/// Convert a typed argument outside a closure (shared helper for hand-written packed fns).
+pub fn convert_arg<T: FromArg>(func: &str, position: usize, v: &AnyView<'_>) -> Result<T> {
+    arg(func, position, v)
+}

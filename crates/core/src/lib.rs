@@ -1,0 +1,62 @@
+//! tether-core: one native object, one wrapper per language, for the object's whole life.
+//!
+//! The crate is the ABI every frontend and plugin stands on. Module map:
+//! - [`object`]: the 24-byte object header and its reference count protocol
+//! - [`alloc`]: the process-wide allocator registry (every object is allocated through it)
+//! - [`arc`]: `ObjectArc<T>` / `WeakObjectArc<T>` / untyped `ObjectRef`
+//! - [`any`]: the 16-byte `Any` / `AnyView` value cells
+//! - [`convert`]: Rust <-> `Any` conversion rules (shared by every frontend)
+//! - [`error`]: `Error` objects and the thread-local raised slot
+//! - [`function`]: `Function` objects, the `safe_call` ABI, typed closures, the global registry
+//! - [`types`]: the type registry with reflection
+//! - [`containers`]: Str, Bytes, Array, Map
+//! - [`tying`]: the identity-tying state machine every frontend adapts
+//! - [`plugin`]: the versioned API table and module loading
+//! - [`ffi`]: the C ABI declared in `include/tether.h`
+//! - [`testing`]: the `testing.*` namespace used by every conformance suite
+
+pub mod alloc;
+pub mod any;
+pub mod arc;
+pub mod containers;
+pub mod convert;
+pub mod error;
+pub mod ffi;
+pub mod function;
+pub mod object;
+pub mod plugin;
+pub mod testing;
+pub mod types;
+pub mod tying;
+
+pub use any::{Any, AnyView, TypeIndex};
+pub use arc::{ObjectArc, ObjectRef, WeakObjectArc};
+pub use containers::{ArrayObj, BytesObj, MapObj, StrObj};
+pub use error::{Error, ErrorKind, Result};
+pub use function::Function;
+pub use object::{Object, ObjectHeader};
+pub use types::{TypeBuilder, TypeInfo};
+
+/// Initialise the runtime: builtin types, container functions and the `testing` namespace.
+/// Idempotent and cheap after the first call; every public entry point that needs the
+/// registries calls it. Re-entrant calls from inside initialisation return at once. In a
+/// plugin it does nothing: the host's registries are already initialised.
+pub fn init() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static DONE: AtomicBool = AtomicBool::new(false);
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    thread_local!(static INITIALISING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
+    if DONE.load(Ordering::Acquire) || INITIALISING.with(|c| c.get()) || plugin::is_plugin() {
+        return;
+    }
+    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if DONE.load(Ordering::Acquire) {
+        return;
+    }
+    INITIALISING.with(|c| c.set(true));
+    types::register_builtin_types();
+    containers::register_functions();
+    testing::register();
+    INITIALISING.with(|c| c.set(false));
+    DONE.store(true, Ordering::Release);
+}

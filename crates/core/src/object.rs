@@ -1,0 +1,167 @@
+//! The object header: the first 24 bytes of every native object.
+//!
+//! | offset | field | meaning |
+//! |---|---|---|
+//! | 0 | `combined_ref_count: u64` | strong count in the low 32 bits, weak count in the high 32 |
+//! | 8 | `type_index: i32` | index in the type registry |
+//! | 12 | `alloc_tag: u32` | which allocator made the object (0 = builtin, no frontend prefix) |
+//! | 16 | `deleter: fn(obj, flags)` | 1 = drop the value, 2 = free the memory, 3 = both |
+//!
+//! A new object starts at strong 1, weak 1: all strong references together hold one weak
+//! reference, so the memory outlives the value while weak references may still read the
+//! count. Nothing is ever stored over the count word.
+
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+
+/// Deleter flag: run the value's destructor.
+pub const DELETE_VALUE: i32 = 1;
+/// Deleter flag: return the memory to the allocator that made it.
+pub const DELETE_MEMORY: i32 = 2;
+/// Both at once (the common case: no weak references outstanding).
+pub const DELETE_BOTH: i32 = DELETE_VALUE | DELETE_MEMORY;
+
+const STRONG_ONE: u64 = 1;
+const WEAK_ONE: u64 = 1 << 32;
+const STRONG_MASK: u64 = 0xffff_ffff;
+
+/// `deleter(obj, flags)`: see [`DELETE_VALUE`], [`DELETE_MEMORY`].
+pub type Deleter = unsafe extern "C" fn(obj: *mut ObjectHeader, flags: i32);
+
+/// The header every native object starts with. `#[repr(C)]`, 24 bytes, align 8.
+#[repr(C)]
+pub struct ObjectHeader {
+    pub combined_ref_count: AtomicU64,
+    pub type_index: i32,
+    pub alloc_tag: u32,
+    pub deleter: Deleter,
+}
+
+const _: () = {
+    assert!(std::mem::size_of::<ObjectHeader>() == 24);
+    assert!(std::mem::align_of::<ObjectHeader>() == 8);
+    assert!(std::mem::offset_of!(ObjectHeader, combined_ref_count) == 0);
+    assert!(std::mem::offset_of!(ObjectHeader, type_index) == 8);
+    assert!(std::mem::offset_of!(ObjectHeader, alloc_tag) == 12);
+    assert!(std::mem::offset_of!(ObjectHeader, deleter) == 16);
+};
+
+impl ObjectHeader {
+    /// The count word of a freshly made object: strong 1, weak 1.
+    pub const INITIAL_COUNT: u64 = STRONG_ONE | WEAK_ONE;
+
+    /// Strong references right now (a snapshot; racy by nature).
+    pub fn strong_count(&self) -> u32 {
+        (self.combined_ref_count.load(Ordering::Relaxed) & STRONG_MASK) as u32
+    }
+
+    /// Weak references right now, including the one all strong references share.
+    pub fn weak_count(&self) -> u32 {
+        (self.combined_ref_count.load(Ordering::Relaxed) >> 32) as u32
+    }
+}
+
+/// Add one strong reference. Relaxed: a new reference can only be made from an existing one,
+/// which already keeps the object alive.
+///
+/// # Safety
+/// `obj` points to a live object on which the caller holds a strong reference.
+#[inline]
+pub unsafe fn inc_ref(obj: *mut ObjectHeader) {
+    // SAFETY: the caller guarantees `obj` is live.
+    unsafe { (*obj).combined_ref_count.fetch_add(STRONG_ONE, Ordering::Relaxed) };
+}
+
+/// Drop one strong reference, destroying the value (and maybe the memory) at zero.
+///
+/// # Safety
+/// `obj` points to a live object and the caller gives up one strong reference it owns.
+#[inline]
+pub unsafe fn dec_ref(obj: *mut ObjectHeader) {
+    // SAFETY: the caller owns a strong reference, so the header is readable.
+    let old = unsafe { (*obj).combined_ref_count.fetch_sub(STRONG_ONE, Ordering::Release) };
+    if old & STRONG_MASK != 1 {
+        return;
+    }
+    // SAFETY: we dropped the last strong reference; see `drop_last_strong`.
+    unsafe { drop_last_strong(obj, old) };
+}
+
+#[cold]
+unsafe fn drop_last_strong(obj: *mut ObjectHeader, old: u64) {
+    // Synchronise with every earlier release decrement before destroying.
+    fence(Ordering::Acquire);
+    // SAFETY: the value is no longer reachable through a strong reference; the header stays
+    // readable because the strong references' shared weak reference is still held.
+    let deleter = unsafe { (*obj).deleter };
+    if old == STRONG_ONE | WEAK_ONE {
+        // SAFETY: no weak references remain either, so value and memory go together.
+        unsafe { deleter(obj, DELETE_BOTH) };
+    } else {
+        // SAFETY: strong count is zero: drop the value, then the collective weak reference.
+        unsafe {
+            deleter(obj, DELETE_VALUE);
+            dec_weak(obj);
+        }
+    }
+}
+
+/// Add one weak reference.
+///
+/// # Safety
+/// `obj` is live (strong or weak) and the caller holds a reference to it.
+#[inline]
+pub unsafe fn inc_weak(obj: *mut ObjectHeader) {
+    // SAFETY: the caller guarantees `obj`'s memory is live.
+    unsafe { (*obj).combined_ref_count.fetch_add(WEAK_ONE, Ordering::Relaxed) };
+}
+
+/// Drop one weak reference, freeing the memory when it was the last.
+///
+/// # Safety
+/// The caller owns one weak reference to `obj`.
+#[inline]
+pub unsafe fn dec_weak(obj: *mut ObjectHeader) {
+    // SAFETY: the caller owns a weak reference, so the memory is live.
+    let old = unsafe { (*obj).combined_ref_count.fetch_sub(WEAK_ONE, Ordering::Release) };
+    if old >> 32 == 1 {
+        fence(Ordering::Acquire);
+        // SAFETY: the last reference of any kind is gone; the value was dropped when strong
+        // reached zero (a weak reference never outlives strong ones with a live value unseen).
+        unsafe { ((*obj).deleter)(obj, DELETE_MEMORY) };
+    }
+}
+
+/// Try to turn a weak reference into a strong one; false when the value is gone.
+///
+/// # Safety
+/// The caller holds a weak (or strong) reference to `obj`.
+#[inline]
+pub unsafe fn try_upgrade(obj: *mut ObjectHeader) -> bool {
+    // SAFETY: a held weak reference keeps the header readable.
+    let count = unsafe { &(*obj).combined_ref_count };
+    let mut cur = count.load(Ordering::Relaxed);
+    loop {
+        if cur & STRONG_MASK == 0 {
+            return false;
+        }
+        match count.compare_exchange_weak(cur, cur + STRONG_ONE, Ordering::Acquire, Ordering::Relaxed) {
+            Ok(_) => return true,
+            Err(actual) => cur = actual,
+        }
+    }
+}
+
+/// A Rust type that lives inside a native object: it names its registered type.
+///
+/// Use [`crate::declare_object!`] or implement it by hand: `TYPE_KEY` is the registry key,
+/// and `type_index()` resolves (and caches) the index in the process-wide type registry.
+pub trait Object: Sized + 'static {
+    /// Registry key, e.g. `"testing.Pair"`.
+    const TYPE_KEY: &'static str;
+    /// This type's index in the type registry (registered on first use if needed).
+    fn type_index() -> i32;
+    /// This type's depth in its inheritance chain (0 for a direct child of `Object`).
+    fn type_depth() -> i32 {
+        crate::types::type_info(Self::type_index()).map(|t| t.depth).unwrap_or(0)
+    }
+}

@@ -1,0 +1,296 @@
+//! Plugins: the versioned API table, `tether_module_init`, and `load_module`.
+//!
+//! A plugin is a shared library exporting `tether_module_abi` (a `u32`: major << 16 | minor)
+//! and `tether_module_init(api, module) -> i32`. The host checks the ABI word, then calls
+//! init with its [`ApiTable`]. A Rust plugin's copy of tether-core stores that table
+//! ([`host_api`]) and from then on routes every allocation, registry and error-slot call
+//! through it, so plugin objects come from the frontend allocator and plugin types land in the
+//! host registry. Plugins are never unloaded.
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::Mutex;
+
+use crate::alloc::{AllocateFn, FreeFn};
+use crate::any::{Any, AnyView, TypeIndex};
+use crate::arc::{ObjectArc, ObjectRef};
+use crate::error::{Error, Result};
+use crate::function::{DataDropFn, Function, SafeCallFn};
+use crate::object::{Object, ObjectHeader};
+use crate::types::TypeInfo;
+
+pub const ABI_MAJOR: u32 = 1;
+pub const ABI_MINOR: u32 = 0;
+/// The value a plugin exports as `tether_module_abi`.
+pub const ABI_WORD: u32 = (ABI_MAJOR << 16) | ABI_MINOR;
+
+/// A borrowed UTF-8 string crossing the ABI: `{ ptr, len }`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ByteSlice {
+    pub ptr: *const u8,
+    pub len: usize,
+}
+
+impl ByteSlice {
+    pub fn from_str(s: &str) -> ByteSlice {
+        ByteSlice { ptr: s.as_ptr(), len: s.len() }
+    }
+    pub fn from_static(s: &'static str) -> ByteSlice {
+        Self::from_str(s)
+    }
+    pub const fn empty() -> ByteSlice {
+        ByteSlice { ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(), len: 0 }
+    }
+    /// The string. Registry slices are leaked, hence `'static`; ABI arguments must only be
+    /// used for the call's duration (see [`ByteSlice::to_str_lossy`]).
+    pub fn as_str(&self) -> &'static str {
+        if self.len == 0 || self.ptr.is_null() {
+            return "";
+        }
+        // SAFETY: registry slices are leaked UTF-8 made by `leak_str`.
+        unsafe { std::str::from_utf8_unchecked(std::slice::from_raw_parts(self.ptr, self.len)) }
+    }
+    /// Copy a slice that came from C (validating UTF-8).
+    ///
+    /// # Safety
+    /// `ptr` points to `len` readable bytes (or `len == 0`).
+    pub unsafe fn to_str_lossy(&self) -> String {
+        if self.len == 0 || self.ptr.is_null() {
+            return String::new();
+        }
+        // SAFETY: forwarded.
+        String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(self.ptr, self.len) }).into_owned()
+    }
+}
+
+// SAFETY: a slice descriptor; what it points to is immutable.
+unsafe impl Send for ByteSlice {}
+// SAFETY: as above.
+unsafe impl Sync for ByteSlice {}
+
+/// The host's function table. `#[repr(C)]`; new entries are only ever appended (minor
+/// version bumps), and `size` tells a plugin how many entries the host has.
+#[repr(C)]
+pub struct ApiTable {
+    pub abi_major: u32,
+    pub abi_minor: u32,
+    pub size: u64,
+    // allocation
+    pub alloc_object: unsafe extern "C" fn(size: usize, align: usize) -> *mut ObjectHeader,
+    pub free_object: unsafe extern "C" fn(obj: *mut ObjectHeader, size: usize, align: usize),
+    pub register_allocator: unsafe extern "C" fn(AllocateFn, FreeFn, *mut c_void, out_tag: *mut u32) -> i32,
+    pub set_current_allocator: unsafe extern "C" fn(tag: u32) -> i32,
+    pub current_allocator_tag: unsafe extern "C" fn() -> u32,
+    pub live_objects: unsafe extern "C" fn() -> i64,
+    // errors
+    pub set_last_error: unsafe extern "C" fn(err: *mut ObjectHeader),
+    pub take_last_error: unsafe extern "C" fn() -> *mut ObjectHeader,
+    // types
+    pub register_type_key: unsafe extern "C" fn(key: ByteSlice, parent: i32) -> i32,
+    pub type_index_of: unsafe extern "C" fn(key: ByteSlice) -> i32,
+    pub type_info: unsafe extern "C" fn(index: i32) -> *const TypeInfo,
+    pub publish_type_info: unsafe extern "C" fn(info: *const TypeInfo) -> i32,
+    // global functions
+    pub register_global: unsafe extern "C" fn(name: ByteSlice, func: *mut ObjectHeader, allow_override: i32) -> i32,
+    pub get_global: unsafe extern "C" fn(name: ByteSlice) -> *mut ObjectHeader,
+    // modules
+    pub module_add_function: unsafe extern "C" fn(module: *mut c_void, name: ByteSlice, func: *mut ObjectHeader) -> i32,
+    pub module_add_type: unsafe extern "C" fn(module: *mut c_void, type_index: i32) -> i32,
+    // conveniences for C plugins (Rust plugins build these themselves)
+    pub make_str: unsafe extern "C" fn(s: ByteSlice) -> *mut ObjectHeader,
+    pub make_error: unsafe extern "C" fn(kind: ByteSlice, message: ByteSlice) -> *mut ObjectHeader,
+    pub make_function: unsafe extern "C" fn(SafeCallFn, data: *mut c_void, drop_data: Option<DataDropFn>, name: ByteSlice, arity: i32) -> *mut ObjectHeader,
+    pub make_array: unsafe extern "C" fn(items: *const AnyView<'static>, n: usize) -> *mut ObjectHeader,
+    pub inc_ref: unsafe extern "C" fn(obj: *mut ObjectHeader),
+    pub dec_ref: unsafe extern "C" fn(obj: *mut ObjectHeader),
+    pub call_function: unsafe extern "C" fn(func: *mut ObjectHeader, args: *const AnyView<'static>, n: i32, result: *mut Any) -> i32,
+}
+
+const _: () = {
+    assert!(std::mem::offset_of!(ApiTable, abi_major) == 0);
+    assert!(std::mem::offset_of!(ApiTable, abi_minor) == 4);
+    assert!(std::mem::offset_of!(ApiTable, size) == 8);
+    assert!(std::mem::offset_of!(ApiTable, alloc_object) == 16);
+    assert!(std::mem::size_of::<ApiTable>() == 16 + 23 * 8);
+    assert!(std::mem::size_of::<ByteSlice>() == 16);
+};
+
+static HOST_API: AtomicPtr<ApiTable> = AtomicPtr::new(std::ptr::null_mut());
+
+/// In a plugin after init: the host's table. In the host (and before init): `None`.
+#[inline]
+pub fn host_api() -> Option<&'static ApiTable> {
+    // SAFETY: set once by `plugin_init` to the host's `'static` table.
+    unsafe { HOST_API.load(Ordering::Acquire).as_ref() }
+}
+
+/// Is this copy of tether-core running inside a plugin (routing to a host)?
+pub fn is_plugin() -> bool {
+    host_api().is_some()
+}
+
+/// Plugin side of init: check the host's table, adopt it, then run `body`.
+///
+/// # Safety
+/// `api` is null or the host's `'static` table; `module` is the host's module handle.
+pub unsafe fn plugin_init(api: *const ApiTable, module: *mut c_void, body: impl FnOnce(&mut ModuleBuilder) -> Result<()>) -> i32 {
+    // SAFETY: forwarded; the first three fields are fixed for every ABI version.
+    let Some(table) = (unsafe { api.as_ref() }) else { return -2 };
+    if table.abi_major != ABI_MAJOR || (table.size as usize) < std::mem::size_of::<ApiTable>() {
+        return -2;
+    }
+    HOST_API.store(api as *mut ApiTable, Ordering::Release);
+    crate::error::ffi_status(|| body(&mut ModuleBuilder { module, api: table }))
+}
+
+/// What a plugin's init gets to export functions and types into its module object.
+pub struct ModuleBuilder {
+    module: *mut c_void,
+    api: &'static ApiTable,
+}
+
+impl ModuleBuilder {
+    /// Export `func` as module attribute `name`.
+    pub fn function(&mut self, name: &str, func: Function) -> Result<&mut Self> {
+        // SAFETY: host table entry; it takes its own reference to `func`.
+        let rc = unsafe { (self.api.module_add_function)(self.module, ByteSlice::from_str(name), func.as_object_ptr()) };
+        if rc != 0 {
+            return Err(crate::error::take_last_error());
+        }
+        Ok(self)
+    }
+
+    /// Export the registered type `T` (as a class in each frontend).
+    pub fn object_type<T: Object>(&mut self) -> Result<&mut Self> {
+        // SAFETY: host table entry.
+        let rc = unsafe { (self.api.module_add_type)(self.module, T::type_index()) };
+        if rc != 0 {
+            return Err(crate::error::take_last_error());
+        }
+        Ok(self)
+    }
+}
+
+/// Define a plugin's entry points:
+///
+/// ```ignore
+/// tether_core::export_module!(|m| {
+///     m.function("add", Function::from_typed("scene.add", |a: i64, b: i64| a + b))?;
+///     m.object_type::<Node>()?;
+///     Ok(())
+/// });
+/// ```
+#[macro_export]
+macro_rules! export_module {
+    ($body:expr) => {
+        #[no_mangle]
+        pub static tether_module_abi: u32 = $crate::plugin::ABI_WORD;
+
+        /// # Safety
+        /// Called once by a tether host with its API table.
+        #[no_mangle]
+        pub unsafe extern "C" fn tether_module_init(api: *const $crate::plugin::ApiTable, module: *mut ::std::ffi::c_void) -> i32 {
+            // SAFETY: the host passes its table and module handle, per the plugin ABI.
+            unsafe { $crate::plugin::plugin_init(api, module, $body) }
+        }
+    };
+}
+
+// ---- host side: Module objects and loading ------------------------------------------------
+
+/// A loaded plugin: its path, exported functions (in export order) and types.
+pub struct ModuleObj {
+    path: String,
+    functions: Vec<(String, Function)>,
+    types: Vec<i32>,
+}
+
+impl Object for ModuleObj {
+    const TYPE_KEY: &'static str = "tether.Module";
+    fn type_index() -> i32 {
+        TypeIndex::MODULE
+    }
+}
+
+impl ModuleObj {
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+    pub fn functions(&self) -> &[(String, Function)] {
+        &self.functions
+    }
+    pub fn function(&self, name: &str) -> Option<&Function> {
+        self.functions.iter().find(|(n, _)| n == name).map(|(_, f)| f)
+    }
+    /// Exported type indices.
+    pub fn types(&self) -> &[i32] {
+        &self.types
+    }
+}
+
+/// The host's view of a module being initialised (what `module` points to during init).
+#[derive(Default)]
+pub(crate) struct PendingModule {
+    pub functions: Vec<(String, Function)>,
+    pub types: Vec<i32>,
+}
+
+static LOADED: Mutex<Vec<(std::path::PathBuf, ObjectRef)>> = Mutex::new(Vec::new());
+
+/// Load a plugin (once per canonical path; later loads return the same module object).
+pub fn load_module(path: &str) -> Result<ObjectArc<ModuleObj>> {
+    if is_plugin() {
+        return Err(Error::runtime("load_module is only available in a host process"));
+    }
+    crate::init();
+    let p = std::path::Path::new(path);
+    if !p.exists() {
+        return Err(Error::value(format!("cannot load tether module {path:?}: no such file")));
+    }
+    let canonical = p.canonicalize().map_err(|e| Error::value(format!("cannot load tether module {path:?}: {e}")))?;
+    let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, m)) = loaded.iter().find(|(c, _)| *c == canonical) {
+        return Ok(m.clone().try_cast().unwrap_or_else(|_| unreachable!("LOADED holds modules")));
+    }
+    // SAFETY: loading a library runs its initialisers; that is what loading a plugin means.
+    // The library is never unloaded (leaked below), so its code outlives every object.
+    let lib = unsafe { libloading::Library::new(&canonical) }
+        .map_err(|e| Error::value(format!("cannot load tether module {path:?}: not a loadable shared library ({e})")))?;
+    // SAFETY: `tether_module_abi` is declared as a `u32` static by every tether plugin.
+    let abi = unsafe { lib.get::<*const u32>(b"tether_module_abi\0") }
+        .map_err(|_| Error::value(format!("{path:?} is not a tether module: it has no `tether_module_abi` symbol")))?;
+    // SAFETY: the symbol is a `u32` static (see above).
+    let abi_word = unsafe { **abi };
+    let (major, minor) = (abi_word >> 16, abi_word & 0xffff);
+    if major != ABI_MAJOR {
+        return Err(Error::runtime(format!(
+            "{path:?} was built for tether ABI {major}.{minor}, but this host speaks ABI {ABI_MAJOR}.{ABI_MINOR}: rebuild the plugin against this tether version"
+        )));
+    }
+    type InitFn = unsafe extern "C" fn(*const ApiTable, *mut c_void) -> i32;
+    // SAFETY: the symbol has the `tether_module_init` signature per the plugin ABI.
+    let init = unsafe { lib.get::<InitFn>(b"tether_module_init\0") }
+        .map_err(|_| Error::value(format!("{path:?} is not a tether module: it has no `tether_module_init` symbol")))?;
+    let mut pending = PendingModule::default();
+    // SAFETY: the host table is `'static`; `pending` outlives the call.
+    let rc = unsafe { init(crate::ffi::host_table(), &mut pending as *mut PendingModule as *mut c_void) };
+    if rc != 0 {
+        let cause = if rc == -2 {
+            Error::runtime(format!("{path:?} rejected this host's API table (ABI mismatch)"))
+        } else {
+            let e = crate::error::take_last_error();
+            Error::new(e.kind(), format!("initialising module {path:?} failed: {}", e.message()))
+        };
+        return Err(cause);
+    }
+    std::mem::forget(lib);
+    let module = ObjectArc::new(ModuleObj { path: canonical.display().to_string(), functions: pending.functions, types: pending.types });
+    loaded.push((canonical, module.clone().into()));
+    Ok(module)
+}
+
+/// `Any` view of a module object for frontends.
+pub fn module_any(m: &ObjectArc<ModuleObj>) -> Any {
+    Any::object(m.clone().into())
+}

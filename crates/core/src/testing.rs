@@ -1,0 +1,198 @@
+//! The `testing` namespace: the contract every conformance suite and outside check uses.
+//! Registered at runtime init; names and signatures are fixed (see docs/conformance.md).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::any::{Any, AnyView};
+use crate::arc::{alloc_raw_object, ObjectArc, ObjectRef};
+use crate::containers::{ArrayObj, MapObj};
+use crate::error::{Error, Result};
+use crate::function::{register_global, Function};
+use crate::object::{ObjectHeader, DELETE_MEMORY};
+use crate::types::TypeBuilder;
+
+/// `testing.Pair`: two settable `Any` fields.
+pub struct Pair {
+    first: Mutex<Any>,
+    second: Mutex<Any>,
+}
+crate::declare_object!(Pair, "testing.Pair");
+
+impl Pair {
+    pub fn new(first: Any, second: Any) -> ObjectArc<Pair> {
+        ObjectArc::new(Pair { first: Mutex::new(first), second: Mutex::new(second) })
+    }
+    pub fn first(&self) -> Any {
+        self.first.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+    pub fn second(&self) -> Any {
+        self.second.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+    pub fn set_first(&self, v: Any) {
+        *self.first.lock().unwrap_or_else(|e| e.into_inner()) = v;
+    }
+    pub fn set_second(&self, v: Any) {
+        *self.second.lock().unwrap_or_else(|e| e.into_inner()) = v;
+    }
+}
+
+static STASH: Mutex<Option<HashMap<String, Any>>> = Mutex::new(None);
+
+fn with_stash<R>(f: impl FnOnce(&mut HashMap<String, Any>) -> R) -> R {
+    let mut guard = STASH.lock().unwrap_or_else(|e| e.into_inner());
+    f(guard.get_or_insert_with(HashMap::new))
+}
+
+/// Objects from `make_aligned`: the body is aligned to `align`; size and alignment are stored
+/// in the body so the deleter frees exactly what was allocated.
+#[repr(C)]
+struct AlignedBody {
+    header: ObjectHeader,
+    align: u64,
+}
+crate::declare_object!(AlignedMarker, "testing.Aligned");
+/// Type marker for `testing.Aligned` (the body is laid out by hand, see `AlignedBody`).
+pub struct AlignedMarker;
+
+const ALIGNED_SIZE: usize = 64;
+
+unsafe extern "C" fn delete_aligned(obj: *mut ObjectHeader, flags: i32) {
+    if flags & DELETE_MEMORY != 0 {
+        // SAFETY: `align` is a plain field written at construction; the layout matches.
+        unsafe {
+            let align = (*(obj as *const AlignedBody)).align as usize;
+            crate::alloc::free_object(obj, ALIGNED_SIZE.max(align), align);
+        }
+    }
+}
+
+fn make_aligned(align: i64) -> Result<ObjectRef> {
+    if !(1..=4096).contains(&align) || !(align as u64).is_power_of_two() {
+        return Err(Error::value(format!("alignment must be a power of two from 1 to 4096, got {align}")));
+    }
+    let align = (align as usize).max(8);
+    // SAFETY: `delete_aligned` frees exactly this size/alignment; the body is plain data.
+    let obj = unsafe { alloc_raw_object(ALIGNED_SIZE.max(align), align, <AlignedMarker as crate::Object>::type_index(), delete_aligned) };
+    // SAFETY: the body is at least `AlignedBody` large.
+    unsafe { std::ptr::addr_of_mut!((*(obj.as_ptr() as *mut AlignedBody)).align).write(align as u64) };
+    Ok(obj)
+}
+
+fn is_aligned(x: Any) -> Result<bool> {
+    let obj = x.into_object().ok_or_else(|| Error::type_error("testing.is_aligned() argument 1: expected object"))?;
+    let align = if obj.is::<AlignedMarker>() {
+        // SAFETY: checked type: the body is an `AlignedBody`.
+        unsafe { (*(obj.as_ptr() as *const AlignedBody)).align as usize }
+    } else {
+        8
+    };
+    Ok(obj.as_ptr() as usize % align == 0)
+}
+
+fn call_in_thread(args: &[AnyView<'_>]) -> Result<Any> {
+    let f: Function = crate::function::convert_arg("testing.call_in_thread", 1, args.first().unwrap_or(&AnyView::none()))?;
+    let owned: Vec<Any> = args[1..].iter().map(AnyView::to_owned_any).collect();
+    let worker = std::thread::Builder::new()
+        .name("tether-call-in-thread".into())
+        .spawn(move || {
+            let views: Vec<AnyView<'_>> = owned.iter().map(Any::view).collect();
+            f.call(&views)
+        })
+        .map_err(|e| Error::runtime(format!("cannot spawn a thread: {e}")))?;
+    worker.join().unwrap_or_else(|p| Err(Error::of_kind(crate::ErrorKind::RustPanic, crate::error::panic_message(&*p))))
+}
+
+fn sum(xs: Any) -> Result<f64> {
+    let arr = xs.view().downcast_ref::<ArrayObj>().ok_or_else(|| {
+        Error::type_error(format!("testing.sum() argument 1: expected Array, got {}", xs.view().kind_name()))
+    })?;
+    let mut total = 0.0;
+    for (i, item) in arr.items().iter().enumerate() {
+        let v = item.view();
+        total += v.as_float().or_else(|| v.as_int().map(|i| i as f64)).ok_or_else(|| {
+            Error::type_error(format!("testing.sum(): item {i} is {}, not a number", v.kind_name()))
+        })?;
+    }
+    Ok(total)
+}
+
+fn array_arg<'a>(v: &'a Any, func: &str, position: usize) -> Result<&'a ArrayObj> {
+    v.view().downcast_ref::<ArrayObj>().ok_or_else(|| {
+        Error::type_error(format!("{func}() argument {position}: expected Array, got {}", v.view().kind_name()))
+    })
+}
+
+pub(crate) fn register() {
+    TypeBuilder::<Pair>::new()
+        .doc("Two settable values (the testing namespace's object type).")
+        .field_rw("first", Pair::first, |p: &Pair, v: Any| {
+            p.set_first(v);
+            Ok(())
+        })
+        .field_doc("The first value.", "Any")
+        .field_rw("second", Pair::second, |p: &Pair, v: Any| {
+            p.set_second(v);
+            Ok(())
+        })
+        .field_doc("The second value.", "Any")
+        .method("swap", |p: ObjectArc<Pair>| Pair::new(p.second(), p.first()))
+        .method_doc("A new Pair with the values swapped.")
+        .constructor(Pair::new)
+        .register();
+    TypeBuilder::<AlignedMarker>::new().doc("An object whose body has a requested alignment.").register();
+
+    let reg = |f: Function| {
+        let name = f.name().to_string();
+        register_global(&name, f, true).expect("testing registration")
+    };
+    reg(Function::from_typed("testing.echo", |x: Any| x).leaf().with_doc("Return x (the same native object, for objects)."));
+    reg(Function::from_typed("testing.make_pair", Pair::new).with_doc("A new testing.Pair."));
+    reg(Function::from_typed("testing.add", |a: i64, b: i64| a.wrapping_add(b)).leaf().with_doc("a + b"));
+    reg(Function::from_typed("testing.add3", |a: i64, b: i64, c: i64| a.wrapping_add(b).wrapping_add(c)).leaf().with_doc("a + b + c"));
+    reg(Function::from_typed("testing.sum", sum).with_doc("The sum of an Array of numbers, as a float."));
+    reg(Function::from_packed("testing.call", |args| {
+        let f: Function = crate::function::convert_arg("testing.call", 1, args.first().unwrap_or(&AnyView::none()))?;
+        f.call(&args[1..])
+    })
+    .with_doc("Return f(*args)."));
+    reg(Function::from_packed("testing.call_in_thread", call_in_thread).with_doc("Call f(*args) on a new native thread and return its result."));
+    reg(Function::from_typed("testing.raise_error", |kind: String, message: String| -> Result<()> { Err(Error::new(&kind, message)) })
+        .with_doc("Raise an Error of the given kind."));
+    reg(Function::from_typed("testing.panic", |message: String| -> () { panic!("{message}") }).with_doc("Panic in Rust."));
+    reg(Function::from_typed("testing.stash", |key: String, x: Any| {
+        with_stash(|s| s.insert(key, x));
+    })
+    .with_doc("Keep a native reference to x under key."));
+    reg(Function::from_typed("testing.take", |key: String| -> Result<Any> {
+        with_stash(|s| s.remove(&key)).ok_or_else(|| Error::key(format!("nothing stashed under {key:?}")))
+    })
+    .with_doc("Return and remove the value stashed under key."));
+    reg(Function::from_typed("testing.stash_clear", || {
+        let drained: Vec<Any> = with_stash(|s| s.drain().map(|(_, v)| v).collect());
+        drop(drained); // released outside the stash lock: destructors may re-enter
+    })
+    .with_doc("Drop every stashed reference."));
+    reg(Function::from_typed("testing.drop_in_thread", |x: Any| -> Result<()> {
+        std::thread::spawn(move || drop(x)).join().map_err(|_| Error::runtime("drop thread panicked"))
+    })
+    .with_doc("Take one native reference to x and drop it on a new native thread."));
+    reg(Function::from_typed("testing.live_objects", crate::alloc::live_objects).leaf().with_doc("Objects allocated and not yet freed."));
+    reg(Function::from_typed("testing.make_aligned", make_aligned).with_doc("An object whose body has the given alignment."));
+    reg(Function::from_typed("testing.is_aligned", is_aligned).leaf().with_doc("Is x's body aligned as requested?"));
+    reg(Function::from_typed("testing.make_array", |n: i64| -> Result<ObjectArc<ArrayObj>> {
+        if n < 0 {
+            return Err(Error::value(format!("testing.make_array(): n must be >= 0, got {n}")));
+        }
+        Ok(ArrayObj::new((0..n).map(|i| Any::object(Pair::new(Any::int(i), Any::none()).into())).collect()))
+    })
+    .with_doc("An Array of n distinct testing.Pair objects (first = index)."));
+    reg(Function::from_typed("testing.make_map", |keys: Any, values: Any| -> Result<ObjectArc<MapObj>> {
+        let (k, v) = (array_arg(&keys, "testing.make_map", 1)?, array_arg(&values, "testing.make_map", 2)?);
+        if k.len() != v.len() {
+            return Err(Error::value(format!("testing.make_map(): {} keys but {} values", k.len(), v.len())));
+        }
+        Ok(MapObj::new(k.items().iter().cloned().zip(v.items().iter().cloned()).collect()))
+    })
+    .with_doc("A Map from two Arrays of equal length."));
+}

@@ -1,0 +1,320 @@
+//! The identity-tying state machine, written once for every frontend.
+//!
+//! Each native object made by a frontend allocator carries a [`SlotPrefix`] in the 16 bytes
+//! in front of its header; objects with another `alloc_tag` get one from a [`SideTable`]
+//! keyed by address. The slot word names the object's one canonical wrapper in that
+//! frontend's language:
+//!
+//! | state | slot word | meaning |
+//! |---|---|---|
+//! | Detached | 0 | no wrapper |
+//! | Active | wrapper word (bit 0 and bit 1 clear) | wrapper alive, owns +1 on the native object |
+//! | Inactive | cached block \| [`TAG_INACTIVE`] | wrapper died; its memory is kept for revival |
+//! | Locked | [`TAG_LOCKED`] | a transition is in flight; others spin |
+//!
+//! Every transition locks the slot by compare-and-swap, so it is correct with or without an
+//! interpreter lock. `aux` holds a generation, bumped each time a new wrapper is tied:
+//! a release names the generation it was made for, so a late finalizer (Node, the JVM's
+//! Cleaner) never clears a slot that a newer wrapper took over, even when the language
+//! reuses handle addresses. Rule: whoever takes a word out of the slot disposes of it.
+//!
+//! A frontend implements [`TieHost`] (how to revive a wrapper from a word, how to make a new
+//! one) and calls [`tie`] for every native object it returns to its language, and
+//! [`untie`] when a wrapper dies or is closed.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::arc::ObjectRef;
+use crate::error::Result;
+use crate::object::ObjectHeader;
+
+/// Slot word bit: a transition is in flight.
+pub const TAG_LOCKED: usize = 1;
+/// Slot word bit: the word is a cached wrapper block kept for revival.
+pub const TAG_INACTIVE: usize = 2;
+const TAG_MASK: usize = TAG_LOCKED | TAG_INACTIVE;
+
+/// The 16 bytes a frontend allocator reserves in front of each object.
+#[repr(C)]
+pub struct SlotPrefix {
+    pub slot: AtomicUsize,
+    /// The generation of the wrapper the slot names (or last named).
+    pub aux: AtomicU64,
+}
+
+const _: () = {
+    assert!(std::mem::size_of::<SlotPrefix>() == 16);
+    assert!(std::mem::offset_of!(SlotPrefix, slot) == 0);
+    assert!(std::mem::offset_of!(SlotPrefix, aux) == 8);
+};
+
+impl SlotPrefix {
+    pub const fn new() -> Self {
+        SlotPrefix { slot: AtomicUsize::new(0), aux: AtomicU64::new(0) }
+    }
+
+    /// The prefix in front of `obj`. Only meaningful when `obj` was made by a frontend
+    /// allocator: check `alloc_tag` first ([`slot_of`]), never read memory blindly.
+    pub fn before(obj: *mut ObjectHeader) -> *mut SlotPrefix {
+        (obj as *mut u8).wrapping_sub(std::mem::size_of::<SlotPrefix>()) as *mut SlotPrefix
+    }
+}
+
+impl Default for SlotPrefix {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The prefix slot of `obj` if the allocator tagged `tag` made it.
+///
+/// # Safety
+/// `obj` is a live object.
+pub unsafe fn slot_of<'a>(obj: *mut ObjectHeader, tag: u32) -> Option<&'a SlotPrefix> {
+    // SAFETY: `obj` is live; its alloc_tag says whether the prefix exists.
+    if unsafe { (*obj).alloc_tag } == tag && tag != crate::alloc::BUILTIN_TAG {
+        // SAFETY: the frontend allocator placed a SlotPrefix right before the header, and it
+        // lives as long as the object's memory.
+        Some(unsafe { &*SlotPrefix::before(obj) })
+    } else {
+        None
+    }
+}
+
+/// What was in the slot when a new wrapper is being made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Previous {
+    /// No wrapper was tied.
+    Detached,
+    /// An Active word whose wrapper could not be revived (it is dying). The host disposes of
+    /// the word (e.g. deletes the weak reference); its late finalizer will find a newer
+    /// generation and leave the slot alone.
+    Dying(usize),
+    /// A cached block (tag bits removed) the host may revive in place, or must free.
+    Inactive(usize),
+}
+
+/// How one frontend makes and revives wrappers. All methods run with the slot locked.
+///
+/// # Safety
+/// `revive` must return a strong handle to the wrapper named by `word` only if that wrapper
+/// really is alive; `create` must return a word that `revive` understands, with bits 0 and 1
+/// clear, and the wrapper it makes owns the `ObjectRef` it is given.
+pub unsafe trait TieHost {
+    /// A strong language handle to a wrapper.
+    type Handle;
+    /// Try to get a strong handle from an Active word; `None` if the wrapper is dying.
+    ///
+    /// # Safety
+    /// `word` is an Active word this host stored, read under the slot lock.
+    unsafe fn revive(&self, word: usize) -> Option<Self::Handle>;
+    /// Make a new wrapper owning `obj`; return it and its slot word. `generation` is the
+    /// value a later [`untie`] for this wrapper must name.
+    ///
+    /// # Safety
+    /// Called under the slot lock with the previous content as described by `previous`.
+    unsafe fn create(&self, obj: ObjectRef, previous: Previous, generation: u64) -> Result<(Self::Handle, usize)>;
+}
+
+/// Spin politely while another thread holds the slot.
+fn backoff(spins: &mut u32) {
+    *spins += 1;
+    if *spins < 64 {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
+}
+
+/// Lock the slot; returns the word that was in it.
+fn lock(slot: &SlotPrefix) -> usize {
+    let mut spins = 0;
+    loop {
+        let word = slot.slot.load(Ordering::Relaxed);
+        if word & TAG_LOCKED == 0
+            && slot.slot.compare_exchange_weak(word, TAG_LOCKED, Ordering::Acquire, Ordering::Relaxed).is_ok()
+        {
+            return word;
+        }
+        backoff(&mut spins);
+    }
+}
+
+/// Unlocks with `word` when dropped, also if the host panics mid-transition.
+struct Locked<'a> {
+    slot: &'a SlotPrefix,
+    restore: usize,
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        self.slot.slot.store(self.restore, Ordering::Release);
+    }
+}
+
+/// Return `obj` (an owned +1) to the language: the canonical wrapper if one is alive,
+/// otherwise a new one tied into the slot. Consumes `obj` either way.
+pub fn tie<H: TieHost>(host: &H, slot: &SlotPrefix, obj: ObjectRef) -> Result<H::Handle> {
+    let word = lock(slot);
+    let mut guard = Locked { slot, restore: word };
+    let previous = if word == 0 {
+        Previous::Detached
+    } else if word & TAG_INACTIVE != 0 {
+        Previous::Inactive(word & !TAG_MASK)
+    } else {
+        // SAFETY: an Active word this host stored, read under the lock.
+        if let Some(handle) = unsafe { host.revive(word) } {
+            drop(guard);
+            drop(obj); // the canonical wrapper already owns its +1
+            return Ok(handle);
+        }
+        Previous::Dying(word)
+    };
+    let generation = slot.aux.load(Ordering::Relaxed).wrapping_add(1);
+    // Whatever happens now, the old word is the host's to dispose of: never restore it.
+    guard.restore = 0;
+    // SAFETY: under the lock, `previous` describes the slot's former content.
+    let (handle, new_word) = unsafe { host.create(obj, previous, generation) }?;
+    debug_assert!(new_word != 0 && new_word & TAG_MASK == 0, "host returned a tagged word");
+    slot.aux.store(generation, Ordering::Relaxed);
+    guard.restore = new_word;
+    drop(guard);
+    Ok(handle)
+}
+
+/// A wrapper of `generation` is going away: if the slot still names it, replace its word by
+/// `replacement` (0, or a cached block | [`TAG_INACTIVE`]) and return the removed word for the
+/// caller to dispose of. Returns `None` when a newer wrapper owns the slot (leave it alone).
+pub fn untie(slot: &SlotPrefix, generation: u64, replacement: usize) -> Option<usize> {
+    let word = lock(slot);
+    let current = slot.aux.load(Ordering::Relaxed) == generation && word != 0 && word & TAG_INACTIVE == 0;
+    slot.slot.store(if current { replacement } else { word }, Ordering::Release);
+    current.then_some(word)
+}
+
+/// Take a cached (Inactive) block out of a slot whose object is being freed; the caller frees
+/// the block. Used from a frontend allocator's free hook.
+pub fn take_inactive(slot: &SlotPrefix) -> Option<usize> {
+    let word = lock(slot);
+    let inactive = word & TAG_INACTIVE != 0;
+    slot.slot.store(if inactive { 0 } else { word }, Ordering::Release);
+    inactive.then_some(word & !TAG_MASK)
+}
+
+/// The word currently in the slot (a racy snapshot, for tests and diagnostics).
+pub fn peek(slot: &SlotPrefix) -> usize {
+    slot.slot.load(Ordering::Acquire)
+}
+
+/// Slots for objects that carry no prefix of this frontend (made before it loaded, or by
+/// another allocator), keyed by object address.
+///
+/// An entry is shared (`Arc`) while a thread works on it; it is removed only when its slot
+/// is Detached and the table holds the sole reference, so a thread that found an entry
+/// always ties into the entry that stays in the table.
+#[derive(Default)]
+pub struct SideTable {
+    entries: Mutex<HashMap<usize, Arc<SlotPrefix>>>,
+}
+
+impl SideTable {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The entry for `obj`, made Detached if missing.
+    pub fn entry(&self, obj: *mut ObjectHeader) -> Arc<SlotPrefix> {
+        let mut map = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        map.entry(obj as usize).or_insert_with(|| Arc::new(SlotPrefix::new())).clone()
+    }
+
+    /// The entry for `obj`, if there is one.
+    pub fn existing(&self, obj: *mut ObjectHeader) -> Option<Arc<SlotPrefix>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).get(&(obj as usize)).cloned()
+    }
+
+    /// Drop the entry for `obj` if it is Detached and nobody else holds it.
+    pub fn prune(&self, obj: *mut ObjectHeader) {
+        let mut map = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = map.get(&(obj as usize)) {
+            if Arc::strong_count(e) == 1 && e.slot.load(Ordering::Acquire) == 0 {
+                map.remove(&(obj as usize));
+            }
+        }
+    }
+
+    /// Remove and return every entry (environment teardown).
+    pub fn drain(&self) -> Vec<(usize, Arc<SlotPrefix>)> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).drain().collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Where `obj`'s slot lives for a frontend: its prefix, or an entry in `side`.
+pub enum SlotRef<'a> {
+    Prefix(&'a SlotPrefix),
+    Side(Arc<SlotPrefix>),
+}
+
+impl std::ops::Deref for SlotRef<'_> {
+    type Target = SlotPrefix;
+    fn deref(&self) -> &SlotPrefix {
+        match self {
+            SlotRef::Prefix(p) => p,
+            SlotRef::Side(a) => a,
+        }
+    }
+}
+
+/// `obj`'s slot for the frontend whose allocator has `tag`, using `side` for foreign objects.
+///
+/// # Safety
+/// `obj` is a live object.
+pub unsafe fn locate<'a>(obj: *mut ObjectHeader, tag: u32, side: &SideTable) -> SlotRef<'a> {
+    // SAFETY: forwarded.
+    match unsafe { slot_of(obj, tag) } {
+        Some(p) => SlotRef::Prefix(p),
+        None => SlotRef::Side(side.entry(obj)),
+    }
+}
+
+/// Tie `obj` through its prefix or the side table, pruning a side entry a failed create
+/// left Detached.
+pub fn tie_any<H: TieHost>(host: &H, tag: u32, side: &SideTable, obj: ObjectRef) -> Result<H::Handle> {
+    let ptr = obj.as_ptr();
+    // SAFETY: `obj` keeps the object alive.
+    let slot = unsafe { locate(ptr, tag, side) };
+    let is_side = matches!(slot, SlotRef::Side(_));
+    let out = tie(host, &slot, obj);
+    if is_side && out.is_err() {
+        drop(slot);
+        side.prune(ptr);
+    }
+    out
+}
+
+/// Release for a wrapper of `generation` tied to `obj` (prefix or side table). Returns the
+/// removed word for the caller to dispose of. Call before dropping the wrapper's +1.
+///
+/// # Safety
+/// `obj` is live (the wrapper still holds its +1).
+pub unsafe fn untie_any(obj: *mut ObjectHeader, tag: u32, side: &SideTable, generation: u64, replacement: usize) -> Option<usize> {
+    // SAFETY: forwarded.
+    if let Some(p) = unsafe { slot_of(obj, tag) } {
+        return untie(p, generation, replacement);
+    }
+    let entry = side.existing(obj)?;
+    let removed = untie(&entry, generation, replacement);
+    drop(entry);
+    side.prune(obj);
+    removed
+}

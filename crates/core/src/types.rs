@@ -1,0 +1,596 @@
+//! The type registry with reflection.
+//!
+//! Each registered type has a key ("geometry.Point"), an index, a parent, a depth and its
+//! ancestors (so `is_instance` is one comparison), plus fields (getter, optional setter,
+//! type hint, doc), methods, a constructor and a doc. Registration is idempotent by key and
+//! thread-safe; readers are lock-free (an append-only table of published `TypeInfo`s), and
+//! no entry is ever freed while the process runs. Frontends build their wrapper classes from
+//! this registry at run time.
+
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::Mutex;
+
+use crate::any::{Any, AnyView, TypeIndex};
+use crate::arc::{ObjectArc, ObjectRef};
+use crate::convert::{arg, FromArg, IntoRet};
+use crate::error::{Error, Result};
+use crate::function::{Function, TypedFn};
+use crate::object::{Object, ObjectHeader};
+use crate::plugin::{self, ByteSlice};
+
+/// One reflected field. `getter(self) -> value`, `setter(self, value) -> None` are Functions.
+#[repr(C)]
+pub struct FieldInfo {
+    pub name: ByteSlice,
+    pub doc: ByteSlice,
+    /// The field's kind for stubs and docs ("Any", "int", "testing.Pair"); may be empty.
+    pub type_hint: ByteSlice,
+    pub getter: *mut ObjectHeader,
+    /// Null when the field is read-only.
+    pub setter: *mut ObjectHeader,
+}
+
+/// One reflected method: a Function taking `self` first (unless `is_static`).
+#[repr(C)]
+pub struct MethodInfo {
+    pub name: ByteSlice,
+    pub doc: ByteSlice,
+    pub func: *mut ObjectHeader,
+    pub is_static: i32,
+}
+
+/// Everything the registry knows about a type. `#[repr(C)]` and immutable once published.
+#[repr(C)]
+pub struct TypeInfo {
+    pub index: i32,
+    /// 0 for the root `Object`; a child's depth is its parent's plus one.
+    pub depth: i32,
+    pub parent: i32,
+    pub key: ByteSlice,
+    pub doc: ByteSlice,
+    /// `ancestors[d]` is the index of the ancestor at depth `d`, for `d < depth`.
+    pub ancestors: *const i32,
+    pub fields: *const FieldInfo,
+    pub n_fields: usize,
+    pub methods: *const MethodInfo,
+    pub n_methods: usize,
+    /// A Function building a new instance, or null.
+    pub constructor: *mut ObjectHeader,
+}
+
+// SAFETY: published infos are immutable and everything they point to is leaked, never freed.
+unsafe impl Sync for TypeInfo {}
+// SAFETY: as above.
+unsafe impl Send for TypeInfo {}
+
+impl TypeInfo {
+    pub fn key(&self) -> &'static str {
+        self.key.as_str()
+    }
+    pub fn doc(&self) -> &'static str {
+        self.doc.as_str()
+    }
+    pub fn ancestors(&self) -> &'static [i32] {
+        // SAFETY: `depth` leaked entries (or a dangling pointer for depth 0).
+        unsafe { slice_or_empty(self.ancestors, self.depth as usize) }
+    }
+    pub fn fields(&self) -> &'static [FieldInfo] {
+        // SAFETY: `n_fields` leaked entries.
+        unsafe { slice_or_empty(self.fields, self.n_fields) }
+    }
+    pub fn methods(&self) -> &'static [MethodInfo] {
+        // SAFETY: `n_methods` leaked entries.
+        unsafe { slice_or_empty(self.methods, self.n_methods) }
+    }
+    pub fn field(&self, name: &str) -> Option<&'static FieldInfo> {
+        self.fields().iter().find(|f| f.name.as_str() == name)
+    }
+    pub fn method(&self, name: &str) -> Option<&'static MethodInfo> {
+        self.methods().iter().find(|m| m.name.as_str() == name)
+    }
+    /// The constructor, if the type has one.
+    pub fn constructor(&self) -> Option<Function> {
+        // SAFETY: a leaked strong reference to a Function, never released.
+        (!self.constructor.is_null()).then(|| unsafe { borrowed_function(self.constructor) })
+    }
+    /// Has reflection been registered (fields, methods or constructor)?
+    pub fn is_reflected(&self) -> bool {
+        self.n_fields > 0 || self.n_methods > 0 || !self.constructor.is_null()
+    }
+}
+
+impl FieldInfo {
+    pub fn name(&self) -> &'static str {
+        self.name.as_str()
+    }
+    pub fn doc(&self) -> &'static str {
+        self.doc.as_str()
+    }
+    pub fn type_hint(&self) -> &'static str {
+        self.type_hint.as_str()
+    }
+    pub fn getter(&self) -> Function {
+        // SAFETY: registry functions are leaked strong references.
+        unsafe { borrowed_function(self.getter) }
+    }
+    pub fn setter(&self) -> Option<Function> {
+        // SAFETY: as above.
+        (!self.setter.is_null()).then(|| unsafe { borrowed_function(self.setter) })
+    }
+}
+
+impl MethodInfo {
+    pub fn name(&self) -> &'static str {
+        self.name.as_str()
+    }
+    pub fn doc(&self) -> &'static str {
+        self.doc.as_str()
+    }
+    pub fn func(&self) -> Function {
+        // SAFETY: registry functions are leaked strong references.
+        unsafe { borrowed_function(self.func) }
+    }
+}
+
+/// # Safety
+/// `f` is a live Function that stays alive (registry entries are never released).
+unsafe fn borrowed_function(f: *mut ObjectHeader) -> Function {
+    // SAFETY: forwarded.
+    Function(unsafe { ObjectRef::from_borrowed(f) }.try_cast().unwrap_or_else(|_| panic!("registry holds a non-function")))
+}
+
+/// # Safety
+/// `ptr` points to `len` initialised, never-freed items (or `len == 0`).
+unsafe fn slice_or_empty<T>(ptr: *const T, len: usize) -> &'static [T] {
+    if len == 0 || ptr.is_null() {
+        &[]
+    } else {
+        // SAFETY: forwarded.
+        unsafe { std::slice::from_raw_parts(ptr, len) }
+    }
+}
+
+// ---- the registry -----------------------------------------------------------------------
+
+/// Most types a process may register.
+pub const MAX_TYPES: usize = 1 << 16;
+
+#[allow(clippy::declare_interior_mutable_const)]
+const NO_INFO: AtomicPtr<TypeInfo> = AtomicPtr::new(std::ptr::null_mut());
+static TABLE: [AtomicPtr<TypeInfo>; MAX_TYPES] = [NO_INFO; MAX_TYPES];
+
+struct Writer {
+    by_key: HashMap<&'static str, i32>,
+    next_user: i32,
+}
+static WRITER: Mutex<Option<Writer>> = Mutex::new(None);
+
+fn leak_str(s: &str) -> ByteSlice {
+    ByteSlice::from_static(Box::leak(s.to_string().into_boxed_str()))
+}
+
+fn leak_slice<T>(v: Vec<T>) -> *const T {
+    if v.is_empty() {
+        std::ptr::null()
+    } else {
+        Box::leak(v.into_boxed_slice()).as_ptr()
+    }
+}
+
+/// Published info for `index`.
+pub fn type_info(index: i32) -> Option<&'static TypeInfo> {
+    if let Some(api) = plugin::host_api() {
+        // SAFETY: host table entry; returns a leaked info or null.
+        return unsafe { (api.type_info)(index).as_ref() };
+    }
+    local_type_info(index)
+}
+
+pub(crate) fn local_type_info(index: i32) -> Option<&'static TypeInfo> {
+    let slot = TABLE.get(usize::try_from(index).ok()?)?;
+    // SAFETY: published infos are leaked and immutable.
+    unsafe { slot.load(Ordering::Acquire).as_ref() }
+}
+
+pub fn type_key(index: i32) -> Option<&'static str> {
+    type_info(index).map(TypeInfo::key)
+}
+
+/// The index registered under `key`.
+pub fn type_index_of(key: &str) -> Option<i32> {
+    if let Some(api) = plugin::host_api() {
+        // SAFETY: host table entry.
+        let i = unsafe { (api.type_index_of)(ByteSlice::from_str(key)) };
+        return (i >= 0).then_some(i);
+    }
+    crate::init();
+    local_type_index_of(key)
+}
+
+pub(crate) fn local_type_index_of(key: &str) -> Option<i32> {
+    WRITER.lock().unwrap_or_else(|e| e.into_inner()).as_ref()?.by_key.get(key).copied()
+}
+
+/// Every registered type key with its index, in index order.
+pub fn list_types() -> Vec<(i32, &'static str)> {
+    crate::init();
+    (0..MAX_TYPES as i32).filter_map(|i| type_info(i).map(|t| (i, t.key()))).collect()
+}
+
+/// Is an object of type `index` an instance of `target` (itself or a subtype)?
+#[inline]
+pub fn is_instance(index: i32, target: i32) -> bool {
+    if index == target {
+        return true;
+    }
+    if target == TypeIndex::OBJECT {
+        return index >= TypeIndex::OBJECT;
+    }
+    let (Some(info), Some(target_info)) = (type_info(index), type_info(target)) else {
+        return false;
+    };
+    let d = target_info.depth as usize;
+    info.ancestors().get(d) == Some(&target)
+}
+
+/// Reserve (or find) the index for `key` with `parent`. Idempotent by key.
+pub fn register_type_key(key: &str, parent: i32) -> Result<i32> {
+    if let Some(api) = plugin::host_api() {
+        // SAFETY: host table entry.
+        let i = unsafe { (api.register_type_key)(ByteSlice::from_str(key), parent) };
+        return if i >= 0 { Ok(i) } else { Err(crate::error::take_last_error()) };
+    }
+    local_register_type_key(key, parent, None)
+}
+
+pub(crate) fn local_register_type_key(key: &str, parent: i32, fixed_index: Option<i32>) -> Result<i32> {
+    let mut guard = WRITER.lock().unwrap_or_else(|e| e.into_inner());
+    let w = guard.get_or_insert_with(|| Writer { by_key: HashMap::new(), next_user: TypeIndex::FIRST_USER });
+    if let Some(&i) = w.by_key.get(key) {
+        return Ok(i);
+    }
+    let parent_info = if fixed_index == Some(TypeIndex::OBJECT) {
+        None
+    } else {
+        Some(local_type_info(parent).ok_or_else(|| Error::value(format!("parent type index {parent} of {key:?} is not registered")))?)
+    };
+    let index = match fixed_index {
+        Some(i) => i,
+        None => {
+            if w.next_user as usize >= MAX_TYPES {
+                return Err(Error::runtime("the type registry is full"));
+            }
+            w.next_user += 1;
+            w.next_user - 1
+        }
+    };
+    let (depth, ancestors) = match parent_info {
+        None => (0, Vec::new()),
+        Some(p) => {
+            let mut a = p.ancestors().to_vec();
+            a.push(p.index);
+            (p.depth + 1, a)
+        }
+    };
+    let key_slice = leak_str(key);
+    let info = TypeInfo {
+        index,
+        depth,
+        parent: parent_info.map_or(-1, |p| p.index),
+        key: key_slice,
+        doc: ByteSlice::empty(),
+        ancestors: leak_slice(ancestors),
+        fields: std::ptr::null(),
+        n_fields: 0,
+        methods: std::ptr::null(),
+        n_methods: 0,
+        constructor: std::ptr::null_mut(),
+    };
+    TABLE[index as usize].store(Box::leak(Box::new(info)), Ordering::Release);
+    w.by_key.insert(key_slice.as_str(), index);
+    Ok(index)
+}
+
+/// Publish reflection for an already reserved index. The first publication wins; later ones
+/// for the same key are ignored (registration is idempotent).
+pub fn publish_type_info(info: TypeInfo) -> Result<i32> {
+    if let Some(api) = plugin::host_api() {
+        let leaked = Box::leak(Box::new(info));
+        // SAFETY: host table entry; the info is leaked and immutable.
+        let i = unsafe { (api.publish_type_info)(leaked) };
+        return if i >= 0 { Ok(i) } else { Err(crate::error::take_last_error()) };
+    }
+    local_publish_type_info(Box::leak(Box::new(info)))
+}
+
+pub(crate) fn local_publish_type_info(info: &'static TypeInfo) -> Result<i32> {
+    let _guard = WRITER.lock().unwrap_or_else(|e| e.into_inner());
+    let slot = TABLE
+        .get(info.index as usize)
+        .ok_or_else(|| Error::value(format!("type index {} out of range", info.index)))?;
+    // SAFETY: published infos are leaked and immutable.
+    let current = unsafe { slot.load(Ordering::Acquire).as_ref() }
+        .ok_or_else(|| Error::value(format!("type index {} was never reserved", info.index)))?;
+    if current.key() != info.key() {
+        return Err(Error::value(format!("type index {} belongs to {:?}, not {:?}", info.index, current.key(), info.key())));
+    }
+    if !current.is_reflected() {
+        slot.store(info as *const TypeInfo as *mut TypeInfo, Ordering::Release);
+    }
+    Ok(info.index)
+}
+
+/// A human name for a kind, for error messages.
+pub fn kind_name(index: i32) -> String {
+    match index {
+        TypeIndex::NONE => "None".into(),
+        TypeIndex::INT => "int".into(),
+        TypeIndex::BOOL => "bool".into(),
+        TypeIndex::FLOAT => "float".into(),
+        TypeIndex::OPAQUE_PTR => "pointer".into(),
+        TypeIndex::SMALL_STR | TypeIndex::RAW_STR | TypeIndex::STR => "str".into(),
+        TypeIndex::SMALL_BYTES | TypeIndex::RAW_BYTES | TypeIndex::BYTES => "bytes".into(),
+        i => type_key(i).map(str::to_string).unwrap_or_else(|| format!("<type {i}>")),
+    }
+}
+
+pub(crate) fn register_builtin_types() {
+    let builtins = [
+        (TypeIndex::OBJECT, "tether.Object"),
+        (TypeIndex::STR, "tether.Str"),
+        (TypeIndex::BYTES, "tether.Bytes"),
+        (TypeIndex::ERROR, "tether.Error"),
+        (TypeIndex::FUNCTION, "tether.Function"),
+        (TypeIndex::ARRAY, "tether.Array"),
+        (TypeIndex::MAP, "tether.Map"),
+        (TypeIndex::MODULE, "tether.Module"),
+        (TypeIndex::OPAQUE, "tether.Opaque"),
+    ];
+    for (index, key) in builtins {
+        local_register_type_key(key, TypeIndex::OBJECT, Some(index)).expect("builtin type");
+    }
+}
+
+/// Resolve a Rust type's index by key (used by [`crate::declare_object!`]).
+pub fn resolve_type_index(key: &str, parent: fn() -> i32) -> i32 {
+    crate::init();
+    register_type_key(key, parent()).unwrap_or_else(|e| panic!("cannot register type {key:?}: {e}"))
+}
+
+/// Implement [`Object`] for a Rust type: `declare_object!(Pair, "testing.Pair");` or with a
+/// parent: `declare_object!(Circle, "geometry.Circle", parent = Shape);`.
+#[macro_export]
+macro_rules! declare_object {
+    ($ty:ty, $key:literal) => {
+        $crate::declare_object!($ty, $key, parent_index = || $crate::TypeIndex::OBJECT);
+    };
+    ($ty:ty, $key:literal, parent = $parent:ty) => {
+        $crate::declare_object!($ty, $key, parent_index = <$parent as $crate::Object>::type_index);
+    };
+    ($ty:ty, $key:literal, parent_index = $parent:expr) => {
+        impl $crate::Object for $ty {
+            const TYPE_KEY: &'static str = $key;
+            fn type_index() -> i32 {
+                static INDEX: ::std::sync::atomic::AtomicI32 = ::std::sync::atomic::AtomicI32::new(-1);
+                let cached = INDEX.load(::std::sync::atomic::Ordering::Relaxed);
+                if cached >= 0 {
+                    return cached;
+                }
+                let index = $crate::types::resolve_type_index($key, $parent);
+                INDEX.store(index, ::std::sync::atomic::Ordering::Relaxed);
+                index
+            }
+        }
+    };
+}
+
+// ---- declaring reflection from Rust -----------------------------------------------------
+
+struct PendingField {
+    name: String,
+    doc: String,
+    type_hint: String,
+    getter: Function,
+    setter: Option<Function>,
+}
+
+struct PendingMethod {
+    name: String,
+    doc: String,
+    func: Function,
+    is_static: bool,
+}
+
+/// Declares a Rust type's reflection in a few lines:
+///
+/// ```ignore
+/// TypeBuilder::<Pair>::new()
+///     .doc("Two values")
+///     .field_rw("first", |p: &Pair| p.first(), |p: &Pair, v: Any| p.set_first(v))
+///     .method("swap", |p: ObjectArc<Pair>| p.swap())
+///     .constructor(|a: Any, b: Any| Pair::new(a, b))
+///     .register();
+/// ```
+pub struct TypeBuilder<T: Object> {
+    doc: String,
+    fields: Vec<PendingField>,
+    methods: Vec<PendingMethod>,
+    constructor: Option<Function>,
+    _type: PhantomData<T>,
+}
+
+impl<T: Object + Send + Sync> Default for TypeBuilder<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Object + Send + Sync> TypeBuilder<T> {
+    pub fn new() -> Self {
+        TypeBuilder { doc: String::new(), fields: Vec::new(), methods: Vec::new(), constructor: None, _type: PhantomData }
+    }
+
+    pub fn doc(mut self, doc: &str) -> Self {
+        self.doc = doc.to_string();
+        self
+    }
+
+    fn getter_fn<R: IntoRet>(name: &str, get: impl Fn(&T) -> R + Send + Sync + 'static) -> Function {
+        let fname = format!("{}.{name}", T::TYPE_KEY);
+        let owned = fname.clone();
+        Function::from_packed(&fname, move |args| {
+            if args.len() != 1 {
+                return Err(crate::function::arity_error(&owned, 1, args.len()));
+            }
+            let this = args[0].downcast_ref::<T>().ok_or_else(|| self_error(&owned, &args[0]))?;
+            get(this).into_ret()
+        })
+        .leaf()
+    }
+
+    /// A read-only field.
+    pub fn field<R: IntoRet>(self, name: &str, get: impl Fn(&T) -> R + Send + Sync + 'static) -> Self {
+        self.field_with(name, "", "", Self::getter_fn(name, get), None)
+    }
+
+    /// A read-write field; the setter's value converts by [`FromArg`].
+    pub fn field_rw<R: IntoRet, V: FromArg>(
+        self,
+        name: &str,
+        get: impl Fn(&T) -> R + Send + Sync + 'static,
+        set: impl Fn(&T, V) -> Result<()> + Send + Sync + 'static,
+    ) -> Self {
+        let fname = format!("{}.{name}.set", T::TYPE_KEY);
+        let owned = fname.clone();
+        let setter = Function::from_packed(&fname, move |args| {
+            if args.len() != 2 {
+                return Err(crate::function::arity_error(&owned, 2, args.len()));
+            }
+            let this = args[0].downcast_ref::<T>().ok_or_else(|| self_error(&owned, &args[0]))?;
+            set(this, arg::<V>(&owned, 1, &args[1])?)?;
+            Ok(Any::none())
+        })
+        .leaf();
+        self.field_with(name, "", "", Self::getter_fn(name, get), Some(setter))
+    }
+
+    /// A field from prebuilt parts, with doc and type hint.
+    pub fn field_with(mut self, name: &str, doc: &str, type_hint: &str, getter: Function, setter: Option<Function>) -> Self {
+        self.fields.push(PendingField { name: name.into(), doc: doc.into(), type_hint: type_hint.into(), getter, setter });
+        self
+    }
+
+    /// Set the doc and type hint of the most recently added field.
+    pub fn field_doc(mut self, doc: &str, type_hint: &str) -> Self {
+        if let Some(f) = self.fields.last_mut() {
+            f.doc = doc.into();
+            f.type_hint = type_hint.into();
+        }
+        self
+    }
+
+    /// A method: a typed closure whose first argument is the object (`ObjectArc<T>` or `Any`).
+    pub fn method<M, F: TypedFn<M>>(mut self, name: &str, f: F) -> Self {
+        let func = Function::from_typed(&format!("{}.{name}", T::TYPE_KEY), f);
+        self.methods.push(PendingMethod { name: name.into(), doc: String::new(), func, is_static: false });
+        self
+    }
+
+    /// A static method (no `self`).
+    pub fn static_method<M, F: TypedFn<M>>(mut self, name: &str, f: F) -> Self {
+        let func = Function::from_typed(&format!("{}.{name}", T::TYPE_KEY), f);
+        self.methods.push(PendingMethod { name: name.into(), doc: String::new(), func, is_static: true });
+        self
+    }
+
+    /// Set the doc of the most recently added method.
+    pub fn method_doc(mut self, doc: &str) -> Self {
+        if let Some(m) = self.methods.last_mut() {
+            m.doc = doc.into();
+        }
+        self
+    }
+
+    /// The constructor: a typed closure returning the new object.
+    pub fn constructor<M, F: TypedFn<M>>(mut self, f: F) -> Self {
+        self.constructor = Some(Function::from_typed(T::TYPE_KEY, f));
+        self
+    }
+
+    /// Publish. Idempotent: a type already reflected keeps its first registration.
+    pub fn register(self) -> i32 {
+        let index = T::type_index();
+        let Some(current) = type_info(index) else {
+            panic!("type {} has no registry entry", T::TYPE_KEY)
+        };
+        if current.is_reflected() {
+            return index;
+        }
+        let leak_fn = |f: Function| ObjectRef::from(f.0).into_raw();
+        let fields: Vec<FieldInfo> = self
+            .fields
+            .into_iter()
+            .map(|f| FieldInfo {
+                name: leak_str(&f.name),
+                doc: leak_str(&f.doc),
+                type_hint: leak_str(&f.type_hint),
+                getter: leak_fn(f.getter),
+                setter: f.setter.map_or(std::ptr::null_mut(), leak_fn),
+            })
+            .collect();
+        let methods: Vec<MethodInfo> = self
+            .methods
+            .into_iter()
+            .map(|m| MethodInfo { name: leak_str(&m.name), doc: leak_str(&m.doc), func: leak_fn(m.func), is_static: m.is_static as i32 })
+            .collect();
+        let info = TypeInfo {
+            index,
+            depth: current.depth,
+            parent: current.parent,
+            key: current.key,
+            doc: leak_str(&self.doc),
+            ancestors: current.ancestors,
+            n_fields: fields.len(),
+            fields: leak_slice(fields),
+            n_methods: methods.len(),
+            methods: leak_slice(methods),
+            constructor: self.constructor.map_or(std::ptr::null_mut(), leak_fn),
+        };
+        publish_type_info(info).unwrap_or_else(|e| panic!("cannot publish type {}: {e}", T::TYPE_KEY))
+    }
+}
+
+fn self_error(func: &str, got: &AnyView<'_>) -> Error {
+    Error::type_error(format!("{func}() argument 1 (self): expected {}, got {}", func.split('.').take(2).collect::<Vec<_>>().join("."), got.kind_name()))
+}
+
+/// Read a field of any object by name through reflection.
+pub fn get_field(obj: &ObjectRef, name: &str) -> Result<Any> {
+    let info = type_info(obj.type_index()).ok_or_else(|| Error::type_error("object of an unregistered type"))?;
+    let field = find_field(info, name).ok_or_else(|| Error::attribute(format!("{} has no field {name:?}", info.key())))?;
+    field.getter().call(&[AnyView::object(obj)])
+}
+
+/// Write a field of any object by name through reflection.
+pub fn set_field(obj: &ObjectRef, name: &str, value: AnyView<'_>) -> Result<()> {
+    let info = type_info(obj.type_index()).ok_or_else(|| Error::type_error("object of an unregistered type"))?;
+    let field = find_field(info, name).ok_or_else(|| Error::attribute(format!("{} has no field {name:?}", info.key())))?;
+    let setter = field.setter().ok_or_else(|| Error::attribute(format!("field {}.{name} is read-only", info.key())))?;
+    setter.call(&[AnyView::object(obj), value]).map(drop)
+}
+
+/// Find a field on a type or its ancestors.
+pub fn find_field(info: &'static TypeInfo, name: &str) -> Option<&'static FieldInfo> {
+    info.field(name).or_else(|| info.ancestors().iter().rev().filter_map(|&a| type_info(a)).find_map(|t| t.field(name)))
+}
+
+/// Find a method on a type or its ancestors.
+pub fn find_method(info: &'static TypeInfo, name: &str) -> Option<&'static MethodInfo> {
+    info.method(name).or_else(|| info.ancestors().iter().rev().filter_map(|&a| type_info(a)).find_map(|t| t.method(name)))
+}
+
+/// Keep `ObjectArc` in scope for doc links.
+#[allow(dead_code)]
+type _DocLinks = ObjectArc<crate::containers::StrObj>;

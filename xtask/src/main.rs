@@ -1,0 +1,165 @@
+//! `cargo xtask <command>`: the workspace's developer tasks (alias in .cargo/config.toml).
+
+mod examples;
+mod java;
+mod json;
+mod miri;
+mod node;
+mod python;
+mod rust;
+mod util;
+mod workspace;
+
+use std::process::ExitCode;
+
+use util::{fail, report_failure, Failure, Result, Status};
+use workspace::Ctx;
+
+const USAGE: &str = "\
+usage: cargo xtask <command>
+
+commands:
+  test [--only SUITE[,SUITE...]]   run every test suite that exists
+                                   suites: rust, c, python, node, java, examples
+  demo                             build the example plugin and run the demo in every language
+  miri                             run tether-core's tests under Miri (nightly)
+  build-all                        build release artifacts for every language (not implemented yet)
+  bench [--quick]                  run the benchmarks against the peers (not implemented yet)
+  help                             show this text";
+
+type Suite = fn(&Ctx) -> Result<Status>;
+
+/// Every suite of `cargo xtask test`, in the order they run.
+const SUITES: [(&str, Suite); 6] = [
+    ("rust", rust::run),
+    ("c", rust::run_c),
+    ("python", python::run),
+    ("node", node::run),
+    ("java", java::run),
+    ("examples", examples::run),
+];
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((command, rest)) = args.split_first() else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let result = match command.as_str() {
+        "test" => parse_only(rest).and_then(|only| test(&only)),
+        "demo" => no_args(rest)
+            .and_then(|()| Ctx::load())
+            .and_then(|ctx| examples::demo(&ctx)),
+        "miri" => no_args(rest).and_then(|()| single("miri", miri::run)),
+        "build-all" => no_args(rest).and_then(|()| not_implemented("build-all", 6)),
+        "bench" => parse_bench(rest).and_then(|_quick| not_implemented("bench", 7)),
+        "help" | "-h" | "--help" => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        other => Err(usage_error(format!("unknown command `{other}`"))),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) if f.what.starts_with("usage: ") => {
+            eprintln!("error: {}\n\n{USAGE}", &f.what["usage: ".len()..]);
+            ExitCode::from(2)
+        }
+        Err(f) => {
+            eprintln!("error: {f}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn usage_error(msg: String) -> Failure {
+    fail(format!("usage: {msg}"))
+}
+
+fn no_args(rest: &[String]) -> Result {
+    match rest.first() {
+        None => Ok(()),
+        Some(arg) => Err(usage_error(format!("unexpected argument `{arg}`"))),
+    }
+}
+
+/// `--only a,b`, `--only=a`, repeatable. Empty = every suite.
+fn parse_only(rest: &[String]) -> Result<Vec<&'static str>> {
+    let mut only = Vec::new();
+    let mut it = rest.iter();
+    while let Some(arg) = it.next() {
+        let value = if arg == "--only" {
+            it.next()
+                .ok_or_else(|| usage_error("`--only` needs a suite name".into()))?
+                .as_str()
+        } else if let Some(v) = arg.strip_prefix("--only=") {
+            v
+        } else {
+            return Err(usage_error(format!("unexpected argument `{arg}`")));
+        };
+        for name in value.split(',').filter(|s| !s.is_empty()) {
+            let suite = SUITES
+                .iter()
+                .find(|(n, _)| *n == name)
+                .ok_or_else(|| usage_error(format!("unknown suite `{name}`")))?;
+            if !only.contains(&suite.0) {
+                only.push(suite.0);
+            }
+        }
+    }
+    Ok(only)
+}
+
+fn parse_bench(rest: &[String]) -> Result<bool> {
+    match rest {
+        [] => Ok(false),
+        [q] if q == "--quick" => Ok(true),
+        [arg, ..] => Err(usage_error(format!("unexpected argument `{arg}`"))),
+    }
+}
+
+fn not_implemented(command: &str, issue: u32) -> Result {
+    Err(fail(format!(
+        "not implemented yet: `cargo xtask {command}` is tracked in issue {issue}"
+    )))
+}
+
+/// Runs the selected suites (all when `only` is empty), then prints one line per suite.
+fn test(only: &[&str]) -> Result {
+    let ctx = Ctx::load()?;
+    let mut rows = Vec::new();
+    let mut failed = Vec::new();
+    for (name, suite) in SUITES {
+        if !only.is_empty() && !only.contains(&name) {
+            continue;
+        }
+        let line = match suite(&ctx) {
+            Ok(Status::Passed) => "passed".to_string(),
+            Ok(Status::Skipped(why)) => format!("skipped ({why})"),
+            Err(f) => {
+                report_failure(name, &f);
+                failed.push(name);
+                "failed".to_string()
+            }
+        };
+        rows.push(format!("    {name:<9} {line}"));
+    }
+    println!("==> summary");
+    rows.iter().for_each(|r| println!("{r}"));
+    if failed.is_empty() {
+        println!("==> every suite that exists passed");
+        Ok(())
+    } else {
+        Err(fail(format!("suites failed: {}", failed.join(", "))))
+    }
+}
+
+/// A command that is one suite: runs it and prints its outcome.
+fn single(name: &str, suite: Suite) -> Result {
+    let ctx = Ctx::load()?;
+    match suite(&ctx)? {
+        Status::Passed => println!("==> {name}: passed"),
+        Status::Skipped(why) => println!("==> {name}: skipped ({why})"),
+    }
+    Ok(())
+}

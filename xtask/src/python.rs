@@ -1,0 +1,146 @@
+//! The python suite: a venv in target/venv, the extension built in debug mode with
+//! `maturin develop`, then pytest over crates/python/tests.
+
+use std::path::PathBuf;
+
+use crate::util::{fail, require_tool, skipped, step, Cmd, Result, Status};
+use crate::workspace::Ctx;
+
+const SUITE: &str = "python";
+
+/// Tools installed into the venv, pinned (bump deliberately).
+const PINS: [(&str, &str); 2] = [("maturin", "1.16.0"), ("pytest", "9.2.0")];
+
+pub const PYPROJECT: &str = "crates/python/pyproject.toml";
+const MANIFEST: &str = "crates/python/Cargo.toml";
+const TESTS: &str = "crates/python/tests";
+
+pub fn run(ctx: &Ctx) -> Result<Status> {
+    if !ctx.path(PYPROJECT).is_file() {
+        return Ok(skipped(SUITE, format!("{PYPROJECT} not present yet")));
+    }
+    let python = prepare(ctx, SUITE)?;
+    if !ctx.path(TESTS).is_dir() {
+        return Ok(skipped(
+            SUITE,
+            format!("extension built, but {TESTS} not present yet"),
+        ));
+    }
+    step(SUITE, format!("python -m pytest {TESTS} -q"));
+    let code = Cmd::new(&python)
+        .args(["-m", "pytest", TESTS, "-q"])
+        .cwd(&ctx.root)
+        .run_code()?;
+    match code {
+        Some(0) => Ok(Status::Passed),
+        Some(5) => Err(fail(format!("pytest collected no tests in {TESTS}"))
+            .hint("add test_*.py files (functions named test_*) to that directory")),
+        Some(c) => Err(fail(format!("pytest failed (exit code {c})")).hint(format!(
+            "rerun one test with: target/venv/bin/python -m pytest {TESTS} -q -k <name>"
+        ))),
+        None => Err(
+            fail("pytest was killed by a signal (a crash in the extension?)").hint(format!(
+                "rerun under gdb: gdb --args target/venv/bin/python -m pytest {TESTS} -q -x"
+            )),
+        ),
+    }
+}
+
+fn venv_dir(ctx: &Ctx) -> PathBuf {
+    ctx.target_dir.join("venv")
+}
+
+fn venv_bin(ctx: &Ctx) -> PathBuf {
+    venv_dir(ctx).join(if cfg!(windows) { "Scripts" } else { "bin" })
+}
+
+/// Creates the venv, installs the pinned tools, builds and installs the extension (debug).
+/// Returns the venv's python. Done once per xtask run; `suite` labels the progress lines.
+pub fn prepare(ctx: &Ctx, suite: &str) -> Result<PathBuf> {
+    if let Some(python) = ctx.python_ready.borrow().clone() {
+        return Ok(python);
+    }
+    if !ctx.path(PYPROJECT).is_file() {
+        return Err(fail(format!(
+            "{PYPROJECT} not present yet, so the Python frontend cannot be built"
+        )));
+    }
+    require_tool(suite, "python3")?;
+    let venv = venv_dir(ctx);
+    let bin = venv_bin(ctx);
+    let python = bin.join("python");
+
+    if !python.exists() {
+        step(suite, format!("creating virtualenv {}", ctx.rel(&venv)));
+        Cmd::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .hint("python3 cannot create a venv; install the venv module (Debian/Ubuntu: apt-get install python3-venv)")
+            .run()?;
+    }
+
+    let missing = missing_pins(&python)?;
+    if !missing.is_empty() {
+        step(
+            suite,
+            format!(
+                "pip install {} (into {})",
+                missing.join(" "),
+                ctx.rel(&venv)
+            ),
+        );
+        Cmd::new(&python)
+            .args(["-m", "pip", "install", "--disable-pip-version-check", "-q"])
+            .args(&missing)
+            .hint(format!(
+                "pip could not install the pinned tools; check that PyPI is reachable, or delete {} and retry",
+                venv.display()
+            ))
+            .run()?;
+    }
+
+    step(suite, "building extension (maturin develop, debug)");
+    let path = std::env::join_paths(std::iter::once(bin.clone()).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .map_err(|e| fail(format!("cannot build PATH: {e}")))?;
+    Cmd::new(bin.join("maturin"))
+        .args(["develop", "--manifest-path", MANIFEST])
+        .env("VIRTUAL_ENV", &venv)
+        .env("PATH", path)
+        .env_remove("CONDA_PREFIX")
+        .env_remove("PYO3_CONFIG_FILE")
+        .env_remove("PYO3_PYTHON")
+        .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
+        .cwd(&ctx.root)
+        .hint(format!(
+            "the Python extension does not build; reproduce with: \
+             VIRTUAL_ENV={0} {0}/bin/maturin develop --manifest-path {MANIFEST}",
+            venv.display()
+        ))
+        .run()?;
+
+    *ctx.python_ready.borrow_mut() = Some(python.clone());
+    Ok(python)
+}
+
+/// `name==version` for every pin that is not installed at exactly that version.
+fn missing_pins(python: &PathBuf) -> Result<Vec<String>> {
+    const SCRIPT: &str = "import sys, importlib.metadata as m\n\
+        for n in sys.argv[1:]:\n\
+        \x20   try: print(n, m.version(n))\n\
+        \x20   except m.PackageNotFoundError: print(n, '-')\n";
+    let out = Cmd::new(python)
+        .args(["-c", SCRIPT])
+        .args(PINS.iter().map(|(name, _)| *name))
+        .hint("the venv's python does not run; delete target/venv and retry")
+        .output()?;
+    Ok(PINS
+        .iter()
+        .filter(|(name, version)| {
+            !out.lines()
+                .any(|line| line.split_once(' ') == Some((name, version)))
+        })
+        .map(|(name, version)| format!("{name}=={version}"))
+        .collect())
+}

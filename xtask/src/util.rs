@@ -1,0 +1,342 @@
+//! Running commands with progress lines and error context, and checking for tools.
+
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Something that went wrong, with an optional hint on how to fix it.
+#[derive(Debug)]
+pub struct Failure {
+    pub what: String,
+    pub hint: Option<String>,
+}
+
+pub type Result<T = ()> = std::result::Result<T, Failure>;
+
+pub fn fail(what: impl Into<String>) -> Failure {
+    Failure {
+        what: what.into(),
+        hint: None,
+    }
+}
+
+impl Failure {
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.what)?;
+        if let Some(hint) = &self.hint {
+            write!(f, "\n       hint: {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+/// How a suite (or one part of the demo) ended when it did not fail.
+pub enum Status {
+    Passed,
+    Skipped(String),
+}
+
+/// `==> [suite] message`
+pub fn step(suite: &str, msg: impl fmt::Display) {
+    println!("==> [{suite}] {msg}");
+}
+
+/// `skipped: suite (reason)`, printed when the skip happens.
+pub fn skipped(suite: &str, reason: impl Into<String>) -> Status {
+    let reason = reason.into();
+    println!("skipped: {suite} ({reason})");
+    Status::Skipped(reason)
+}
+
+/// Prints a failure right where it happened, so it is next to the output that caused it.
+pub fn report_failure(suite: &str, failure: &Failure) {
+    eprintln!("error: [{suite}] {failure}");
+}
+
+/// A child process description: program, arguments, directory, environment, and a fix hint.
+pub struct Cmd {
+    program: OsString,
+    args: Vec<OsString>,
+    cwd: Option<PathBuf>,
+    envs: Vec<(OsString, OsString)>,
+    env_remove: Vec<OsString>,
+    hint: Option<String>,
+}
+
+impl Cmd {
+    pub fn new(program: impl AsRef<OsStr>) -> Self {
+        Cmd {
+            program: program.as_ref().to_owned(),
+            args: Vec::new(),
+            cwd: None,
+            envs: Vec::new(),
+            env_remove: Vec::new(),
+            hint: None,
+        }
+    }
+
+    /// `cargo` of the toolchain that runs xtask (cargo sets `CARGO` for `cargo run`).
+    pub fn cargo() -> Self {
+        Cmd::new(
+            std::env::var_os("CARGO")
+                .filter(|c| !c.is_empty())
+                .unwrap_or_else(|| "cargo".into()),
+        )
+    }
+
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
+        self.args.push(arg.as_ref().to_owned());
+        self
+    }
+
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.args
+            .extend(args.into_iter().map(|a| a.as_ref().to_owned()));
+        self
+    }
+
+    pub fn cwd(mut self, dir: impl AsRef<Path>) -> Self {
+        self.cwd = Some(dir.as_ref().to_owned());
+        self
+    }
+
+    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+        self.envs
+            .push((key.as_ref().to_owned(), value.as_ref().to_owned()));
+        self
+    }
+
+    pub fn env_remove(mut self, key: impl AsRef<OsStr>) -> Self {
+        self.env_remove.push(key.as_ref().to_owned());
+        self
+    }
+
+    /// What to tell the user when this command fails.
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.program);
+        cmd.args(&self.args).stdin(Stdio::null());
+        if let Some(dir) = &self.cwd {
+            cmd.current_dir(dir);
+        }
+        for key in &self.env_remove {
+            cmd.env_remove(key);
+        }
+        for (key, value) in &self.envs {
+            cmd.env(key, value);
+        }
+        cmd
+    }
+
+    /// The command line as a user would type it (for error messages).
+    pub fn display(&self) -> String {
+        let mut parts = Vec::new();
+        for (key, value) in &self.envs {
+            parts.push(format!("{}={}", key.to_string_lossy(), quote(value)));
+        }
+        let program = Path::new(&self.program);
+        // Show `cargo`, not the toolchain's absolute path.
+        let shown = match program.file_name() {
+            Some(name) if name == "cargo" => name.to_owned(),
+            _ => self.program.clone(),
+        };
+        parts.push(quote(&shown));
+        parts.extend(self.args.iter().map(|a| quote(a)));
+        let line = parts.join(" ");
+        match &self.cwd {
+            Some(dir) => format!("{line}  (in {})", dir.display()),
+            None => line,
+        }
+    }
+
+    fn spawn_error(&self, err: std::io::Error) -> Failure {
+        fail(format!("could not start `{}`: {err}", self.display())).hint(format!(
+            "is `{}` installed and on PATH?",
+            self.program.to_string_lossy()
+        ))
+    }
+
+    fn exit_error(&self, code: Option<i32>) -> Failure {
+        let how = match code {
+            Some(c) => format!("exit code {c}"),
+            None => "killed by a signal".to_string(),
+        };
+        let f = fail(format!("`{}` failed ({how})", self.display()));
+        match &self.hint {
+            Some(h) => f.hint(h.clone()),
+            None => f,
+        }
+    }
+
+    /// Runs with inherited stdout/stderr; fails on a nonzero exit.
+    pub fn run(&self) -> Result {
+        match self.run_code()? {
+            Some(0) => Ok(()),
+            code => Err(self.exit_error(code)),
+        }
+    }
+
+    /// Runs with inherited stdout/stderr and returns the exit code (None = signal).
+    pub fn run_code(&self) -> Result<Option<i32>> {
+        let status = self.command().status().map_err(|e| self.spawn_error(e))?;
+        Ok(status.code())
+    }
+
+    /// Runs capturing stdout (stderr is inherited); fails on a nonzero exit.
+    pub fn output(&self) -> Result<String> {
+        let out = self
+            .command()
+            .stderr(Stdio::inherit())
+            .output()
+            .map_err(|e| self.spawn_error(e))?;
+        if !out.status.success() {
+            return Err(self.exit_error(out.status.code()));
+        }
+        String::from_utf8(out.stdout).map_err(|_| {
+            fail(format!(
+                "`{}` printed output that is not UTF-8",
+                self.display()
+            ))
+        })
+    }
+
+    /// Runs capturing stdout and stderr; Ok(None) when it fails or cannot start.
+    pub fn probe(&self) -> Option<String> {
+        let out = self.command().stderr(Stdio::null()).output().ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        String::from_utf8(out.stdout).ok()
+    }
+}
+
+fn quote(s: &OsStr) -> String {
+    let s = s.to_string_lossy();
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:+,@%".contains(c))
+    {
+        s.into_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// Finds an executable on PATH.
+pub fn which(tool: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(tool))
+        .find(|candidate| is_executable(candidate))
+}
+
+#[cfg(unix)]
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+#[cfg(not(unix))]
+fn is_executable(path: &Path) -> bool {
+    path.is_file()
+}
+
+/// How to get a tool when it is missing.
+fn install_hint(tool: &str) -> &'static str {
+    match tool {
+        "python3" => {
+            "install Python 3.9 or newer with the venv module \
+             (Debian/Ubuntu: apt-get install python3 python3-venv) and put `python3` on PATH"
+        }
+        "node" => "install Node.js 18 or newer (Debian/Ubuntu: apt-get install nodejs npm) and put `node` on PATH",
+        "npm" => "install npm, which ships with Node.js (Debian/Ubuntu: apt-get install npm)",
+        "mvn" => "install Maven 3.8 or newer (Debian/Ubuntu: apt-get install maven) and put `mvn` on PATH",
+        "java" | "javac" => {
+            "install a JDK 17 or newer, not only a JRE (Debian/Ubuntu: apt-get install openjdk-17-jdk-headless)"
+        }
+        "gcc" => "install a C compiler (Debian/Ubuntu: apt-get install gcc)",
+        "rustup" => "install Rust through rustup so that nightly toolchains and components can be added",
+        _ => "install it and put it on PATH",
+    }
+}
+
+/// Fails with a clear message when `tool` is not on PATH.
+pub fn require_tool(suite: &str, tool: &str) -> Result<PathBuf> {
+    which(tool).ok_or_else(|| {
+        fail(format!(
+            "missing tool: `{tool}` (the {suite} suite needs it)"
+        ))
+        .hint(install_hint(tool))
+    })
+}
+
+/// Writes `data` to `dest` through a temporary file and a rename, so a process that has the old
+/// file mapped (a running `node` with the addon loaded) keeps a consistent copy.
+pub fn replace_file(src: &Path, dest: &Path) -> Result {
+    let tmp = dest.with_extension("tmp-xtask");
+    std::fs::copy(src, &tmp).map_err(|e| {
+        fail(format!(
+            "could not copy {} to {}: {e}",
+            src.display(),
+            tmp.display()
+        ))
+    })?;
+    std::fs::rename(&tmp, dest).map_err(|e| {
+        fail(format!(
+            "could not move {} to {}: {e}",
+            tmp.display(),
+            dest.display()
+        ))
+    })
+}
+
+/// File name of a cdylib on this platform: `libname.so`, `libname.dylib`, `name.dll`.
+pub fn cdylib_file_name(lib_name: &str) -> String {
+    format!(
+        "{}{}{}",
+        std::env::consts::DLL_PREFIX,
+        lib_name.replace('-', "_"),
+        std::env::consts::DLL_SUFFIX
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_quotes_only_when_needed() {
+        let cmd = Cmd::new("mvn").args(["-q", "a b"]).env("X", "1");
+        assert_eq!(cmd.display(), "X=1 mvn -q 'a b'");
+    }
+
+    #[test]
+    fn cdylib_name_uses_underscores() {
+        let name = cdylib_file_name("tether-node");
+        assert!(name.contains("tether_node"), "{name}");
+    }
+
+    #[test]
+    fn failure_shows_hint() {
+        let f = fail("boom").hint("do this");
+        assert_eq!(f.to_string(), "boom\n       hint: do this");
+    }
+}

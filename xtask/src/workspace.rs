@@ -1,0 +1,127 @@
+//! What the workspace looks like right now (from `cargo metadata`), plus per-run state shared
+//! between suites (a venv or an addon prepared once is reused by the examples and the demo).
+
+use std::cell::{Cell, RefCell};
+use std::path::{Path, PathBuf};
+
+use crate::json::{self, Json};
+use crate::util::{fail, Cmd, Result};
+
+pub struct Package {
+    pub name: String,
+    /// Name and kinds (`lib`, `cdylib`, `bin`, ...) of each target.
+    pub targets: Vec<(String, Vec<String>)>,
+}
+
+pub struct Ctx {
+    /// The workspace root (the directory of the root Cargo.toml).
+    pub root: PathBuf,
+    /// Cargo's target directory (honours CARGO_TARGET_DIR and build.target-dir; else root/target).
+    pub target_dir: PathBuf,
+    pub packages: Vec<Package>,
+    /// The venv's python, once the Python extension is built and installed into it.
+    pub python_ready: RefCell<Option<PathBuf>>,
+    /// The Node addon is built and copied to crates/node/tether.node.
+    pub node_ready: Cell<bool>,
+    /// libtether_java is built (and, for the examples, the jar is installed in ~/.m2).
+    pub java_built: Cell<bool>,
+    pub java_installed: Cell<bool>,
+}
+
+impl Ctx {
+    pub fn load() -> Result<Ctx> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("xtask lives one level below the workspace root")
+            .to_path_buf();
+        let text = Cmd::cargo()
+            .args(["metadata", "--no-deps", "--format-version", "1", "--manifest-path"])
+            .arg(root.join("Cargo.toml"))
+            .hint("the workspace manifest (or one member's Cargo.toml) does not load; fix the error cargo printed above")
+            .output()?;
+        let meta = json::parse(&text)
+            .map_err(|e| fail(format!("cannot read `cargo metadata` output: {e}")))?;
+        let target_dir = meta
+            .get("target_directory")
+            .and_then(Json::as_str)
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root.join("target"));
+        let packages = meta
+            .get("packages")
+            .map(Json::as_array)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|p| {
+                let name = p.get("name")?.as_str()?.to_string();
+                let targets = p
+                    .get("targets")
+                    .map(Json::as_array)
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|t| {
+                        let name = t.get("name")?.as_str()?.to_string();
+                        let kinds = t
+                            .get("kind")
+                            .map(Json::as_array)
+                            .unwrap_or_default()
+                            .iter()
+                            .filter_map(|k| k.as_str().map(str::to_string))
+                            .collect();
+                        Some((name, kinds))
+                    })
+                    .collect();
+                Some(Package { name, targets })
+            })
+            .collect();
+        Ok(Ctx {
+            root,
+            target_dir,
+            packages,
+            python_ready: RefCell::new(None),
+            node_ready: Cell::new(false),
+            java_built: Cell::new(false),
+            java_installed: Cell::new(false),
+        })
+    }
+
+    pub fn has_package(&self, name: &str) -> bool {
+        self.packages.iter().any(|p| p.name == name)
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    /// The debug-profile output directory: target/debug.
+    pub fn debug_dir(&self) -> PathBuf {
+        self.target_dir.join("debug")
+    }
+
+    /// target/debug/lib<name>.so for the cdylib target of `package`.
+    pub fn cdylib_path(&self, package: &str) -> Result<PathBuf> {
+        let pkg = self
+            .packages
+            .iter()
+            .find(|p| p.name == package)
+            .ok_or_else(|| fail(format!("package `{package}` is not a workspace member")))?;
+        let lib = pkg
+            .targets
+            .iter()
+            .find(|(_, kinds)| kinds.iter().any(|k| k == "cdylib"))
+            .map(|(name, _)| name.as_str())
+            .ok_or_else(|| {
+                fail(format!("package `{package}` has no cdylib target")).hint(format!(
+                    "set `[lib] crate-type = [\"cdylib\", ...]` in {package}'s Cargo.toml"
+                ))
+            })?;
+        Ok(self.debug_dir().join(crate::util::cdylib_file_name(lib)))
+    }
+
+    /// Path relative to the root for messages, falling back to the absolute path.
+    pub fn rel<'a>(&self, path: &'a Path) -> std::borrow::Cow<'a, str> {
+        match path.strip_prefix(&self.root) {
+            Ok(rel) => rel.to_string_lossy(),
+            Err(_) => path.to_string_lossy(),
+        }
+    }
+}
