@@ -227,9 +227,9 @@ impl<T: Object> Drop for ObjectArc<T> {
     }
 }
 
-impl<T: Object + std::fmt::Debug> std::fmt::Debug for ObjectArc<T> {
+impl<T: Object> std::fmt::Debug for ObjectArc<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        (**self).fmt(f)
+        write!(f, "<{} object at {:p}>", T::TYPE_KEY, Self::as_ptr(self))
     }
 }
 
