@@ -1,5 +1,8 @@
-//! The java suite: libtether_java built with cargo, then `mvn test` on crates/java/pom.xml with
-//! `-Dtether.library.path=<abs path of the built library>`.
+//! The java suite: libtether_java and the two test plugins built with cargo, then `mvn test` on
+//! crates/java/pom.xml with `-Dtether.library.path=<abs path of the built library>`,
+//! `-Dtether.native.dir=<its directory>` (packed into the jar as a resource) and the plugins'
+//! paths as `-Dtether.test.plugin=...` / `-Dtether.test.pluginBadAbi=...` (also exported as
+//! TETHER_TEST_PLUGIN / TETHER_TEST_PLUGIN_BAD_ABI).
 
 use std::path::PathBuf;
 
@@ -27,10 +30,16 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
         return Ok(skipped(SUITE, format!("{POM} not present yet")));
     }
     let lib = build(ctx, SUITE)?;
+    let (plugin, bad_abi) = build_test_plugins(ctx)?;
     step(SUITE, format!("mvn test -f {POM}"));
     mvn(POM)
         .arg("test")
         .arg(library_property(&lib))
+        .arg(native_dir_property(&lib))
+        .arg(format!("-Dtether.test.plugin={}", plugin.display()))
+        .arg(format!("-Dtether.test.pluginBadAbi={}", bad_abi.display()))
+        .env("TETHER_TEST_PLUGIN", &plugin)
+        .env("TETHER_TEST_PLUGIN_BAD_ABI", &bad_abi)
         .cwd(&ctx.root)
         .hint(format!(
             "rerun one test class with: mvn -B test -f {POM} {} -Dtest=<Class>",
@@ -43,6 +52,30 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
 /// `-Dtether.library.path=<abs>/target/debug/libtether_java.so`
 pub fn library_property(lib: &std::path::Path) -> String {
     format!("-Dtether.library.path={}", lib.display())
+}
+
+/// `-Dtether.native.dir=<dir of the built library>`: where the pom picks the library up to pack
+/// it into the jar as `/native/linux-x86_64/libtether_java.so`.
+pub fn native_dir_property(lib: &std::path::Path) -> String {
+    let dir = lib.parent().unwrap_or(std::path::Path::new("."));
+    format!("-Dtether.native.dir={}", dir.display())
+}
+
+/// Builds the sample and bad-ABI test plugins; returns their absolute paths.
+fn build_test_plugins(ctx: &Ctx) -> Result<(PathBuf, PathBuf)> {
+    step(
+        SUITE,
+        "building the test plugins (cargo build -p tether-test-plugin -p tether-test-plugin-bad-abi)",
+    );
+    Cmd::cargo()
+        .args(["build", "-p", "tether-test-plugin", "-p", "tether-test-plugin-bad-abi"])
+        .cwd(&ctx.root)
+        .hint("reproduce with: cargo build -p tether-test-plugin -p tether-test-plugin-bad-abi")
+        .run()?;
+    Ok((
+        ctx.cdylib_path("tether-test-plugin")?,
+        ctx.cdylib_path("tether-test-plugin-bad-abi")?,
+    ))
 }
 
 /// Builds libtether_java (once per run) and returns its absolute path.
@@ -83,6 +116,7 @@ pub fn install(ctx: &Ctx, suite: &str) -> Result<PathBuf> {
         mvn(POM)
             .args(["-q", "install", "-DskipTests"])
             .arg(library_property(&lib))
+            .arg(native_dir_property(&lib))
             .cwd(&ctx.root)
             .hint(format!(
                 "reproduce with: mvn -B install -DskipTests -f {POM}"

@@ -1,0 +1,181 @@
+//! Java callables as native Functions.
+//!
+//! A `TetherCallback` or `java.util.function.Function` passed to native code becomes a
+//! Function whose data holds a JNI global reference to it. A registry maps each callable
+//! (bucketed by `System.identityHashCode`, compared with `IsSameObject`) to its live Function,
+//! so the same callable passed twice is the same native Function; and when that Function
+//! comes back to Java, Java gets the original callable (`echo(cb) == cb`).
+//!
+//! The registry holds no reference: a Function's `drop_data` removes its entry before its
+//! memory can be freed, and lookups only take a reference with a CAS that fails on zero.
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::Mutex;
+
+use jni_sys::{jobject, jvalue};
+use tether_core::arc::ObjectBox;
+use tether_core::containers::OpaqueObj;
+use tether_core::error::{catch_panic, set_last_error};
+use tether_core::function::FunctionObj;
+use tether_core::object::{try_upgrade, ObjectHeader};
+use tether_core::{Any, AnyView, Error, Function, ObjectArc, ObjectRef, Result};
+
+use crate::convert::{self, KIND_THROWN};
+use crate::jenv::Env;
+use crate::{attach, classes};
+
+/// `OpaqueObj::owner` of objects that hold a JNI global reference.
+pub const JVM_OWNER: u64 = 0x4a56_4d00; // "JVM\0"
+
+struct CallbackData {
+    global: jobject,
+    id_hash: i32,
+}
+
+/// identity hash -> [(global ref of the callable, Function header)]
+static REGISTRY: Mutex<Option<HashMap<i32, Vec<(usize, usize)>>>> = Mutex::new(None);
+
+/// An owned reference to the Function for Java callable `cb`, made on first use.
+pub fn function_for(env: Env, cb: jobject, id_hash: i32) -> Result<*mut ObjectHeader> {
+    let mut guard = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    let registry = guard.get_or_insert_with(HashMap::new);
+    if let Some(bucket) = registry.get(&id_hash) {
+        for &(global, func) in bucket {
+            // SAFETY: entries are removed (under this lock) before their Function's memory
+            // can go; a failed upgrade means the Function is being dropped.
+            if env.is_same_object(global as jobject, cb) && unsafe { try_upgrade(func as *mut ObjectHeader) } {
+                return Ok(func as *mut ObjectHeader);
+            }
+        }
+    }
+    let global = env.new_global_ref(cb);
+    if global.is_null() {
+        env.clear_exception();
+        return Err(Error::runtime("out of JNI global references"));
+    }
+    let data = Box::into_raw(Box::new(CallbackData { global, id_hash })) as *mut c_void;
+    // SAFETY: `call_java` reads exactly this data; `drop_callback` frees it, on any thread.
+    let func = unsafe { Function::from_raw_parts(call_java, data, Some(drop_callback), "java.callback", -1, 0) };
+    let raw = ObjectRef::from(func.0).into_raw();
+    registry.entry(id_hash).or_default().push((global as usize, raw as usize));
+    Ok(raw)
+}
+
+/// The Java callable behind `obj` if it is one of ours (a global reference, borrowed).
+pub fn original_callable(obj: &ObjectRef) -> Option<jobject> {
+    let func = obj.downcast_ref::<FunctionObj>()?;
+    if func.safe_call as *const () as usize != call_java as *const () as usize {
+        return None;
+    }
+    // SAFETY: functions with our trampoline carry a `CallbackData`.
+    Some(unsafe { (*(func.data as *const CallbackData)).global })
+}
+
+unsafe extern "C" fn drop_callback(data: *mut c_void) {
+    // SAFETY: the box leaked in `function_for`, dropped once.
+    let data = unsafe { Box::from_raw(data as *mut CallbackData) };
+    {
+        let mut guard = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(bucket) = guard.as_mut().and_then(|r| r.get_mut(&data.id_hash)) {
+            bucket.retain(|&(g, _)| g != data.global as usize);
+            if bucket.is_empty() {
+                guard.as_mut().map(|r| r.remove(&data.id_hash));
+            }
+        }
+    }
+    let global = data.global;
+    // A failure here means no JVM any more: nothing left to release.
+    let _ = attach::with_env(|env| env.delete_global_ref(global));
+}
+
+unsafe extern "C" fn release_global(ptr: *mut c_void) {
+    let _ = attach::with_env(|env| env.delete_global_ref(ptr as jobject));
+}
+
+/// A native Error carrying Java throwable `t` (as a global reference in its payload), so the
+/// same throwable comes back out where the error reaches Java.
+pub fn error_from_throwable(env: Env, t: jobject, kind: &str, message: &str) -> Error {
+    let global = env.new_global_ref(t);
+    let payload = if global.is_null() {
+        Any::none()
+    } else {
+        let opaque = OpaqueObj { ptr: global as *mut c_void, finalize: Some(release_global), owner: JVM_OWNER };
+        Any::object(ObjectArc::new(opaque).into())
+    };
+    Error::with_payload(kind, message, payload)
+}
+
+/// The Java throwable an Error carries, if a Java callback raised it (a global reference).
+pub fn carried_throwable(err: &Error) -> Option<jobject> {
+    let opaque = err.payload().view().downcast_ref::<OpaqueObj>()?;
+    (opaque.owner == JVM_OWNER && !opaque.ptr.is_null()).then_some(opaque.ptr as jobject)
+}
+
+unsafe extern "C" fn call_java(handle: *mut ObjectHeader, args: *const AnyView<'_>, n: i32, result: *mut Any) -> i32 {
+    let outcome = catch_panic(|| {
+        // SAFETY: `handle` is a live Function made by `function_for`; `args` holds `n` cells.
+        let (cb, args) = unsafe {
+            let func = &(*(handle as *const ObjectBox<FunctionObj>)).value;
+            let data = &*(func.data as *const CallbackData);
+            let args = if n <= 0 { &[][..] } else { std::slice::from_raw_parts(args, n as usize) };
+            (data.global, args)
+        };
+        attach::with_env(|env| invoke(env, cb, args))?
+    });
+    match outcome {
+        Ok(value) => {
+            // SAFETY: the caller's result cell holds None and is ours to fill.
+            unsafe { result.write(value) };
+            0
+        }
+        Err(e) => {
+            set_last_error(e);
+            -1
+        }
+    }
+}
+
+fn invoke(env: Env, cb: jobject, args: &[AnyView<'_>]) -> Result<Any> {
+    if !env.push_local_frame(args.len() as i32 + 16) {
+        env.clear_exception();
+        return Err(Error::runtime("out of JNI local references"));
+    }
+    let out = invoke_in_frame(env, cb, args);
+    env.pop_local_frame(std::ptr::null_mut());
+    out
+}
+
+fn invoke_in_frame(env: Env, cb: jobject, args: &[AnyView<'_>]) -> Result<Any> {
+    let c = classes::get();
+    let array = env.new_object_array(args.len() as i32, c.object);
+    let out = env.new_long_array(2);
+    if array.is_null() || out.is_null() {
+        env.clear_exception();
+        return Err(Error::runtime("cannot allocate callback arguments"));
+    }
+    for (i, a) in args.iter().enumerate() {
+        let j = convert::to_java(env, a.to_owned_any())?;
+        env.object_array_set(array, i as i32, j);
+        env.delete_local_ref(j);
+    }
+    let call_args = [jvalue { l: cb }, jvalue { l: array }, jvalue { l: out }];
+    // SAFETY: `Callbacks.invoke(Object, Object[], long[]) -> Object`, resolved at init.
+    let r = unsafe { env.call_static_object(c.callbacks, c.callbacks_invoke, &call_args) };
+    if let Some(t) = env.take_exception() {
+        // Callbacks.invoke catches everything it can; this is an error it could not handle.
+        return Err(error_from_throwable(env, t, "RuntimeError", "a Java callback failed"));
+    }
+    let mut result = [0i64; 2];
+    env.long_array_region(out, &mut result);
+    if result[0] as i32 == KIND_THROWN {
+        let t = env.object_array_get(r, 0);
+        let kind = env.get_string(env.object_array_get(r, 1));
+        let message = env.get_string(env.object_array_get(r, 2));
+        return Err(error_from_throwable(env, t, &kind, &message));
+    }
+    let mut hold = Any::none();
+    // SAFETY: Java encoded the result with the argument encoding; `r` keeps an object alive.
+    let view = unsafe { convert::decode(env, result[0] as i32, result[1], r, &mut hold) }?;
+    Ok(view.to_owned_any())
+}

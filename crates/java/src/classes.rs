@@ -1,0 +1,102 @@
+//! Java classes and methods the native side calls, resolved once by `Native.init()` and kept
+//! as global references for the life of the process.
+
+use std::ffi::CStr;
+use std::sync::OnceLock;
+
+use jni_sys::{jclass, jmethodID};
+
+use crate::jenv::Env;
+
+pub struct Classes {
+    pub object: jclass,
+    pub string: jclass,
+    pub long: jclass,
+    pub long_value_of: jmethodID,
+    pub double: jclass,
+    pub double_value_of: jmethodID,
+    pub boolean: jclass,
+    pub boolean_value_of: jmethodID,
+    pub wrappers: jclass,
+    pub wrappers_create: jmethodID,
+    pub callbacks: jclass,
+    pub callbacks_invoke: jmethodID,
+    pub errors: jclass,
+    pub errors_create: jmethodID,
+}
+
+// SAFETY: the class handles are JNI global references and the method IDs are VM-wide
+// constants; both are valid on every thread.
+unsafe impl Send for Classes {}
+// SAFETY: as above; nothing here is mutated after `init`.
+unsafe impl Sync for Classes {}
+
+static CLASSES: OnceLock<Classes> = OnceLock::new();
+
+/// The resolved classes. `Native.init()` runs before any other native method can be called
+/// (it is in `Native`'s static initialiser), so this never fails after loading.
+#[inline]
+pub fn get() -> &'static Classes {
+    CLASSES.get().expect("dev.tether.ffi.Native.init() has run")
+}
+
+fn global_class(env: Env, name: &CStr) -> Result<jclass, String> {
+    let local = env.find_class(name);
+    if local.is_null() {
+        env.clear_exception();
+        return Err(format!("class {name:?} not found"));
+    }
+    let global = env.new_global_ref(local);
+    env.delete_local_ref(local);
+    Ok(global)
+}
+
+fn static_method(env: Env, class: jclass, name: &CStr, sig: &CStr) -> Result<jmethodID, String> {
+    let id = env.static_method_id(class, name, sig);
+    if id.is_null() {
+        env.clear_exception();
+        return Err(format!("static method {name:?}{sig:?} not found"));
+    }
+    Ok(id)
+}
+
+/// Resolve everything (idempotent).
+pub fn init(env: Env) -> Result<(), String> {
+    if CLASSES.get().is_some() {
+        return Ok(());
+    }
+    let long = global_class(env, c"java/lang/Long")?;
+    let double = global_class(env, c"java/lang/Double")?;
+    let boolean = global_class(env, c"java/lang/Boolean")?;
+    let wrappers = global_class(env, c"dev/tether/ffi/Wrappers")?;
+    let callbacks = global_class(env, c"dev/tether/ffi/Callbacks")?;
+    let errors = global_class(env, c"dev/tether/ffi/Errors")?;
+    let classes = Classes {
+        object: global_class(env, c"java/lang/Object")?,
+        string: global_class(env, c"java/lang/String")?,
+        long,
+        long_value_of: static_method(env, long, c"valueOf", c"(J)Ljava/lang/Long;")?,
+        double,
+        double_value_of: static_method(env, double, c"valueOf", c"(D)Ljava/lang/Double;")?,
+        boolean,
+        boolean_value_of: static_method(env, boolean, c"valueOf", c"(Z)Ljava/lang/Boolean;")?,
+        wrappers,
+        wrappers_create: static_method(env, wrappers, c"create", c"(JJI)Ljava/lang/Object;")?,
+        callbacks,
+        callbacks_invoke: static_method(
+            env,
+            callbacks,
+            c"invoke",
+            c"(Ljava/lang/Object;[Ljava/lang/Object;[J)Ljava/lang/Object;",
+        )?,
+        errors,
+        errors_create: static_method(
+            env,
+            errors,
+            c"create",
+            c"(Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;)Ljava/lang/Throwable;",
+        )?,
+    };
+    let _ = CLASSES.set(classes);
+    Ok(())
+}

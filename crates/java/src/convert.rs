@@ -1,0 +1,135 @@
+//! Values across the JNI boundary.
+//!
+//! Java encodes each argument as `(kind, bits, ref)` (see `Marshal.java`): primitives travel
+//! in `bits`, strings and byte arrays as a `byte[]` in `ref` (strings UTF-8 encoded by Java),
+//! tied objects as their handle in `bits` with the wrapper in `ref` (so it stays reachable for
+//! the whole call), and Java callables as an owned handle (`KIND_OWNED`) this side takes over.
+//! Results go back as canonical wrappers (objects), boxed primitives, `String` or `byte[]`.
+
+use jni_sys::{jobject, jvalue};
+use tether_core::function::FunctionObj;
+use tether_core::{Any, AnyView, Error, ObjectRef, Result, TypeIndex};
+
+use crate::jenv::Env;
+use crate::{callback, classes, tie};
+
+pub const KIND_NONE: i32 = 0;
+pub const KIND_INT: i32 = 1;
+pub const KIND_BOOL: i32 = 2;
+pub const KIND_FLOAT: i32 = 3;
+pub const KIND_STR: i32 = 5;
+pub const KIND_BYTES: i32 = 6;
+pub const KIND_OBJECT: i32 = 64;
+pub const KIND_OWNED: i32 = 65;
+/// A callback threw: `ref` is `Object[]{throwable, kind, message}`.
+pub const KIND_THROWN: i32 = -1;
+
+/// Decode one argument. Strings, bytes and owned handles land in `hold`, which the returned
+/// view borrows; objects are borrowed from the wrapper in `r`, kept alive by the caller.
+///
+/// # Safety
+/// For `KIND_OBJECT`, `bits` is the live handle of the wrapper passed as `r`; for
+/// `KIND_OWNED`, `bits` is an owned reference this call takes over.
+pub unsafe fn decode<'h>(env: Env, kind: i32, bits: i64, r: jobject, hold: &'h mut Any) -> Result<AnyView<'h>> {
+    Ok(match kind {
+        KIND_NONE => AnyView::none(),
+        KIND_INT => AnyView::int(bits),
+        KIND_BOOL => AnyView::bool(bits != 0),
+        KIND_FLOAT => AnyView::float(f64::from_bits(bits as u64)),
+        // SAFETY: the caller guarantees the handle is alive for the call.
+        KIND_OBJECT => unsafe { AnyView::from_object_ptr(bits as *mut _) },
+        KIND_OWNED => {
+            // SAFETY: an owned reference handed over by Java.
+            *hold = Any::object(unsafe { ObjectRef::from_raw(bits as *mut _) });
+            hold.view()
+        }
+        KIND_STR => {
+            let bytes = env.byte_array_to_vec(r);
+            let s = String::from_utf8(bytes).map_err(|_| Error::value("string argument is not valid UTF-8"))?;
+            *hold = Any::str(&s);
+            hold.view()
+        }
+        KIND_BYTES => {
+            *hold = Any::bytes(&env.byte_array_to_vec(r));
+            hold.view()
+        }
+        k => return Err(Error::type_error(format!("cannot pass a value of encoding kind {k} to native code"))),
+    })
+}
+
+/// Decode `(kinds[i], bits[i], refs[i])` arrays into owned cells.
+///
+/// # Safety
+/// As [`decode`], for every element.
+pub unsafe fn decode_arrays(env: Env, kinds: jobject, bits: jobject, refs: jobject) -> Result<Vec<Any>> {
+    if kinds.is_null() {
+        return Ok(Vec::new());
+    }
+    let n = env.array_length(kinds).max(0) as usize;
+    let mut k = vec![0i32; n];
+    let mut b = vec![0i64; n];
+    env.int_array_region(kinds, &mut k);
+    env.long_array_region(bits, &mut b);
+    let mut out = Vec::with_capacity(n);
+    let mut first_error = None;
+    for i in 0..n {
+        let r = if matches!(k[i], KIND_STR | KIND_BYTES) { env.object_array_get(refs, i as i32) } else { std::ptr::null_mut() };
+        let mut hold = Any::none();
+        // SAFETY: forwarded; owned handles are consumed even after an earlier error.
+        match unsafe { decode(env, k[i], b[i], r, &mut hold) } {
+            Ok(v) => out.push(v.to_owned_any()),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+        env.delete_local_ref(r);
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
+/// An owned value to a Java object (a local reference; null for None).
+pub fn to_java(env: Env, value: Any) -> Result<jobject> {
+    let c = classes::get();
+    let view = value.view();
+    // SAFETY (all static calls below): the method IDs were resolved with these signatures.
+    let out = match value.type_index() {
+        TypeIndex::NONE => std::ptr::null_mut(),
+        TypeIndex::INT => unsafe { env.call_static_object(c.long, c.long_value_of, &[jvalue { j: view.as_int().unwrap_or(0) }]) },
+        TypeIndex::FLOAT => unsafe {
+            env.call_static_object(c.double, c.double_value_of, &[jvalue { d: view.as_float().unwrap_or(0.0) }])
+        },
+        TypeIndex::BOOL => unsafe {
+            env.call_static_object(c.boolean, c.boolean_value_of, &[jvalue { z: view.as_bool().unwrap_or(false) }])
+        },
+        TypeIndex::OPAQUE_PTR => unsafe {
+            env.call_static_object(c.long, c.long_value_of, &[jvalue { j: view.as_opaque_ptr().unwrap_or(std::ptr::null_mut()) as i64 }])
+        },
+        TypeIndex::SMALL_STR | TypeIndex::STR | TypeIndex::RAW_STR => env.new_string(view.as_str().unwrap_or("")),
+        TypeIndex::SMALL_BYTES | TypeIndex::BYTES | TypeIndex::RAW_BYTES => env.new_byte_array(view.as_bytes().unwrap_or(&[])),
+        t if t >= TypeIndex::OBJECT => {
+            let obj = value.into_object().expect("object kinds hold an object");
+            if t == TypeIndex::FUNCTION {
+                if let Some(original) = callback::original_callable(&obj) {
+                    // A Java callable coming home: hand back the very object Java passed.
+                    return Ok(env.new_local_ref(original));
+                }
+            }
+            return tie::to_wrapper(env, obj);
+        }
+        t => return Err(Error::type_error(format!("cannot convert a value of kind {t} to Java"))),
+    };
+    if env.exception_check() {
+        env.clear_exception();
+        return Err(Error::runtime("cannot convert a native value to Java (allocation failed)"));
+    }
+    Ok(out)
+}
+
+/// Read a live object handle as a borrowed `ObjectRef`-free view check: is it a Function?
+pub fn is_function(handle: *mut tether_core::ObjectHeader) -> bool {
+    // SAFETY: Java only passes handles of live wrappers.
+    unsafe { (*handle).type_index == <FunctionObj as tether_core::Object>::type_index() }
+}

@@ -1,0 +1,101 @@
+package dev.tether.ffi;
+
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
+
+/**
+ * Java values to the {@code (kind, bits, ref)} encoding the native side decodes
+ * (crates/java/src/convert.rs holds the same constants).
+ */
+final class Marshal {
+    private Marshal() {}
+
+    static final int NONE = 0;
+    static final int INT = 1;
+    static final int BOOL = 2;
+    static final int FLOAT = 3;
+    static final int STR = 5;
+    static final int BYTES = 6;
+    static final int OBJECT = 64;
+    /** {@code bits} is an owned native reference the callee takes over. */
+    static final int OWNED = 65;
+    static final int THROWN = -1;
+
+    static final class Encoded {
+        final int[] kinds;
+        final long[] bits;
+        final Object[] refs;
+
+        Encoded(int n) {
+            kinds = new int[n];
+            bits = new long[n];
+            refs = new Object[n];
+        }
+    }
+
+    static Encoded encodeAll(Object[] args) {
+        if (args == null) {
+            args = new Object[] {null};
+        }
+        Encoded e = new Encoded(args.length);
+        try {
+            for (int i = 0; i < args.length; i++) {
+                encode(args[i], e.kinds, e.bits, e.refs, i);
+            }
+        } catch (RuntimeException | Error failure) {
+            // Give back the owned references already made; the call never happens.
+            for (int i = 0; i < args.length; i++) {
+                if (e.kinds[i] == OWNED) {
+                    Native.release(e.bits[i], 0);
+                }
+            }
+            throw failure;
+        }
+        return e;
+    }
+
+    /** Encode {@code v} at index {@code i}; throws {@link TetherTypeError} for unsupported values. */
+    static void encode(Object v, int[] kinds, long[] bits, Object[] refs, int i) {
+        if (v == null) {
+            kinds[i] = NONE;
+        } else if (v instanceof Tied) {
+            kinds[i] = OBJECT;
+            bits[i] = ((Tied) v).nativeRef().handle();
+            refs[i] = v;
+        } else if (v instanceof Long || v instanceof Integer || v instanceof Short || v instanceof Byte) {
+            kinds[i] = INT;
+            bits[i] = ((Number) v).longValue();
+        } else if (v instanceof Double || v instanceof Float) {
+            kinds[i] = FLOAT;
+            bits[i] = Double.doubleToRawLongBits(((Number) v).doubleValue());
+        } else if (v instanceof Boolean) {
+            kinds[i] = BOOL;
+            bits[i] = ((Boolean) v) ? 1 : 0;
+        } else if (v instanceof String || v instanceof Character) {
+            kinds[i] = STR;
+            refs[i] = v.toString().getBytes(StandardCharsets.UTF_8);
+        } else if (v instanceof byte[]) {
+            kinds[i] = BYTES;
+            refs[i] = v;
+        } else if (v instanceof TetherCallback || v instanceof Function) {
+            kinds[i] = OWNED;
+            bits[i] = Native.callbackFunction(v, System.identityHashCode(v));
+        } else if (v instanceof List) {
+            TetherList array = Tether.array(((List<?>) v).toArray());
+            kinds[i] = OBJECT;
+            bits[i] = array.nativeRef().handle();
+            refs[i] = array;
+        } else if (v instanceof Map) {
+            TetherMap map = Tether.map((Map<?, ?>) v);
+            kinds[i] = OBJECT;
+            bits[i] = map.nativeRef().handle();
+            refs[i] = map;
+        } else {
+            throw new TetherTypeError("TypeError", "cannot pass a " + v.getClass().getName()
+                    + " to native code (supported: null, Long, Integer, Short, Byte, Double, Float, Boolean, String,"
+                    + " byte[], List, Map, TetherCallback, java.util.function.Function and tether wrappers)", "");
+        }
+    }
+}

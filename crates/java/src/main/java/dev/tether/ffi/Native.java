@@ -1,0 +1,125 @@
+package dev.tether.ffi;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+
+/**
+ * The JNI entry points of libtether_java, and its loading.
+ *
+ * <p>The library loads from {@code -Dtether.library.path} when that property is set, otherwise
+ * from the jar's {@code /native/<os>-<arch>/libtether_java.so} resource, extracted to a
+ * temporary file first. Everything here is internal; the public API is {@link Tether}.
+ */
+final class Native {
+    private Native() {}
+
+    static final String LIBRARY_PROPERTY = "tether.library.path";
+
+    static {
+        load();
+        init();
+    }
+
+    private static void load() {
+        String explicit = System.getProperty(LIBRARY_PROPERTY);
+        if (explicit != null && !explicit.isEmpty()) {
+            System.load(Path.of(explicit).toAbsolutePath().toString());
+            return;
+        }
+        String resource = "/native/" + platform() + "/" + System.mapLibraryName("tether_java");
+        try (InputStream in = Native.class.getResourceAsStream(resource)) {
+            if (in == null) {
+                throw new UnsatisfiedLinkError("tether-ffi: this jar has no native library for " + platform()
+                        + " (resource " + resource + "); set -D" + LIBRARY_PROPERTY + "=<path to libtether_java>");
+            }
+            Path dir = Files.createTempDirectory("tether-ffi");
+            Path lib = dir.resolve(System.mapLibraryName("tether_java"));
+            Files.copy(in, lib, StandardCopyOption.REPLACE_EXISTING);
+            lib.toFile().deleteOnExit();
+            dir.toFile().deleteOnExit();
+            System.load(lib.toAbsolutePath().toString());
+        } catch (IOException e) {
+            UnsatisfiedLinkError err = new UnsatisfiedLinkError("tether-ffi: cannot extract the native library: " + e);
+            err.initCause(e);
+            throw err;
+        }
+    }
+
+    static String platform() {
+        String os = System.getProperty("os.name").toLowerCase(java.util.Locale.ROOT);
+        String arch = System.getProperty("os.arch").toLowerCase(java.util.Locale.ROOT);
+        String osName = os.contains("linux") ? "linux" : os.contains("mac") ? "macos" : os.contains("win") ? "windows" : os;
+        String archName = arch.equals("amd64") || arch.equals("x86_64") ? "x86_64" : arch.equals("aarch64") || arch.equals("arm64") ? "aarch64" : arch;
+        return osName + "-" + archName;
+    }
+
+    /** Forces loading (class initialisation) of the library. */
+    static void ensureLoaded() {}
+
+    static native void init();
+
+    static native void release(long handle, long generation);
+
+    static native Object call0(long function);
+
+    static native Object call1(long function, int kind, long bits, Object ref);
+
+    static native Object call(long function, int[] kinds, long[] bits, Object[] refs);
+
+    static native long callbackFunction(Object callable, int identityHash);
+
+    static native String functionName(long function);
+
+    static native Object getGlobal(String name);
+
+    static native String[] listGlobals();
+
+    static native String typeKey(int typeIndex);
+
+    static native String[] typeKeys();
+
+    static native int typeIndexOf(String key);
+
+    static native String[] typeFields(int typeIndex);
+
+    static native String[] typeMethods(int typeIndex);
+
+    static native String typeDoc(int typeIndex);
+
+    static native boolean typeHasConstructor(int typeIndex);
+
+    static native Object construct(String key, int[] kinds, long[] bits, Object[] refs);
+
+    static native Object getField(long handle, Object keep, String name);
+
+    static native void setField(long handle, Object keep, String name, int kind, long bits, Object ref);
+
+    static native Object callMethod(long handle, Object keep, String name, int[] kinds, long[] bits, Object[] refs);
+
+    static native int arrayLen(long handle);
+
+    static native Object arrayGet(long handle, int index);
+
+    static native int mapLen(long handle);
+
+    static native Object mapKeyAt(long handle, int index);
+
+    static native Object mapValueAt(long handle, int index);
+
+    static native Object mapGet(long handle, int kind, long bits, Object ref, Object missing);
+
+    static native Object loadModule(String path);
+
+    static native Object moduleFunction(long handle, String name);
+
+    static native String[] moduleFunctionNames(long handle);
+
+    static native String[] moduleTypeKeys(long handle);
+
+    static native long liveObjects();
+
+    static native int sideTableSize();
+}

@@ -1,0 +1,29 @@
+package dev.tether.ffi;
+
+/** A native error of kind RuntimeError, AttributeError, RustPanic and any other kind. */
+public class TetherException extends RuntimeException implements TetherError {
+    private static final long serialVersionUID = 1L;
+    private final String kind;
+    private final String nativeBacktrace;
+
+    public TetherException(String kind, String message, String nativeBacktrace) {
+        super(message);
+        this.kind = kind;
+        this.nativeBacktrace = nativeBacktrace == null ? "" : nativeBacktrace;
+    }
+
+    @Override
+    public String kind() {
+        return kind;
+    }
+
+    @Override
+    public String nativeBacktrace() {
+        return nativeBacktrace;
+    }
+
+    @Override
+    public String toString() {
+        return getClass().getName() + " [" + kind + "]: " + getMessage();
+    }
+}

@@ -1,0 +1,115 @@
+package dev.tether.ffi;
+
+import java.lang.ref.Reference;
+
+/**
+ * A native Function ({@code tether.Function}).
+ *
+ * <p>{@link #call(Object...)} calls it. Because a Function has no reflected methods, the
+ * {@link TetherObject#call(String, Object...)} overload (which Java picks for a first argument
+ * of static type {@code String}) also calls the function, with that string as its first argument.
+ */
+public final class TetherFunction implements TetherObject, Tied {
+    private final NativeRef ref;
+
+    TetherFunction(long handle, long generation, int typeIndex) {
+        this.ref = new NativeRef(this, handle, generation, typeIndex);
+    }
+
+    @Override
+    public NativeRef nativeRef() {
+        return ref;
+    }
+
+    /** Call the function; arguments and the result convert as described in docs/java.md. */
+    public Object call(Object... args) {
+        if (args == null) {
+            args = new Object[] {null};
+        }
+        long fn = ref.handle();
+        try {
+            switch (args.length) {
+                case 0:
+                    return Native.call0(fn);
+                case 1: {
+                    Object a = args[0];
+                    if (a instanceof Tied) {
+                        return Native.call1(fn, Marshal.OBJECT, ((Tied) a).nativeRef().handle(), a);
+                    }
+                    if (a instanceof Long) {
+                        return Native.call1(fn, Marshal.INT, (Long) a, null);
+                    }
+                    int[] kinds = new int[1];
+                    long[] bits = new long[1];
+                    Object[] refs = new Object[1];
+                    Marshal.encode(a, kinds, bits, refs, 0);
+                    return Native.call1(fn, kinds[0], bits[0], refs[0]);
+                }
+                default: {
+                    Marshal.Encoded e = Marshal.encodeAll(args);
+                    return Native.call(fn, e.kinds, e.bits, e.refs);
+                }
+            }
+        } finally {
+            Reference.reachabilityFence(this);
+            Reference.reachabilityFence(args);
+        }
+    }
+
+    /** Calls the function with {@code first} as its first argument (see the class comment). */
+    @Override
+    public Object call(String first, Object... rest) {
+        Object[] all = new Object[(rest == null ? 1 : rest.length) + 1];
+        all[0] = first;
+        if (rest == null) {
+            all[1] = null;
+        } else {
+            System.arraycopy(rest, 0, all, 1, rest.length);
+        }
+        return call(all);
+    }
+
+    /** The registered name, e.g. {@code "testing.echo"}. */
+    public String name() {
+        try {
+            return Native.functionName(ref.handle());
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    @Override
+    public String typeKey() {
+        return ObjectOps.typeKey(ref);
+    }
+
+    @Override
+    public TetherType type() {
+        return TetherType.of(ref.typeIndex);
+    }
+
+    @Override
+    public Object get(String field) {
+        return ObjectOps.get(this, ref, field);
+    }
+
+    @Override
+    public void set(String field, Object value) {
+        ObjectOps.set(this, ref, field, value);
+    }
+
+    @Override
+    public void close() {
+        ref.close();
+    }
+
+    @Override
+    public boolean isClosed() {
+        return ref.isClosed();
+    }
+
+    @Override
+    public String toString() {
+        return ref.isClosed() ? "<closed tether.Function>" : "<tether.Function " + name() + ">";
+    }
+}

@@ -1,0 +1,81 @@
+package dev.tether.ffi;
+
+import java.lang.ref.Reference;
+import java.util.AbstractList;
+import java.util.RandomAccess;
+
+/**
+ * A native Array ({@code tether.Array}) as a read-only {@link java.util.List}. Items are
+ * converted on each {@link #get(int)}; object items come back as their canonical wrappers, so
+ * {@code list.get(0) == list.get(0)}. Equality and hash code follow the {@code List} contract.
+ */
+public final class TetherList extends AbstractList<Object> implements TetherObject, Tied, RandomAccess {
+    private final NativeRef ref;
+
+    TetherList(long handle, long generation, int typeIndex) {
+        this.ref = new NativeRef(this, handle, generation, typeIndex);
+    }
+
+    @Override
+    public NativeRef nativeRef() {
+        return ref;
+    }
+
+    @Override
+    public Object get(int index) {
+        try {
+            return Native.arrayGet(ref.handle(), index);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    @Override
+    public int size() {
+        try {
+            return Native.arrayLen(ref.handle());
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    @Override
+    public String typeKey() {
+        return ObjectOps.typeKey(ref);
+    }
+
+    @Override
+    public TetherType type() {
+        return TetherType.of(ref.typeIndex);
+    }
+
+    @Override
+    public Object get(String field) {
+        return ObjectOps.get(this, ref, field);
+    }
+
+    @Override
+    public void set(String field, Object value) {
+        ObjectOps.set(this, ref, field, value);
+    }
+
+    @Override
+    public Object call(String method, Object... args) {
+        return ObjectOps.call(this, ref, method, args);
+    }
+
+    @Override
+    public void close() {
+        ref.close();
+    }
+
+    @Override
+    public boolean isClosed() {
+        return ref.isClosed();
+    }
+
+    @Override
+    public String toString() {
+        return ref.isClosed() ? "<closed tether.Array>" : super.toString();
+    }
+}

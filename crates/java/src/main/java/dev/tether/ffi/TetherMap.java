@@ -1,0 +1,146 @@
+package dev.tether.ffi;
+
+import java.lang.ref.Reference;
+import java.util.AbstractMap;
+import java.util.AbstractSet;
+import java.util.Iterator;
+import java.util.NoSuchElementException;
+import java.util.Set;
+
+/**
+ * A native Map ({@code tether.Map}) as a read-only {@link java.util.Map}, in insertion order.
+ * Lookups go to the native hash index; values that are objects come back as their canonical
+ * wrappers ({@code m.get(k) == v}).
+ *
+ * <p>A Map has no reflected fields, so {@link #get(String)} (which Java picks for a key of
+ * static type {@code String}) is the same key lookup as {@link #get(Object)}.
+ */
+public final class TetherMap extends AbstractMap<Object, Object> implements TetherObject, Tied {
+    private static final Object MISSING = new Object();
+    private final NativeRef ref;
+
+    TetherMap(long handle, long generation, int typeIndex) {
+        this.ref = new NativeRef(this, handle, generation, typeIndex);
+    }
+
+    @Override
+    public NativeRef nativeRef() {
+        return ref;
+    }
+
+    private Object lookup(Object key) {
+        int[] kinds = new int[1];
+        long[] bits = new long[1];
+        Object[] refs = new Object[1];
+        try {
+            Marshal.encode(key, kinds, bits, refs, 0);
+        } catch (IllegalArgumentException unsupported) {
+            return MISSING; // a key that cannot cross to native code cannot be in the map
+        }
+        try {
+            return Native.mapGet(ref.handle(), kinds[0], bits[0], refs[0], MISSING);
+        } finally {
+            Reference.reachabilityFence(this);
+            Reference.reachabilityFence(refs);
+        }
+    }
+
+    @Override
+    public Object get(Object key) {
+        Object v = lookup(key);
+        return v == MISSING ? null : v;
+    }
+
+    @Override
+    public boolean containsKey(Object key) {
+        return lookup(key) != MISSING;
+    }
+
+    @Override
+    public int size() {
+        try {
+            return Native.mapLen(ref.handle());
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    @Override
+    public Set<Entry<Object, Object>> entrySet() {
+        return new AbstractSet<>() {
+            @Override
+            public int size() {
+                return TetherMap.this.size();
+            }
+
+            @Override
+            public Iterator<Entry<Object, Object>> iterator() {
+                int n = size();
+                return new Iterator<>() {
+                    private int next;
+
+                    @Override
+                    public boolean hasNext() {
+                        return next < n;
+                    }
+
+                    @Override
+                    public Entry<Object, Object> next() {
+                        if (next >= n) {
+                            throw new NoSuchElementException();
+                        }
+                        int i = next++;
+                        try {
+                            long h = ref.handle();
+                            return new SimpleImmutableEntry<>(Native.mapKeyAt(h, i), Native.mapValueAt(h, i));
+                        } finally {
+                            Reference.reachabilityFence(TetherMap.this);
+                        }
+                    }
+                };
+            }
+        };
+    }
+
+    /** The value under {@code key} (see the class comment). */
+    @Override
+    public Object get(String key) {
+        return get((Object) key);
+    }
+
+    /** Maps are read-only. */
+    @Override
+    public void set(String field, Object value) {
+        throw new UnsupportedOperationException("a tether.Map is read-only");
+    }
+
+    @Override
+    public String typeKey() {
+        return ObjectOps.typeKey(ref);
+    }
+
+    @Override
+    public TetherType type() {
+        return TetherType.of(ref.typeIndex);
+    }
+
+    @Override
+    public Object call(String method, Object... args) {
+        return ObjectOps.call(this, ref, method, args);
+    }
+
+    @Override
+    public void close() {
+        ref.close();
+    }
+
+    @Override
+    public boolean isClosed() {
+        return ref.isClosed();
+    }
+
+    @Override
+    public String toString() {
+        return ref.isClosed() ? "<closed tether.Map>" : super.toString();
+    }
+}

@@ -1,0 +1,90 @@
+package dev.tether.ffi;
+
+import java.lang.ref.Reference;
+import java.util.List;
+
+/** A loaded plugin ({@code tether.Module}), from {@link Tether#loadModule(String)}. */
+public final class TetherModule implements TetherObject, Tied {
+    private final NativeRef ref;
+
+    TetherModule(long handle, long generation, int typeIndex) {
+        this.ref = new NativeRef(this, handle, generation, typeIndex);
+    }
+
+    @Override
+    public NativeRef nativeRef() {
+        return ref;
+    }
+
+    /** An exported function; {@link TetherKeyError} if there is none by that name. */
+    public TetherFunction function(String name) {
+        try {
+            return (TetherFunction) Native.moduleFunction(ref.handle(), name);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /** Exported function names, in export order. */
+    public List<String> functionNames() {
+        try {
+            return List.of(Native.moduleFunctionNames(ref.handle()));
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /** Keys of the types the module registered. */
+    public List<String> typeKeys() {
+        try {
+            return List.of(Native.moduleTypeKeys(ref.handle()));
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /** Construct an object of one of the module's types (or any registered type). */
+    public Object construct(String typeKey, Object... args) {
+        return Tether.construct(typeKey, args);
+    }
+
+    @Override
+    public String typeKey() {
+        return ObjectOps.typeKey(ref);
+    }
+
+    @Override
+    public TetherType type() {
+        return TetherType.of(ref.typeIndex);
+    }
+
+    @Override
+    public Object get(String field) {
+        return ObjectOps.get(this, ref, field);
+    }
+
+    @Override
+    public void set(String field, Object value) {
+        ObjectOps.set(this, ref, field, value);
+    }
+
+    @Override
+    public Object call(String method, Object... args) {
+        return ObjectOps.call(this, ref, method, args);
+    }
+
+    @Override
+    public void close() {
+        ref.close();
+    }
+
+    @Override
+    public boolean isClosed() {
+        return ref.isClosed();
+    }
+
+    @Override
+    public String toString() {
+        return ref.isClosed() ? "<closed tether.Module>" : "<tether.Module " + functionNames() + ">";
+    }
+}

@@ -1,0 +1,149 @@
+package dev.tether.ffi;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+
+/** Reflection for one registered type, read from the native type registry (cached). */
+public final class TetherType {
+    /** A reflected field. */
+    public static final class Field {
+        private final String name;
+        private final boolean settable;
+        private final String typeHint;
+        private final String doc;
+
+        Field(String name, boolean settable, String typeHint, String doc) {
+            this.name = name;
+            this.settable = settable;
+            this.typeHint = typeHint;
+            this.doc = doc;
+        }
+
+        public String name() {
+            return name;
+        }
+
+        public boolean settable() {
+            return settable;
+        }
+
+        public String typeHint() {
+            return typeHint;
+        }
+
+        public String doc() {
+            return doc;
+        }
+
+        @Override
+        public String toString() {
+            return name + (typeHint.isEmpty() ? "" : ": " + typeHint) + (settable ? "" : " (read-only)");
+        }
+    }
+
+    /** A reflected method. */
+    public static final class Method {
+        private final String name;
+        private final boolean isStatic;
+        private final String doc;
+
+        Method(String name, boolean isStatic, String doc) {
+            this.name = name;
+            this.isStatic = isStatic;
+            this.doc = doc;
+        }
+
+        public String name() {
+            return name;
+        }
+
+        public boolean isStatic() {
+            return isStatic;
+        }
+
+        public String doc() {
+            return doc;
+        }
+
+        @Override
+        public String toString() {
+            return (isStatic ? "static " : "") + name + "()";
+        }
+    }
+
+    private static final ConcurrentHashMap<Integer, TetherType> CACHE = new ConcurrentHashMap<>();
+
+    private final int index;
+    private final String key;
+    private final String doc;
+    private final List<Field> fields;
+    private final List<Method> methods;
+    private final boolean constructible;
+
+    private TetherType(int index) {
+        this.index = index;
+        this.key = Native.typeKey(index);
+        this.doc = Native.typeDoc(index);
+        String[] f = Native.typeFields(index);
+        List<Field> fs = new ArrayList<>();
+        for (int i = 0; i + 3 < f.length; i += 4) {
+            fs.add(new Field(f[i], f[i + 1].equals("rw"), f[i + 2], f[i + 3]));
+        }
+        this.fields = Collections.unmodifiableList(fs);
+        String[] m = Native.typeMethods(index);
+        List<Method> ms = new ArrayList<>();
+        for (int i = 0; i + 2 < m.length; i += 3) {
+            ms.add(new Method(m[i], m[i + 1].equals("static"), m[i + 2]));
+        }
+        this.methods = Collections.unmodifiableList(ms);
+        this.constructible = Native.typeHasConstructor(index);
+    }
+
+    static TetherType of(int index) {
+        return CACHE.computeIfAbsent(index, TetherType::new);
+    }
+
+    public String key() {
+        return key;
+    }
+
+    public String doc() {
+        return doc;
+    }
+
+    public List<Field> fields() {
+        return fields;
+    }
+
+    public List<Method> methods() {
+        return methods;
+    }
+
+    public Field field(String name) {
+        return fields.stream().filter(f -> f.name.equals(name)).findFirst().orElse(null);
+    }
+
+    public Method method(String name) {
+        return methods.stream().filter(m -> m.name.equals(name)).findFirst().orElse(null);
+    }
+
+    public boolean hasConstructor() {
+        return constructible;
+    }
+
+    /** Construct an instance with the type's constructor. */
+    public Object construct(Object... args) {
+        return Tether.construct(key, args);
+    }
+
+    int index() {
+        return index;
+    }
+
+    @Override
+    public String toString() {
+        return "TetherType(" + key + ", fields=" + fields + ", methods=" + methods + ")";
+    }
+}

@@ -1,0 +1,500 @@
+//! The `native` methods of `dev.tether.ffi.Native` (all static).
+//!
+//! Hot paths (`call0`, `call1`, `call`, `release`, container reads) use raw JNI; cold paths
+//! that take Java strings read them through the jni crate (`EnvUnowned` + `JString`).
+
+use jni::objects::{JClass, JString};
+use jni::{EnvUnowned, Outcome};
+use jni_sys::{jboolean, jclass, jint, jlong, jobject, jobjectArray, jstring, JNIEnv};
+use tether_core::arc::ObjectBox;
+use tether_core::containers::{ArrayObj, MapObj};
+use tether_core::function::FunctionObj;
+use tether_core::object::ObjectHeader;
+use tether_core::plugin::{self, ModuleObj};
+use tether_core::types::{self, TypeInfo};
+use tether_core::{function, Any, AnyView, Error, ObjectRef, Result, TypeIndex};
+
+use crate::convert::{self, decode, decode_arrays, to_java};
+use crate::errors::guard;
+use crate::jenv::Env;
+use crate::{callback, classes, tie};
+
+type Null = jobject;
+fn null() -> Null {
+    std::ptr::null_mut()
+}
+
+/// A Java string argument as a Rust string (jni crate: modified UTF-8 decoded properly).
+fn rust_string(env: &mut EnvUnowned<'_>, s: &JString<'_>, what: &str) -> Result<String> {
+    match env.with_env(|e| s.try_to_string(e)).into_outcome() {
+        Outcome::Ok(s) => Ok(s),
+        Outcome::Err(e) => {
+            Env(env.as_raw()).clear_exception();
+            Err(Error::type_error(format!("{what}: expected a string ({e})")))
+        }
+        Outcome::Panic(_) => Err(Error::runtime(format!("{what}: reading the string panicked"))),
+    }
+}
+
+/// Call the Function at `func` with borrowed arguments and convert its result.
+///
+/// # Safety
+/// `func` is a live Function handle.
+unsafe fn call_function(env: Env, func: jlong, args: &[AnyView<'_>]) -> Result<jobject> {
+    let handle = func as *mut ObjectHeader;
+    if handle.is_null() || !convert::is_function(handle) {
+        return Err(Error::type_error("not a tether Function handle"));
+    }
+    // SAFETY: checked type; the caller keeps the Function alive.
+    let f = unsafe { &(*(handle as *const ObjectBox<FunctionObj>)).value };
+    let mut result = Any::none();
+    // SAFETY: the call ABI: a live function, `args.len()` cells, a None result cell.
+    let rc = unsafe { (f.safe_call)(handle, args.as_ptr(), args.len() as i32, &mut result) };
+    if rc != 0 {
+        return Err(tether_core::error::take_last_error());
+    }
+    to_java(env, result)
+}
+
+fn string_array(env: Env, items: &[&str]) -> Result<jobjectArray> {
+    let array = env.new_object_array(items.len() as i32, classes::get().string);
+    if array.is_null() {
+        env.clear_exception();
+        return Err(Error::runtime("cannot allocate a String[]"));
+    }
+    for (i, s) in items.iter().enumerate() {
+        let js = env.new_string(s);
+        env.object_array_set(array, i as i32, js);
+        env.delete_local_ref(js);
+    }
+    Ok(array)
+}
+
+fn info(type_index: jint) -> Result<&'static TypeInfo> {
+    types::type_info(type_index).ok_or_else(|| Error::value(format!("no type is registered with index {type_index}")))
+}
+
+/// # Safety
+/// `handle` is live (its wrapper is reachable for the call).
+unsafe fn borrowed(handle: jlong) -> Result<ObjectRef> {
+    if handle == 0 {
+        return Err(Error::value("null tether handle"));
+    }
+    // SAFETY: forwarded.
+    Ok(unsafe { ObjectRef::from_borrowed(handle as *mut ObjectHeader) })
+}
+
+/// # Safety
+/// `handle` is live and of type `T` (`index`).
+unsafe fn body<'a, T>(handle: jlong, index: i32, what: &str) -> Result<&'a T> {
+    let h = handle as *mut ObjectHeader;
+    // SAFETY: forwarded: live header.
+    if h.is_null() || unsafe { (*h).type_index } != index {
+        return Err(Error::type_error(format!("not a tether {what} handle")));
+    }
+    // SAFETY: checked type.
+    Ok(unsafe { &(*(h as *const ObjectBox<T>)).value })
+}
+
+// ---- load-time ---------------------------------------------------------------------------
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_init(env: *mut JNIEnv, _c: jclass) {
+    let env = Env(env);
+    if let Err(msg) = classes::init(env) {
+        env.throw_new(c"java/lang/UnsatisfiedLinkError", &format!("tether_java cannot initialise: {msg}"));
+    }
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_release(env: *mut JNIEnv, _c: jclass, handle: jlong, generation: jlong) {
+    if handle != 0 {
+        // SAFETY: the Cleaner action / close() owns the wrapper's +1 and runs once.
+        unsafe { tie::release(Env(env), handle as *mut ObjectHeader, generation as u64) }
+    }
+}
+
+// ---- calls ---------------------------------------------------------------------------------
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_call0(env: *mut JNIEnv, _c: jclass, func: jlong) -> jobject {
+    let env = Env(env);
+    // SAFETY: Java passes the handle of a reachable TetherFunction.
+    guard(env, null(), || unsafe { call_function(env, func, &[]) })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_call1(
+    env: *mut JNIEnv,
+    _c: jclass,
+    func: jlong,
+    kind: jint,
+    bits: jlong,
+    r: jobject,
+) -> jobject {
+    let env = Env(env);
+    guard(env, null(), || {
+        let mut hold = Any::none();
+        // SAFETY: Java encodes with `Marshal` and keeps `r` (the wrapper) reachable.
+        let arg = unsafe { decode(env, kind, bits, r, &mut hold) }?;
+        // SAFETY: as in call0.
+        unsafe { call_function(env, func, &[arg]) }
+    })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_call(
+    env: *mut JNIEnv,
+    _c: jclass,
+    func: jlong,
+    kinds: jobject,
+    bits: jobject,
+    refs: jobject,
+) -> jobject {
+    let env = Env(env);
+    guard(env, null(), || {
+        // SAFETY: as in call1, for every element.
+        let args = unsafe { decode_arrays(env, kinds, bits, refs) }?;
+        let views: Vec<AnyView<'_>> = args.iter().map(Any::view).collect();
+        // SAFETY: as in call0.
+        unsafe { call_function(env, func, &views) }
+    })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_callbackFunction(
+    env: *mut JNIEnv,
+    _c: jclass,
+    callable: jobject,
+    id_hash: jint,
+) -> jlong {
+    let env = Env(env);
+    guard(env, 0, || callback::function_for(env, callable, id_hash).map(|p| p as jlong))
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_functionName(env: *mut JNIEnv, _c: jclass, func: jlong) -> jstring {
+    let env = Env(env);
+    guard(env, null(), || {
+        // SAFETY: Java passes a reachable TetherFunction's handle.
+        let f = unsafe { body::<FunctionObj>(func, TypeIndex::FUNCTION, "Function") }?;
+        Ok(env.new_string(f.name.view().as_str().unwrap_or("")))
+    })
+}
+
+// ---- globals and types ---------------------------------------------------------------------
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_getGlobal<'l>(mut jenv: EnvUnowned<'l>, _c: JClass<'l>, name: JString<'l>) -> jobject {
+    let env = Env(jenv.as_raw());
+    guard(env, null(), || {
+        let name = rust_string(&mut jenv, &name, "getGlobalFunc")?;
+        match function::get_global(&name) {
+            Some(f) => to_java(env, Any::object(f.0.into())),
+            None => Err(Error::key(format!("no global function is registered as {name:?}"))),
+        }
+    })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_listGlobals(env: *mut JNIEnv, _c: jclass) -> jobjectArray {
+    let env = Env(env);
+    guard(env, null(), || {
+        let names = function::list_globals();
+        string_array(env, &names.iter().map(String::as_str).collect::<Vec<_>>())
+    })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_typeKey(env: *mut JNIEnv, _c: jclass, type_index: jint) -> jstring {
+    let env = Env(env);
+    guard(env, null(), || Ok(env.new_string(&types::kind_name(type_index))))
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_typeKeys(env: *mut JNIEnv, _c: jclass) -> jobjectArray {
+    let env = Env(env);
+    guard(env, null(), || string_array(env, &types::list_types().iter().map(|(_, k)| *k).collect::<Vec<_>>()))
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_typeIndexOf<'l>(mut jenv: EnvUnowned<'l>, _c: JClass<'l>, key: JString<'l>) -> jint {
+    let env = Env(jenv.as_raw());
+    guard(env, -1, || {
+        let key = rust_string(&mut jenv, &key, "type key")?;
+        Ok(types::type_index_of(&key).unwrap_or(-1))
+    })
+}
+
+/// `[name, "rw"|"ro", type hint, doc]` per field, own fields then inherited ones.
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_typeFields(env: *mut JNIEnv, _c: jclass, type_index: jint) -> jobjectArray {
+    let env = Env(env);
+    guard(env, null(), || {
+        let info = info(type_index)?;
+        let mut flat = Vec::new();
+        let chain = std::iter::once(info).chain(info.ancestors().iter().rev().filter_map(|&a| types::type_info(a)));
+        for t in chain {
+            for f in t.fields() {
+                if !flat.chunks(4).any(|c: &[&str]| c[0] == f.name()) {
+                    flat.extend([f.name(), if f.setter().is_some() { "rw" } else { "ro" }, f.type_hint(), f.doc()]);
+                }
+            }
+        }
+        string_array(env, &flat)
+    })
+}
+
+/// `[name, "static"|"", doc]` per method.
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_typeMethods(env: *mut JNIEnv, _c: jclass, type_index: jint) -> jobjectArray {
+    let env = Env(env);
+    guard(env, null(), || {
+        let info = info(type_index)?;
+        let mut flat = Vec::new();
+        let chain = std::iter::once(info).chain(info.ancestors().iter().rev().filter_map(|&a| types::type_info(a)));
+        for t in chain {
+            for m in t.methods() {
+                if !flat.chunks(3).any(|c: &[&str]| c[0] == m.name()) {
+                    flat.extend([m.name(), if m.is_static != 0 { "static" } else { "" }, m.doc()]);
+                }
+            }
+        }
+        string_array(env, &flat)
+    })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_typeDoc(env: *mut JNIEnv, _c: jclass, type_index: jint) -> jstring {
+    let env = Env(env);
+    guard(env, null(), || Ok(env.new_string(info(type_index)?.doc())))
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_typeHasConstructor(env: *mut JNIEnv, _c: jclass, type_index: jint) -> jboolean {
+    let env = Env(env);
+    guard(env, false, || Ok(info(type_index)?.constructor().is_some()))
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_construct<'l>(
+    mut jenv: EnvUnowned<'l>,
+    _c: JClass<'l>,
+    key: JString<'l>,
+    kinds: jobject,
+    bits: jobject,
+    refs: jobject,
+) -> jobject {
+    let env = Env(jenv.as_raw());
+    guard(env, null(), || {
+        // SAFETY: Java encodes with `Marshal`; decode first so owned handles are consumed.
+        let args = unsafe { decode_arrays(env, kinds, bits, refs) }?;
+        let key = rust_string(&mut jenv, &key, "type key")?;
+        let index = types::type_index_of(&key).ok_or_else(|| Error::key(format!("no type is registered as {key:?}")))?;
+        let ctor = info(index)?.constructor().ok_or_else(|| Error::type_error(format!("{key} has no constructor")))?;
+        let views: Vec<AnyView<'_>> = args.iter().map(Any::view).collect();
+        to_java(env, ctor.call(&views)?)
+    })
+}
+
+// ---- fields and methods ----------------------------------------------------------------------
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_getField<'l>(
+    mut jenv: EnvUnowned<'l>,
+    _c: JClass<'l>,
+    handle: jlong,
+    _keep: jobject,
+    name: JString<'l>,
+) -> jobject {
+    let env = Env(jenv.as_raw());
+    guard(env, null(), || {
+        let name = rust_string(&mut jenv, &name, "field name")?;
+        // SAFETY: `_keep` (the wrapper) keeps `handle` alive for the call.
+        let obj = unsafe { borrowed(handle) }?;
+        to_java(env, types::get_field(&obj, &name)?)
+    })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_setField<'l>(
+    mut jenv: EnvUnowned<'l>,
+    _c: JClass<'l>,
+    handle: jlong,
+    _keep: jobject,
+    name: JString<'l>,
+    kind: jint,
+    bits: jlong,
+    r: jobject,
+) {
+    let env = Env(jenv.as_raw());
+    guard(env, (), || {
+        let mut hold = Any::none();
+        // SAFETY: Java encodes with `Marshal` and keeps `r` reachable.
+        let value = unsafe { decode(env, kind, bits, r, &mut hold) }?;
+        let name = rust_string(&mut jenv, &name, "field name")?;
+        // SAFETY: `_keep` keeps `handle` alive.
+        let obj = unsafe { borrowed(handle) }?;
+        types::set_field(&obj, &name, value)
+    })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_callMethod<'l>(
+    mut jenv: EnvUnowned<'l>,
+    _c: JClass<'l>,
+    handle: jlong,
+    _keep: jobject,
+    name: JString<'l>,
+    kinds: jobject,
+    bits: jobject,
+    refs: jobject,
+) -> jobject {
+    let env = Env(jenv.as_raw());
+    guard(env, null(), || {
+        // SAFETY: as in `call`.
+        let args = unsafe { decode_arrays(env, kinds, bits, refs) }?;
+        let name = rust_string(&mut jenv, &name, "method name")?;
+        // SAFETY: `_keep` keeps `handle` alive.
+        let obj = unsafe { borrowed(handle) }?;
+        let info = info(obj.type_index())?;
+        let method = types::find_method(info, &name)
+            .ok_or_else(|| Error::attribute(format!("{} has no method {name:?}", info.key())))?;
+        let mut views: Vec<AnyView<'_>> = Vec::with_capacity(args.len() + 1);
+        if method.is_static == 0 {
+            views.push(AnyView::object(&obj));
+        }
+        views.extend(args.iter().map(Any::view));
+        to_java(env, method.func().call(&views)?)
+    })
+}
+
+// ---- containers ------------------------------------------------------------------------------
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_arrayLen(env: *mut JNIEnv, _c: jclass, handle: jlong) -> jint {
+    let env = Env(env);
+    // SAFETY: Java passes a reachable TetherList's handle.
+    guard(env, 0, || Ok(unsafe { body::<ArrayObj>(handle, TypeIndex::ARRAY, "Array") }?.len() as jint))
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_arrayGet(env: *mut JNIEnv, _c: jclass, handle: jlong, i: jint) -> jobject {
+    let env = Env(env);
+    guard(env, null(), || {
+        // SAFETY: as in arrayLen.
+        let array = unsafe { body::<ArrayObj>(handle, TypeIndex::ARRAY, "Array") }?;
+        to_java(env, array.get(i as i64)?.clone())
+    })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_mapLen(env: *mut JNIEnv, _c: jclass, handle: jlong) -> jint {
+    let env = Env(env);
+    // SAFETY: Java passes a reachable TetherMap's handle.
+    guard(env, 0, || Ok(unsafe { body::<MapObj>(handle, TypeIndex::MAP, "Map") }?.len() as jint))
+}
+
+fn map_entry(handle: jlong, i: jint) -> Result<(&'static Any, &'static Any)> {
+    // SAFETY: as in mapLen; the 'static borrow ends before the native method returns.
+    let map = unsafe { body::<MapObj>(handle, TypeIndex::MAP, "Map") }?;
+    map.entries().nth(i.max(0) as usize).ok_or_else(|| Error::index(format!("map entry {i} out of range for length {}", map.len())))
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_mapKeyAt(env: *mut JNIEnv, _c: jclass, handle: jlong, i: jint) -> jobject {
+    let env = Env(env);
+    guard(env, null(), || to_java(env, map_entry(handle, i)?.0.clone()))
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_mapValueAt(env: *mut JNIEnv, _c: jclass, handle: jlong, i: jint) -> jobject {
+    let env = Env(env);
+    guard(env, null(), || to_java(env, map_entry(handle, i)?.1.clone()))
+}
+
+/// The value under key `(kind, bits, r)`, or `missing` when there is none.
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_mapGet(
+    env: *mut JNIEnv,
+    _c: jclass,
+    handle: jlong,
+    kind: jint,
+    bits: jlong,
+    r: jobject,
+    missing: jobject,
+) -> jobject {
+    let env = Env(env);
+    guard(env, null(), || {
+        // SAFETY: as in mapLen.
+        let map = unsafe { body::<MapObj>(handle, TypeIndex::MAP, "Map") }?;
+        let mut hold = Any::none();
+        // SAFETY: Java encodes with `Marshal` and keeps `r` reachable.
+        let key = unsafe { decode(env, kind, bits, r, &mut hold) }?;
+        match map.get(&key) {
+            Some(v) => to_java(env, v.clone()),
+            None => Ok(env.new_local_ref(missing)),
+        }
+    })
+}
+
+// ---- modules ---------------------------------------------------------------------------------
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_loadModule<'l>(mut jenv: EnvUnowned<'l>, _c: JClass<'l>, path: JString<'l>) -> jobject {
+    let env = Env(jenv.as_raw());
+    guard(env, null(), || {
+        let path = rust_string(&mut jenv, &path, "module path")?;
+        to_java(env, plugin::module_any(&plugin::load_module(&path)?))
+    })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_moduleFunction<'l>(
+    mut jenv: EnvUnowned<'l>,
+    _c: JClass<'l>,
+    handle: jlong,
+    name: JString<'l>,
+) -> jobject {
+    let env = Env(jenv.as_raw());
+    guard(env, null(), || {
+        let name = rust_string(&mut jenv, &name, "function name")?;
+        // SAFETY: Java passes a reachable TetherModule's handle.
+        let module = unsafe { body::<ModuleObj>(handle, TypeIndex::MODULE, "Module") }?;
+        let f = module.function(&name).ok_or_else(|| Error::key(format!("module {} has no function {name:?}", module.path())))?;
+        to_java(env, Any::object(f.0.clone().into()))
+    })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_moduleFunctionNames(env: *mut JNIEnv, _c: jclass, handle: jlong) -> jobjectArray {
+    let env = Env(env);
+    guard(env, null(), || {
+        // SAFETY: as in moduleFunction.
+        let module = unsafe { body::<ModuleObj>(handle, TypeIndex::MODULE, "Module") }?;
+        string_array(env, &module.functions().iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>())
+    })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_moduleTypeKeys(env: *mut JNIEnv, _c: jclass, handle: jlong) -> jobjectArray {
+    let env = Env(env);
+    guard(env, null(), || {
+        // SAFETY: as in moduleFunction.
+        let module = unsafe { body::<ModuleObj>(handle, TypeIndex::MODULE, "Module") }?;
+        let keys: Vec<&str> = module.types().iter().filter_map(|&i| types::type_key(i)).collect();
+        string_array(env, &keys)
+    })
+}
+
+// ---- diagnostics -----------------------------------------------------------------------------
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_liveObjects(_env: *mut JNIEnv, _c: jclass) -> jlong {
+    tether_core::alloc::live_objects()
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_sideTableSize(_env: *mut JNIEnv, _c: jclass) -> jint {
+    tie::side_entries() as jint
+}

@@ -1,0 +1,519 @@
+package dev.tether.ffi;
+
+import static dev.tether.ffi.TestSupport.assertBackTo;
+import static dev.tether.ffi.TestSupport.live;
+import static dev.tether.ffi.TestSupport.settledLive;
+import static dev.tether.ffi.TestSupport.t;
+import static org.junit.jupiter.api.Assertions.*;
+
+import java.lang.ref.WeakReference;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.function.Function;
+
+import org.junit.jupiter.api.Test;
+
+/** One test per scenario id of docs/conformance.md. */
+class ConformanceTest {
+    private final TetherFunction echo = t("echo");
+
+    private static TetherInstance pair(Object a, Object b) {
+        return (TetherInstance) t("make_pair").call(a, b);
+    }
+
+    // ---- identity ----------------------------------------------------------------------------
+
+    @Test
+    void T01_echoIdentity() {
+        TetherInstance p = pair(1L, 2L);
+        assertSame(p, echo.call(p));
+        assertEquals(42L, echo.call(42L));
+        assertEquals(42L, echo.call(42), "ints come back as Long");
+        assertEquals(-7L, echo.call(Long.valueOf(-7)));
+        assertEquals(2.5, echo.call(2.5));
+        assertEquals(true, echo.call(true));
+        assertEquals(false, echo.call(false));
+        assertEquals("short", echo.call("short"));
+        String longText = "a longer string that is stored in a Str object, with ünïcödé and 🎉";
+        assertEquals(longText, echo.call(longText));
+        assertArrayEquals(new byte[] {1, 2, 3}, (byte[]) echo.call((Object) new byte[] {1, 2, 3}));
+        byte[] big = new byte[1000];
+        big[999] = 9;
+        assertArrayEquals(big, (byte[]) echo.call((Object) big));
+        assertNull(echo.call((Object) null));
+    }
+
+    @Test
+    void T02_fieldIdentity() {
+        TetherInstance inner = pair(1L, 2L);
+        TetherInstance p = pair(inner, 0L);
+        assertSame(p.get("first"), p.get("first"));
+        assertSame(inner, p.get("first"));
+        TetherInstance q = pair(3L, 4L);
+        p.set("first", q);
+        assertSame(q, p.get("first"));
+        p.set("second", "text");
+        assertEquals("text", p.get("second"));
+    }
+
+    @Test
+    void T03_containerGetIdentity() {
+        TetherList items = (TetherList) t("make_array").call(3L);
+        assertEquals(3, items.size());
+        for (int i = 0; i < 3; i++) {
+            assertSame(items.get(i), items.get(i));
+            assertEquals((long) i, ((TetherObject) items.get(i)).get("first"));
+        }
+        assertNotSame(items.get(0), items.get(1));
+
+        TetherInstance a = pair(1L, null);
+        TetherInstance b = pair(2L, null);
+        TetherList fromJava = Tether.array(a, b, 3L, "s");
+        assertSame(a, fromJava.get(0));
+        assertSame(b, fromJava.get(1));
+        assertEquals(List.of(a, b, 3L, "s"), fromJava);
+
+        Map<Object, Object> entries = new LinkedHashMap<>();
+        entries.put("k", a);
+        entries.put(7L, b);
+        TetherMap m = Tether.map(entries);
+        assertSame(a, m.get("k"));
+        assertSame(b, m.get(7L));
+        assertNull(m.get("missing"));
+        assertEquals(List.of("k", 7L), new ArrayList<>(m.keySet()));
+
+        // A Java List passed as an argument becomes a native Array.
+        TetherMap made = (TetherMap) t("make_map").call(List.of("x", "y"), List.of(a, b));
+        assertSame(a, made.get("x"));
+        assertSame(b, made.get("y"));
+        assertTrue(made.containsKey("x"));
+        assertSame(made, echo.call(made));
+        assertEquals(6.0, t("sum").call(List.of(1L, 2L, 3.0)));
+    }
+
+    @Test
+    void T04_callbackReceivesCallersWrapper() {
+        TetherInstance x = pair(1L, 2L);
+        AtomicReference<Object> seen = new AtomicReference<>();
+        TetherCallback cb = args -> {
+            seen.set(args[0]);
+            return args[0];
+        };
+        assertSame(x, t("call").call(cb, x));
+        assertSame(x, seen.get());
+        Function<Object[], Object> plus = args -> (Long) args[0] + (Long) args[1];
+        assertEquals(5L, t("call").call(plus, 2L, 3L));
+    }
+
+    @Test
+    void T05_functionPassedTwiceIsSame() {
+        TetherCallback f = args -> 1L;
+        assertSame(f, echo.call(f));
+        assertSame(f, echo.call(f));
+        t("stash").call("T05", f);
+        assertSame(f, t("take").call("T05"));
+        // The same callable twice is the same native Function: a native map keyed by it finds it.
+        TetherMap byFunction = (TetherMap) t("make_map").call(List.of(f), List.of("found"));
+        assertEquals("found", byFunction.get(f));
+        TetherInstance p = pair(f, f);
+        assertSame(f, p.get("first"));
+        assertSame(p.get("first"), p.get("second"));
+    }
+
+    @Test
+    void T06_constructorBuildsTiedObject() {
+        TetherInstance p = (TetherInstance) Tether.construct("testing.Pair", 1L, 2L);
+        assertEquals(1L, p.get("first"));
+        assertSame(p, echo.call(p));
+        assertEquals("testing.Pair", p.typeKey());
+        assertEquals("testing.Pair(first=1, second=2)", p.toString());
+        Object viaType = Tether.type("testing.Pair").construct("a", "b");
+        assertEquals("testing.Pair(first=\"a\", second=\"b\")", viaType.toString());
+    }
+
+    @Test
+    void T07_reflection() {
+        TetherType pairType = Tether.type("testing.Pair");
+        assertEquals("testing.Pair", pairType.key());
+        assertEquals(List.of("first", "second"), pairType.fields().stream().map(TetherType.Field::name).toList());
+        assertTrue(pairType.field("first").settable());
+        assertTrue(pairType.field("second").settable());
+        assertNotNull(pairType.method("swap"));
+        assertTrue(pairType.hasConstructor());
+        TetherInstance p = pair(1L, 2L);
+        TetherInstance swapped = (TetherInstance) p.call("swap");
+        assertEquals(2L, swapped.get("first"));
+        assertEquals(1L, swapped.get("second"));
+        List<String> names = Tether.listGlobalFuncs();
+        for (String n : List.of("echo", "make_pair", "add", "add3", "sum", "call", "call_in_thread", "raise_error", "panic",
+                "stash", "take", "stash_clear", "drop_in_thread", "live_objects", "make_aligned", "is_aligned",
+                "make_array", "make_map")) {
+            assertTrue(names.contains("testing." + n), "listGlobalFuncs() has testing." + n);
+        }
+        assertTrue(Tether.typeKeys().contains("testing.Pair"));
+    }
+
+    // ---- lifetime ----------------------------------------------------------------------------
+
+    private static WeakReference<Object> stashPairAndForget(String key) {
+        TetherInstance p = pair(7L, "seven");
+        t("stash").call(key, p);
+        return new WeakReference<>(p);
+    }
+
+    @Test
+    void T10_wrapperDiesNativeLives() throws InterruptedException {
+        WeakReference<Object> wrapper = stashPairAndForget("T10");
+        for (int i = 0; i < 500 && wrapper.get() != null; i++) {
+            System.gc();
+            Thread.sleep(5);
+        }
+        assertNull(wrapper.get(), "the first wrapper was collected");
+        TetherInstance back = (TetherInstance) t("take").call("T10");
+        assertEquals(7L, back.get("first"));
+        assertEquals("seven", back.get("second"));
+        assertSame(back, echo.call(back));
+    }
+
+    private static void makeAndDrop(int n) {
+        for (int i = 0; i < n; i++) {
+            pair((long) i, null);
+        }
+    }
+
+    @Test
+    void T11_nativeDiesAfterWrapper() throws InterruptedException {
+        long base = settledLive();
+        makeAndDrop(1);
+        assertTrue(live() >= base);
+        assertBackTo(base);
+    }
+
+    @Test
+    void T12_noGrowthOver100kCycles() throws InterruptedException {
+        long base = settledLive();
+        for (int round = 0; round < 10; round++) {
+            makeAndDrop(10_000);
+            System.gc();
+        }
+        assertBackTo(base);
+    }
+
+    @Test
+    void T13_closeReleasesEarly() throws InterruptedException {
+        long base = settledLive();
+        TetherInstance p = pair(1L, 2L);
+        long withP = live();
+        p.close();
+        assertTrue(p.isClosed());
+        assertEquals(withP - 1, live(), "close() frees an object nothing else holds, at once");
+        p.close(); // idempotent
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> p.get("first"));
+        assertTrue(e.getMessage().contains("closed"), e.getMessage());
+        assertThrows(IllegalStateException.class, () -> echo.call(p));
+        assertEquals("<closed testing.Pair>", p.toString());
+
+        TetherInstance kept = pair(3L, 4L);
+        t("stash").call("T13", kept);
+        kept.close();
+        TetherInstance again = (TetherInstance) t("take").call("T13");
+        assertNotSame(kept, again);
+        assertEquals(3L, again.get("first"));
+        again.close();
+        assertBackTo(base);
+    }
+
+    @Test
+    void T14_sideTableIdentity() {
+        // Global functions are made at init, before the frontend allocator is installed: they
+        // carry the builtin allocator's tag and are tied through the side table.
+        TetherFunction a = Tether.getGlobalFunc("testing.echo");
+        TetherFunction b = Tether.getGlobalFunc("testing.echo");
+        assertSame(a, b);
+        assertSame(a, echo.call(a));
+        assertSame(a, a.call(a));
+        assertTrue(Native.sideTableSize() > 0);
+        t("stash").call("T14", a);
+        assertSame(a, t("take").call("T14"));
+    }
+
+    private static void alignedRoundTrip() {
+        for (long align : new long[] {8, 16, 32, 64, 4096}) {
+            Object x = t("make_aligned").call(align);
+            assertEquals(true, t("is_aligned").call(x), "aligned to " + align);
+            assertSame(x, t("echo").call(x));
+            ((TetherObject) x).close();
+        }
+    }
+
+    @Test
+    void T15_alignment() throws InterruptedException {
+        long base = settledLive();
+        alignedRoundTrip();
+        assertBackTo(base);
+        assertThrows(TetherValueError.class, () -> t("make_aligned").call(3L));
+    }
+
+    // ---- threads -----------------------------------------------------------------------------
+
+    private static void stress(int threads, int iterations) throws InterruptedException {
+        TetherList shared = (TetherList) t("make_array").call(8L);
+        TetherFunction echo = t("echo");
+        AtomicReferenceArray<WeakReference<Object>> seen = new AtomicReferenceArray<>(8);
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        CountDownLatch start = new CountDownLatch(1);
+        List<Thread> workers = new ArrayList<>();
+        for (int w = 0; w < threads; w++) {
+            final int id = w;
+            Thread th = new Thread(() -> {
+                try {
+                    start.await();
+                    for (int i = 0; i < iterations; i++) {
+                        int k = (i + id) % 8;
+                        Object a = shared.get(k);
+                        assertSame(a, echo.call(a));
+                        assertSame(a, shared.get(k));
+                        assertEquals((long) k, ((TetherObject) a).get("first"));
+                        WeakReference<Object> prev = seen.get(k);
+                        Object earlier = prev == null ? null : prev.get();
+                        if (earlier != null) {
+                            assertSame(earlier, a, "one wrapper per native object at any moment");
+                        }
+                        seen.set(k, new WeakReference<>(a));
+                        a = null; // drop, then refetch on a later iteration
+                        if (i % 64 == id) {
+                            System.gc();
+                        }
+                    }
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                }
+            }, "tether-stress-" + w);
+            workers.add(th);
+            th.start();
+        }
+        start.countDown();
+        for (Thread th : workers) {
+            th.join();
+        }
+        if (failure.get() != null) {
+            throw new AssertionError("a stress thread failed", failure.get());
+        }
+    }
+
+    @Test
+    void T20_concurrentFetchDropRefetch() throws InterruptedException {
+        long base = settledLive();
+        stress(16, 2_000);
+        assertBackTo(base);
+    }
+
+    @Test
+    void T21_callbackFromNativeThread() {
+        Thread caller = Thread.currentThread();
+        AtomicReference<Thread> ranOn = new AtomicReference<>();
+        TetherInstance x = pair(1L, 2L);
+        TetherCallback cb = args -> {
+            ranOn.set(Thread.currentThread());
+            assertSame(x, args[0]);
+            return (Long) ((TetherObject) args[0]).get("first") + 41L;
+        };
+        assertEquals(42L, t("call_in_thread").call(cb, x));
+        assertNotNull(ranOn.get());
+        assertNotSame(caller, ranOn.get(), "the callback ran on the native thread");
+        // Many times: each native thread attaches and detaches again.
+        for (int i = 0; i < 20; i++) {
+            assertEquals((long) i, t("call_in_thread").call((TetherCallback) args -> args[0], (long) i));
+        }
+    }
+
+    private static void stashAndClearOnForeignThread() {
+        t("stash").call("T22-pair", pair(1L, 2L));
+        t("stash").call("T22-callback", (TetherCallback) args -> null);
+        t("call_in_thread").call(t("stash_clear"));
+        TetherInstance p = pair(3L, 4L);
+        t("drop_in_thread").call(p);
+        assertEquals(3L, p.get("first"), "drop_in_thread drops its own reference only");
+    }
+
+    @Test
+    void T22_freeOnForeignThread() throws InterruptedException {
+        long base = settledLive();
+        stashAndClearOnForeignThread();
+        assertBackTo(base);
+    }
+
+    // ---- faults ------------------------------------------------------------------------------
+
+    @Test
+    void T30_wrongArgumentType() {
+        TetherTypeError e = assertThrows(TetherTypeError.class, () -> t("add").call(1L, "x"));
+        assertTrue(e instanceof IllegalArgumentException);
+        assertEquals("TypeError", e.kind());
+        assertTrue(e.getMessage().contains("argument 2"), e.getMessage());
+        assertTrue(e.getMessage().contains("expected int"), e.getMessage());
+        assertTrue(e.getMessage().contains("got str"), e.getMessage());
+        assertThrows(TetherTypeError.class, () -> echo.call(new Object()), "an unsupported Java value");
+    }
+
+    @Test
+    void T31_wrongArity() {
+        TetherTypeError e = assertThrows(TetherTypeError.class, () -> t("add").call(1L));
+        assertTrue(e.getMessage().contains("takes 2 arguments but 1 were given"), e.getMessage());
+    }
+
+    @Test
+    void T32_rustPanic() {
+        TetherException e = assertThrows(TetherException.class, () -> t("panic").call("boom"));
+        assertEquals("RustPanic", e.kind());
+        assertEquals("boom", e.getMessage());
+    }
+
+    @Test
+    void T33_callbackThrowsSameException() {
+        IllegalStateException thrown = new IllegalStateException("from the callback");
+        TetherCallback cb = args -> {
+            throw thrown;
+        };
+        IllegalStateException caught = assertThrows(IllegalStateException.class, () -> t("call").call(cb));
+        assertSame(thrown, caught);
+        // Also across a native thread.
+        IllegalStateException again = assertThrows(IllegalStateException.class, () -> t("call_in_thread").call(cb));
+        assertSame(thrown, again);
+        // A tether error raised inside a callback keeps its kind on the way through.
+        TetherCallback nested = args -> t("raise_error").call("KeyError", "inner");
+        TetherKeyError k = assertThrows(TetherKeyError.class, () -> t("call").call(nested));
+        assertEquals("inner", k.getMessage());
+    }
+
+    @Test
+    void T34_errorKinds() {
+        Map<String, Class<? extends RuntimeException>> expected = new LinkedHashMap<>();
+        expected.put("TypeError", TetherTypeError.class);
+        expected.put("ValueError", TetherValueError.class);
+        expected.put("IndexError", TetherIndexError.class);
+        expected.put("KeyError", TetherKeyError.class);
+        expected.put("AttributeError", TetherException.class);
+        expected.put("RuntimeError", TetherException.class);
+        expected.put("SomethingElse", TetherException.class);
+        for (Map.Entry<String, Class<? extends RuntimeException>> e : expected.entrySet()) {
+            RuntimeException ex = assertThrows(e.getValue(), () -> t("raise_error").call(e.getKey(), "msg " + e.getKey()));
+            assertEquals(e.getKey(), ((TetherError) ex).kind());
+            assertEquals("msg " + e.getKey(), ex.getMessage());
+        }
+        assertTrue(IllegalArgumentException.class.isAssignableFrom(TetherTypeError.class));
+        assertTrue(IllegalArgumentException.class.isAssignableFrom(TetherValueError.class));
+        assertTrue(IndexOutOfBoundsException.class.isAssignableFrom(TetherIndexError.class));
+        assertTrue(java.util.NoSuchElementException.class.isAssignableFrom(TetherKeyError.class));
+        TetherList items = (TetherList) t("make_array").call(2L);
+        assertThrows(IndexOutOfBoundsException.class, () -> items.get(5));
+        TetherException attr = assertThrows(TetherException.class, () -> pair(1L, 2L).get("third"));
+        assertEquals("AttributeError", attr.kind());
+        assertThrows(TetherKeyError.class, () -> Tether.getGlobalFunc("testing.no_such_function"));
+    }
+
+    @Test
+    void T35_closedHandle() {
+        TetherFunction add = Tether.getGlobalFunc("testing.add");
+        TetherList items = (TetherList) t("make_array").call(2L);
+        items.close();
+        assertThrows(IllegalStateException.class, () -> items.get(0));
+        assertThrows(IllegalStateException.class, items::size);
+        TetherInstance p = pair(1L, 2L);
+        p.close();
+        assertThrows(IllegalStateException.class, () -> add.call(p, 1L));
+        assertThrows(IllegalStateException.class, () -> p.set("first", 3L));
+        assertThrows(IllegalStateException.class, () -> p.call("swap"));
+        add.close();
+        assertThrows(IllegalStateException.class, () -> add.call(1L, 2L));
+        // A fresh fetch of the same global works again.
+        assertEquals(3L, Tether.getGlobalFunc("testing.add").call(1L, 2L));
+    }
+
+    @Test
+    void T36_loadModuleFaults() throws Exception {
+        TetherValueError missing = assertThrows(TetherValueError.class, () -> Tether.loadModule("/no/such/plugin.so"));
+        assertTrue(missing.getMessage().contains("no such file"), missing.getMessage());
+        Path notLibrary = Files.createTempFile("tether-not-a-library", ".so");
+        Files.writeString(notLibrary, "this is not a shared library");
+        try {
+            TetherValueError e = assertThrows(TetherValueError.class, () -> Tether.loadModule(notLibrary.toString()));
+            assertTrue(e.getMessage().contains("not a loadable shared library"), e.getMessage());
+        } finally {
+            Files.deleteIfExists(notLibrary);
+        }
+        Path noInit = TestSupport.nativeLibrary();
+        assertTrue(Files.isRegularFile(noInit), "the JNI library exists at " + noInit);
+        TetherValueError e = assertThrows(TetherValueError.class, () -> Tether.loadModule(noInit.toString()));
+        assertTrue(e.getMessage().contains("is not a tether module"), e.getMessage());
+        Path badAbi = TestSupport.pluginBadAbi();
+        assertTrue(Files.isRegularFile(badAbi), "the bad-ABI test plugin was built: " + badAbi);
+        TetherException abi = assertThrows(TetherException.class, () -> Tether.loadModule(badAbi.toString()));
+        assertTrue(abi.getMessage().contains("ABI"), abi.getMessage());
+    }
+
+    private static void everyFault() {
+        for (Runnable fault : List.<Runnable>of(
+                () -> t("add").call(1L, "x"),
+                () -> t("add").call(1L),
+                () -> t("panic").call("boom"),
+                () -> t("call").call((TetherCallback) args -> {
+                    throw new IllegalStateException("x");
+                }),
+                () -> t("raise_error").call("ValueError", "v"),
+                () -> Tether.loadModule("/no/such/plugin.so"),
+                () -> t("take").call("T37-nothing-here"))) {
+            assertThrows(RuntimeException.class, fault::run);
+        }
+    }
+
+    @Test
+    void T37_keepsWorkingAfterFaults() throws InterruptedException {
+        long base = settledLive();
+        everyFault();
+        assertEquals(3L, t("add").call(1L, 2L));
+        TetherInstance p = pair(1L, 2L);
+        assertSame(p, echo.call(p));
+        p = null;
+        assertBackTo(base);
+    }
+
+    // ---- shutdown ----------------------------------------------------------------------------
+
+    @Test
+    void T40_vmExitsWithLiveObjects() throws Exception {
+        ProcessResult r = Subprocess.runJava(ShutdownMain.class, true);
+        assertEquals(0, r.exitCode, r.output);
+        assertTrue(r.output.contains("shutdown-main: done"), r.output);
+    }
+
+    // ---- modules -----------------------------------------------------------------------------
+
+    @Test
+    void T50_loadModule() {
+        Path path = TestSupport.plugin();
+        assertTrue(Files.isRegularFile(path), "the test plugin was built: " + path);
+        TetherModule m = Tether.loadModule(path.toString());
+        assertSame(m, Tether.loadModule(path.toString()), "loading twice gives the same module");
+        assertEquals(List.of("greet", "make_counter"), m.functionNames());
+        assertEquals(List.of("sample.Counter"), m.typeKeys());
+        assertEquals("hello, tether", m.function("greet").call("tether"));
+        TetherInstance counter = (TetherInstance) m.function("make_counter").call(5L);
+        assertEquals("sample.Counter", counter.typeKey());
+        assertEquals(5L, counter.get("count"));
+        assertEquals(6L, counter.call("increment"));
+        assertEquals(6L, counter.get("count"));
+        assertSame(counter, echo.call(counter));
+        TetherInstance built = (TetherInstance) m.construct("sample.Counter", 10L);
+        assertEquals(10L, built.get("count"));
+        assertEquals("sample.Counter(count=10)", built.toString());
+        assertThrows(TetherKeyError.class, () -> m.function("nope"));
+    }
+}

@@ -1,0 +1,78 @@
+package dev.tether.ffi;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/** Helpers shared by the conformance tests. */
+final class TestSupport {
+    private TestSupport() {}
+
+    static TetherFunction t(String name) {
+        return Tether.getGlobalFunc("testing." + name);
+    }
+
+    static long live() {
+        return (Long) t("live_objects").call();
+    }
+
+    /** Collect until the live-object count stops changing, and return it. */
+    static long settledLive() throws InterruptedException {
+        long last = Long.MIN_VALUE;
+        int stable = 0;
+        for (int i = 0; i < 200 && stable < 3; i++) {
+            System.gc();
+            Thread.sleep(10);
+            long now = live();
+            stable = now == last ? stable + 1 : 0;
+            last = now;
+        }
+        return last;
+    }
+
+    /** Collect (bounded, Cleaner runs asynchronously) until live_objects() is back to {@code baseline}. */
+    static void assertBackTo(long baseline) throws InterruptedException {
+        long now = live();
+        for (int i = 0; i < 500 && now != baseline; i++) {
+            System.gc();
+            Thread.sleep(20);
+            now = live();
+        }
+        assertEquals(baseline, now, "live_objects() back to its baseline");
+    }
+
+    static Path repoRoot() {
+        Path dir = Path.of(System.getProperty("user.dir")).toAbsolutePath();
+        for (Path p = dir; p != null; p = p.getParent()) {
+            if (Files.isDirectory(p.resolve("crates/core")) && Files.isRegularFile(p.resolve("Cargo.toml"))) {
+                return p;
+            }
+        }
+        return dir.resolve("../..").normalize();
+    }
+
+    /** A path from a system property, else an environment variable, else target/debug/{file}. */
+    static Path configured(String property, String env, String file) {
+        String v = System.getProperty(property);
+        if (v == null || v.isEmpty()) {
+            v = System.getenv(env);
+        }
+        if (v != null && !v.isEmpty()) {
+            return Path.of(v);
+        }
+        return repoRoot().resolve("target/debug").resolve(file);
+    }
+
+    static Path plugin() {
+        return configured("tether.test.plugin", "TETHER_TEST_PLUGIN", "libtether_test_plugin.so");
+    }
+
+    static Path pluginBadAbi() {
+        return configured("tether.test.pluginBadAbi", "TETHER_TEST_PLUGIN_BAD_ABI", "libtether_test_plugin_bad_abi.so");
+    }
+
+    static Path nativeLibrary() {
+        return configured("tether.library.path", "TETHER_JAVA_LIBRARY", "libtether_java.so");
+    }
+}

@@ -1,0 +1,105 @@
+//! Identity tying for the JVM: the core's state machine (`tether_core::tying`) with a host
+//! whose slot word is a JNI weak global reference to the canonical wrapper (shifted left by
+//! two, since HotSpot tags weak references in bit 0 and the core reserves bits 0 and 1).
+//!
+//! The wrapper owns +1 on the native object. Its Cleaner action (or `close()`) calls
+//! [`release`] with the handle and the generation it was made for; the core clears the slot
+//! only if that generation still owns it.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::LazyLock;
+
+use jni_sys::{jobject, jvalue};
+use tether_core::object::{dec_ref, ObjectHeader};
+use tether_core::tying::{self, Previous, SideTable, TieHost};
+use tether_core::{Error, ObjectRef, Result};
+
+use crate::classes;
+use crate::jenv::Env;
+
+static TAG: AtomicU32 = AtomicU32::new(u32::MAX);
+static SIDE: LazyLock<SideTable> = LazyLock::new(SideTable::new);
+
+/// Record the frontend allocator's tag (set once at load).
+pub fn set_tag(tag: u32) {
+    TAG.store(tag, Ordering::Release);
+}
+
+fn tag() -> u32 {
+    TAG.load(Ordering::Relaxed)
+}
+
+fn encode(weak: jobject) -> usize {
+    (weak as usize) << 2
+}
+
+fn decode(word: usize) -> jobject {
+    (word >> 2) as jobject
+}
+
+/// Side-table entries currently held (objects without this frontend's prefix).
+pub fn side_entries() -> usize {
+    SIDE.len()
+}
+
+struct JavaHost {
+    env: Env,
+}
+
+// SAFETY: `revive` returns a strong (local) reference only when the weak reference still
+// resolves, i.e. the wrapper is alive; `create` returns the encoded weak reference of the
+// wrapper it made (bits 0 and 1 clear after the shift), and that wrapper owns `obj`.
+unsafe impl TieHost for JavaHost {
+    type Handle = jobject;
+
+    unsafe fn revive(&self, word: usize) -> Option<jobject> {
+        let local = self.env.new_local_ref(decode(word));
+        (!local.is_null()).then_some(local)
+    }
+
+    unsafe fn create(&self, obj: ObjectRef, previous: Previous, generation: u64) -> Result<(jobject, usize)> {
+        if let Previous::Dying(word) | Previous::Inactive(word) = previous {
+            // The slot word was ours to dispose of: the dying wrapper's weak reference.
+            self.env.delete_weak_global_ref(decode(word));
+        }
+        let c = classes::get();
+        let type_index = obj.type_index();
+        let raw = obj.into_raw();
+        let args = [jvalue { j: raw as i64 }, jvalue { j: generation as i64 }, jvalue { i: type_index }];
+        // SAFETY: `Wrappers.create(long, long, int) -> Object`, resolved at init.
+        let wrapper = unsafe { self.env.call_static_object(c.wrappers, c.wrappers_create, &args) };
+        if wrapper.is_null() || self.env.exception_check() {
+            self.env.clear_exception();
+            // SAFETY: no wrapper took the reference; it is still ours.
+            drop(unsafe { ObjectRef::from_raw(raw) });
+            return Err(Error::runtime("cannot create a Java wrapper for a native object"));
+        }
+        let weak = self.env.new_weak_global_ref(wrapper);
+        if weak.is_null() {
+            self.env.clear_exception();
+            // The wrapper owns the reference; its Cleaner releases it (its generation never
+            // reaches the slot, so the release leaves the slot alone).
+            return Err(Error::runtime("out of JNI weak references"));
+        }
+        Ok((wrapper, encode(weak)))
+    }
+}
+
+/// Return `obj` (an owned +1) to Java as its canonical wrapper (a local reference).
+pub fn to_wrapper(env: Env, obj: ObjectRef) -> Result<jobject> {
+    tying::tie_any(&JavaHost { env }, tag(), &SIDE, obj)
+}
+
+/// A wrapper of `generation` lets go of `handle`: untie it if it still owns the slot, delete
+/// the weak reference taken out of the slot, then drop the wrapper's +1.
+///
+/// # Safety
+/// `handle` is a live object the wrapper holds +1 on, released exactly once.
+pub unsafe fn release(env: Env, handle: *mut ObjectHeader, generation: u64) {
+    // SAFETY: the wrapper's +1 keeps `handle` alive until the dec_ref below.
+    if let Some(word) = unsafe { tying::untie_any(handle, tag(), &SIDE, generation, 0) } {
+        env.delete_weak_global_ref(decode(word));
+    }
+    // SAFETY: the wrapper's reference, released once (the Cleaner runs its action once).
+    unsafe { dec_ref(handle) };
+}
