@@ -1,0 +1,263 @@
+"""tether_ffi: one native object, one Python wrapper, for the object's whole life.
+
+``testing.echo(x) is x``, ``p.first is p.first``, ``arr[0] is arr[0]``; a wrapper that dies
+while its native object lives comes back at the same ``id()``.
+"""
+
+from __future__ import annotations
+
+import atexit as _atexit
+import collections.abc as _abc
+import os as _os
+import reprlib as _reprlib
+import types as _types
+from typing import Any as _Any, Callable as _Callable, TypeVar as _TypeVar
+
+from . import _native
+from ._errors import (
+    AttributeError,
+    Error,
+    IndexError,
+    KeyError,
+    RuntimeError,
+    RustPanic,
+    TypeError,
+    ValueError,
+    error_kind as _error_kind,
+    make_error as _make_error,
+)
+
+__all__ = [
+    "Object", "Function", "Array", "Map", "Error", "TypeError", "ValueError", "IndexError",
+    "KeyError", "AttributeError", "RuntimeError", "RustPanic", "get_global_func",
+    "list_global_funcs", "register_object", "load_module", "namespace",
+]
+
+Object = _native.Object
+_EXTENSIONS: dict[str, list[type]] = {}
+_SKIP = frozenset({"__module__", "__qualname__", "__dict__", "__weakref__", "__doc__", "__slots__"})
+
+
+def _make_method(func: _Any, name: str, doc: str) -> _Any:
+    # A native descriptor: binds like a function, calls the native function directly.
+    return _native.make_method(func)
+
+
+def _apply_extension(cls: type, ext: type) -> None:
+    for name, value in vars(ext).items():
+        if name not in _SKIP:
+            setattr(cls, name, value)
+
+
+def _class_hook(cls: type, index: int) -> None:
+    """Called by the extension for every new class: methods, field list, extensions."""
+    key, _doc, _parent, fields, methods, has_ctor = _native.type_reflection(index)
+    cls.__tether_fields__ = tuple(f[0] for f in fields)
+    cls.__tether_has_constructor__ = has_ctor
+    for name, doc, func, is_static in methods:
+        setattr(cls, name, staticmethod(func) if is_static else _make_method(func, name, doc))
+    special = _BUILTIN_EXTRAS.get(index)
+    if special is not None:
+        special(cls)
+    for ext in _EXTENSIONS.get(key, ()):
+        _apply_extension(cls, ext)
+
+
+# ---- the Object base ---------------------------------------------------------------------
+
+@_reprlib.recursive_repr()
+def _object_repr(self: _Any) -> str:
+    cls = type(self)
+    key = getattr(cls, "__tether_type_key__", cls.__name__)
+    if _native.is_moved(self):
+        return f"<{key} (moved)>"
+    fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in getattr(cls, "__tether_fields__", ()))
+    return f"{key}({fields})"
+
+
+def _rebuild(type_key: str, values: tuple) -> _Any:
+    index = _native.type_index_of(type_key)
+    if index is None:
+        raise ValueError(f"cannot unpickle {type_key}: no such native type is registered")
+    return _native.class_for_index(index)(*values)
+
+
+def _object_reduce(self: _Any) -> tuple:
+    cls = type(self)
+    key = cls.__tether_type_key__
+    if not getattr(cls, "__tether_has_constructor__", False):
+        raise TypeError(f"cannot pickle {key} objects: the type has no registered constructor")
+    return (_rebuild, (key, tuple(getattr(self, n) for n in cls.__tether_fields__)))
+
+
+def _same_as(self: _Any, other: _Any) -> bool:
+    """Do ``self`` and ``other`` wrap the same native object?"""
+    return _native.same_as(self, other)
+
+
+def _move(self: _Any) -> _Any:
+    """Hand this object's native reference to the next call it is passed to.
+
+    The wrapper is released at once and can no longer be used (that raises ValueError).
+    """
+    return _native.move_out(self)
+
+
+Object.__repr__ = _object_repr
+Object.__reduce__ = _object_reduce
+Object.same_as = _same_as
+Object._move = _move
+Object.__tether_fields__ = ()
+Object.__tether_type_key__ = "tether.Object"
+
+
+# ---- builtin classes: Function, Array, Map --------------------------------------------------
+
+def _function_extras(cls: type) -> None:
+    def name(self: _Any) -> str:
+        return _native.function_info(self)[0]
+
+    def doc(self: _Any) -> str | None:
+        return _native.function_info(self)[1] or None
+
+    def repr_(self: _Any) -> str:
+        return f"<tether_ffi.Function {_native.function_info(self)[0]}>"
+
+    def reduce(self: _Any) -> tuple:
+        fname = _native.function_info(self)[0]
+        if fname in _native.list_global_funcs():
+            return (get_global_func, (fname,))
+        raise TypeError(f"cannot pickle function {fname!r}: it is not a registered global function")
+
+    cls.__doc__ = property(doc)  # per-instance docstring from the registry
+    cls.__repr__ = repr_
+    cls.__reduce__ = reduce
+    # Instances answer __name__ from the registry; the class keeps its own (type's getset wins).
+    _native.set_class_attr(cls, "__name__", property(name))
+
+
+def _array_extras(cls: type) -> None:
+    def new(klass: type, items: _Any = ()) -> _Any:
+        return _native.make_array(items)
+
+    def getitem(self: _Any, i: _Any) -> _Any:
+        if isinstance(i, slice):
+            return _native.array_items(self)[i]
+        return _native.array_get(self, i.__index__())
+
+    def repr_(self: _Any) -> str:
+        return f"Array({_native.array_items(self)!r})"
+
+    cls.__new__ = staticmethod(new)
+    cls.__len__ = lambda self: _native.array_len(self)
+    cls.__getitem__ = getitem
+    cls.__iter__ = lambda self: iter(_native.array_items(self))
+    for name in ("__contains__", "__reversed__", "index", "count"):
+        setattr(cls, name, getattr(_abc.Sequence, name))
+    cls.__repr__ = _reprlib.recursive_repr()(repr_)
+    cls.__reduce__ = lambda self: (Array, (_native.array_items(self),))
+    _abc.Sequence.register(cls)
+
+
+def _map_extras(cls: type) -> None:
+    def new(klass: type, mapping: _Any = ()) -> _Any:
+        return _native.make_map(mapping)
+
+    def repr_(self: _Any) -> str:
+        return "Map({" + ", ".join(f"{k!r}: {v!r}" for k, v in _native.map_items(self)) + "})"
+
+    cls.__new__ = staticmethod(new)
+    cls.__len__ = lambda self: _native.map_len(self)
+    cls.__getitem__ = lambda self, key: _native.map_get(self, key)
+    cls.__contains__ = lambda self, key: _native.map_contains(self, key)
+    cls.__iter__ = lambda self: iter([k for k, _ in _native.map_items(self)])
+    cls.items = lambda self: _native.map_items(self)
+    cls.keys = lambda self: [k for k, _ in _native.map_items(self)]
+    cls.values = lambda self: [v for _, v in _native.map_items(self)]
+    cls.get = _abc.Mapping.get
+    cls.__repr__ = _reprlib.recursive_repr()(repr_)
+    cls.__reduce__ = lambda self: (Map, (dict(_native.map_items(self)),))
+    _abc.Mapping.register(cls)
+
+
+_INDICES = dict(_native.builtin_indices())
+_BUILTIN_EXTRAS = {
+    _INDICES["Function"]: _function_extras,
+    _INDICES["Array"]: _array_extras,
+    _INDICES["Map"]: _map_extras,
+}
+
+_native.set_hooks(_class_hook, _make_error, _error_kind)
+_atexit.register(_native.mark_finalizing)
+
+Function = _native.class_for_index(_INDICES["Function"])
+Array = _native.class_for_index(_INDICES["Array"])
+Map = _native.class_for_index(_INDICES["Map"])
+
+
+# ---- the public API ----------------------------------------------------------------------
+
+def get_global_func(name: str) -> _Any:
+    """The native function registered under ``name`` (ValueError if there is none)."""
+    return _native.get_global_func(name)
+
+
+def list_global_funcs() -> list[str]:
+    """Every registered global function name, sorted."""
+    return _native.list_global_funcs()
+
+
+_T = _TypeVar("_T", bound=type)
+
+
+def register_object(type_key: str) -> _Callable[[_T], _T]:
+    """Class decorator: add the decorated class's Python methods to the generated class of
+    native type ``type_key`` and return that generated class."""
+
+    def decorate(pycls: _T) -> _T:
+        index = _native.type_index_of(type_key)
+        if index is None:
+            raise ValueError(f"no native type is registered as {type_key!r}")
+        _EXTENSIONS.setdefault(type_key, []).append(pycls)
+        cls = _native.class_for_index(index)
+        _apply_extension(cls, pycls)
+        return cls  # type: ignore[return-value]
+
+    return decorate
+
+
+def _module_from(name: str, functions: list[tuple[str, _Any]], type_indices: list[int]) -> _types.ModuleType:
+    mod = _types.ModuleType(name)
+    for fname, func in functions:
+        setattr(mod, fname, func)
+    for index in type_indices:
+        cls = _native.class_for_index(index)
+        setattr(mod, cls.__name__, cls)
+    return mod
+
+
+def load_module(path: str | _os.PathLike[str]) -> _types.ModuleType:
+    """Load a tether plugin; its functions and types become the module's attributes."""
+    real, functions, type_indices = _native.load_module(_os.fspath(path))
+    stem = _os.path.basename(real).split(".")[0]
+    stem = stem[3:] if stem.startswith("lib") else stem
+    mod = _module_from(stem, functions, type_indices)
+    mod.__file__ = real
+    return mod
+
+
+def namespace(prefix: str) -> _types.ModuleType:
+    """The global functions and types whose names start with ``prefix + '.'`` as a module
+    (``namespace("testing").echo``)."""
+    dot = prefix + "."
+    functions = [(n[len(dot):], get_global_func(n)) for n in list_global_funcs() if n.startswith(dot)]
+    types_ = [i for i, key in _native.list_types() if key.startswith(dot)]
+    return _module_from(prefix, functions, types_)
+
+
+def __getattr__(name: str) -> _Any:
+    if name == "testing":
+        mod = namespace("testing")
+        globals()["testing"] = mod
+        return mod
+    raise AttributeError(f"module 'tether_ffi' has no attribute {name!r}")

@@ -1,0 +1,166 @@
+//! Python callables as native Functions.
+//!
+//! A callable passed to native code becomes a Function whose data is a strong reference to
+//! the callable. A map (callable -> weak Function) gives the same native Function back while
+//! it lives, and the tie returns the callable itself for that Function: `echo(f) is f`.
+//! Calling it from any thread attaches to the interpreter (`PyGILState_Ensure`).
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::ptr::null_mut;
+use std::sync::Mutex;
+
+use pyo3::ffi;
+use tether_core::any::{Any, AnyView, TypeIndex};
+use tether_core::arc::{ObjectArc, ObjectBox, ObjectRef, WeakObjectArc};
+use tether_core::error::{catch_panic, set_last_error};
+use tether_core::function::{Function, FunctionObj};
+use tether_core::object::ObjectHeader;
+use tether_core::Error;
+
+use crate::errors::PyErrSet;
+use crate::pending::{self, Release};
+use crate::{convert, errors};
+
+static CALLABLES: Mutex<Option<HashMap<usize, WeakObjectArc<FunctionObj>>>> = Mutex::new(None);
+
+fn lookup(callable: *mut ffi::PyObject) -> Option<ObjectArc<FunctionObj>> {
+    CALLABLES.lock().unwrap_or_else(|e| e.into_inner()).as_ref()?.get(&(callable as usize))?.upgrade()
+}
+
+/// The native Function for a Python callable (the same one while it lives).
+///
+/// # Safety
+/// GIL held; `callable` is live.
+pub unsafe fn function_for(callable: *mut ffi::PyObject) -> Result<ObjectRef, PyErrSet> {
+    if let Some(f) = lookup(callable) {
+        return Ok(f.into());
+    }
+    // SAFETY: GIL held (caller).
+    let name = unsafe { callable_name(callable) };
+    let mut guard = CALLABLES.lock().unwrap_or_else(|e| e.into_inner());
+    let map = guard.get_or_insert_with(HashMap::new);
+    if let Some(f) = map.get(&(callable as usize)).and_then(WeakObjectArc::upgrade) {
+        drop(guard);
+        return Ok(f.into());
+    }
+    // SAFETY: the Function owns this reference; `drop_callable` releases it.
+    unsafe { ffi::Py_INCREF(callable) };
+    // SAFETY: `call_callable` follows the call ABI and attaches to Python itself.
+    let f = unsafe { Function::from_raw_parts(call_callable, callable as *mut c_void, Some(drop_callable), &name, -1, 0) };
+    let stale = map.insert(callable as usize, ObjectArc::downgrade(&f.0));
+    drop(guard);
+    drop(stale);
+    Ok(f.0.into())
+}
+
+unsafe fn callable_name(callable: *mut ffi::PyObject) -> String {
+    // SAFETY: GIL held (caller).
+    unsafe {
+        let q = ffi::PyObject_GetAttrString(callable, c"__qualname__".as_ptr());
+        if q.is_null() {
+            ffi::PyErr_Clear();
+            return "<python callable>".into();
+        }
+        let mut len = 0;
+        let p = ffi::PyUnicode_AsUTF8AndSize(q, &mut len);
+        let name = if p.is_null() {
+            ffi::PyErr_Clear();
+            "<python callable>".into()
+        } else {
+            String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len as usize)).into_owned()
+        };
+        ffi::Py_DECREF(q);
+        name
+    }
+}
+
+/// The callable a Function wraps, if it was made by [`function_for`].
+///
+/// # Safety
+/// `obj` is a live object.
+#[inline]
+pub unsafe fn callable_of(obj: *mut ObjectHeader) -> Option<*mut ffi::PyObject> {
+    // SAFETY: a live object; Functions are `ObjectBox<FunctionObj>`.
+    unsafe {
+        if (*obj).type_index != TypeIndex::FUNCTION {
+            return None;
+        }
+        let f = &(*(obj as *const ObjectBox<FunctionObj>)).value;
+        (f.safe_call as usize == call_callable as *const () as usize).then_some(f.data as *mut ffi::PyObject)
+    }
+}
+
+unsafe extern "C" fn drop_callable(data: *mut c_void) {
+    // Dropped after the lock: releasing either may re-enter this function.
+    let (stale, newer);
+    {
+        let mut guard = CALLABLES.lock().unwrap_or_else(|e| e.into_inner());
+        let map = guard.get_or_insert_with(HashMap::new);
+        // Remove the entry only if it is ours (dead); a newer Function may have replaced it.
+        newer = map.get(&(data as usize)).and_then(WeakObjectArc::upgrade);
+        stale = if newer.is_none() { map.remove(&(data as usize)) } else { None };
+    }
+    drop(newer);
+    drop(stale);
+    pending::release(Release::Decref(data as *mut ffi::PyObject));
+}
+
+unsafe extern "C" fn call_callable(handle: *mut ObjectHeader, args: *const AnyView<'_>, n: i32, result: *mut Any) -> i32 {
+    if pending::interpreter_is_finalizing() {
+        set_last_error(Error::runtime("the Python interpreter is shutting down"));
+        return -1;
+    }
+    // SAFETY: attaching is allowed from any thread while the interpreter runs.
+    let gstate = unsafe { ffi::PyGILState_Ensure() };
+    // SAFETY: `handle` is a live Function made by `function_for`; `args` holds `n` cells.
+    let outcome = catch_panic(|| unsafe {
+        pending::drain();
+        let callable = (*(handle as *const ObjectBox<FunctionObj>)).value.data as *mut ffi::PyObject;
+        let args = if n <= 0 { &[][..] } else { std::slice::from_raw_parts(args, n as usize) };
+        invoke(callable, args)
+    });
+    // SAFETY: paired with the Ensure above.
+    unsafe { ffi::PyGILState_Release(gstate) };
+    match outcome {
+        Ok(value) => {
+            // SAFETY: the caller's result cell holds None and is ours to fill.
+            unsafe { result.write(value) };
+            0
+        }
+        Err(e) => {
+            set_last_error(e);
+            -1
+        }
+    }
+}
+
+unsafe fn invoke(callable: *mut ffi::PyObject, args: &[AnyView<'_>]) -> tether_core::Result<Any> {
+    // SAFETY: GIL held (attached above).
+    unsafe {
+        let mut py_args: Vec<*mut ffi::PyObject> = Vec::with_capacity(args.len() + 1);
+        py_args.push(null_mut()); // room for PY_VECTORCALL_ARGUMENTS_OFFSET
+        for a in args {
+            let o = convert::from_any(a.to_owned_any());
+            if o.is_null() {
+                let e = errors::take_python_error();
+                py_args[1..].iter().for_each(|&p| ffi::Py_DECREF(p));
+                return Err(e);
+            }
+            py_args.push(o);
+        }
+        let r = ffi::PyObject_Vectorcall(
+            callable,
+            py_args.as_ptr().add(1),
+            args.len() | ffi::PY_VECTORCALL_ARGUMENTS_OFFSET,
+            null_mut(),
+        );
+        py_args[1..].iter().for_each(|&p| ffi::Py_DECREF(p));
+        if r.is_null() {
+            return Err(errors::take_python_error());
+        }
+        let out = convert::to_any(r);
+        ffi::Py_DECREF(r);
+        out.map_err(|PyErrSet| errors::take_python_error())
+    }
+}

@@ -1,0 +1,284 @@
+//! One Python class per registered native type, built at run time from reflection.
+//!
+//! Classes are made lazily (on the first return of an object of that type, or on request)
+//! with `PyType_FromSpecWithBases`, as subclasses of the class of the native parent type and
+//! ultimately of `tether_ffi.Object`. Fields become getset descriptors whose getter calls the
+//! field's native getter directly; methods and the Python-level API are added by the package's
+//! class hook. Built classes are never freed.
+
+use std::collections::HashMap;
+use std::ffi::{c_void, CString};
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::Mutex;
+
+use pyo3::ffi;
+use tether_core::any::{Any, AnyView, TypeIndex};
+use tether_core::arc::ObjectBox;
+use tether_core::error::take_last_error;
+use tether_core::function::FunctionObj;
+use tether_core::types::{self, FieldInfo};
+use tether_core::Error;
+
+use crate::errors::PyErrSet;
+use crate::wrapper::{self, FunctionWrapper, Wrapper};
+use crate::{call, convert, errors, state};
+
+const MAX_TYPES: usize = types::MAX_TYPES;
+
+#[allow(clippy::declare_interior_mutable_const)]
+const NO_CLASS: AtomicPtr<ffi::PyTypeObject> = AtomicPtr::new(null_mut());
+static CLASSES: [AtomicPtr<ffi::PyTypeObject>; MAX_TYPES] = [NO_CLASS; MAX_TYPES];
+static INDEX_OF: Mutex<Option<HashMap<usize, i32>>> = Mutex::new(None);
+
+/// The class for native type `index`, built on first use. Null with a Python error when the
+/// type is unknown.
+#[inline]
+pub unsafe fn class_for(index: i32) -> *mut ffi::PyTypeObject {
+    let cls = match CLASSES.get(index as usize) {
+        Some(slot) => slot.load(Ordering::Acquire),
+        None => null_mut(),
+    };
+    if !cls.is_null() {
+        return cls;
+    }
+    // SAFETY: GIL held by the caller.
+    unsafe { build(index) }
+}
+
+/// The native type index of one of our classes (walking up to the nearest generated class
+/// for a user subclass), or None.
+pub unsafe fn index_of(cls: *mut ffi::PyTypeObject) -> Option<i32> {
+    let map = INDEX_OF.lock().unwrap_or_else(|e| e.into_inner());
+    let map = map.as_ref()?;
+    let mut t = cls;
+    while !t.is_null() {
+        if let Some(&i) = map.get(&(t as usize)) {
+            return Some(i);
+        }
+        // SAFETY: a live type object; tp_base is a borrowed live type or null.
+        t = unsafe { (*t).tp_base };
+    }
+    None
+}
+
+/// Python's name for a native type key: builtins live in `tether_ffi`.
+fn python_name(key: &str) -> String {
+    match key.strip_prefix("tether.") {
+        Some("Error") => "tether_ffi.ErrorObject".into(),
+        Some("Module") => "tether_ffi.ModuleObject".into(),
+        Some(rest) => format!("tether_ffi.{rest}"),
+        None if key.contains('.') => key.to_string(),
+        None => format!("tether_ffi.{key}"),
+    }
+}
+
+fn leak_cstring(s: &str) -> *const std::ffi::c_char {
+    CString::new(s.replace('\0', "?")).expect("no NUL").into_raw()
+}
+
+fn slot(slot: std::ffi::c_int, pfunc: *mut c_void) -> ffi::PyType_Slot {
+    ffi::PyType_Slot { slot, pfunc }
+}
+
+/// The slots every wrapper class has: our allocation, dealloc, construction and identity.
+fn common_slots() -> Vec<ffi::PyType_Slot> {
+    vec![
+        slot(ffi::Py_tp_alloc, wrapper::wrapper_alloc as *mut c_void),
+        slot(ffi::Py_tp_free, wrapper::wrapper_free as *mut c_void),
+        slot(ffi::Py_tp_dealloc, wrapper::wrapper_dealloc as *mut c_void),
+        slot(ffi::Py_tp_new, call::object_new as *mut c_void),
+        slot(ffi::Py_tp_richcompare, wrapper::wrapper_richcompare as *mut c_void),
+        slot(ffi::Py_tp_hash, wrapper::wrapper_hash as *mut c_void),
+    ]
+}
+
+unsafe fn make_type(name: &str, doc: &str, basicsize: usize, mut slots: Vec<ffi::PyType_Slot>, flags: u64, bases: *mut ffi::PyObject) -> *mut ffi::PyTypeObject {
+    if !doc.is_empty() {
+        slots.push(slot(ffi::Py_tp_doc, leak_cstring(doc) as *mut c_void));
+    }
+    slots.push(slot(0, null_mut()));
+    // CPython (before 3.12) keeps pointing at the spec's name: leak it.
+    let mut spec = ffi::PyType_Spec {
+        name: leak_cstring(name),
+        basicsize: basicsize as std::ffi::c_int,
+        itemsize: 0,
+        flags: (ffi::Py_TPFLAGS_DEFAULT | ffi::Py_TPFLAGS_BASETYPE) as _,
+        slots: slots.as_mut_ptr(),
+    };
+    spec.flags |= flags as std::ffi::c_uint;
+    // SAFETY: a complete spec; slots are copied by CPython; `bases` is a tuple or null.
+    unsafe { ffi::PyType_FromSpecWithBases(&mut spec, bases) as *mut ffi::PyTypeObject }
+}
+
+/// Build `tether_ffi.Object` (once, at import).
+pub unsafe fn build_base_type() -> *mut ffi::PyTypeObject {
+    // SAFETY: GIL held at import.
+    let tp = unsafe {
+        make_type(
+            "tether_ffi.Object",
+            "The base class of every tether wrapper: one wrapper per native object.",
+            std::mem::size_of::<Wrapper>(),
+            common_slots(),
+            0,
+            null_mut(),
+        )
+    };
+    if !tp.is_null() {
+        wrapper::BASE_TYPE.store(tp, Ordering::Release);
+        CLASSES[TypeIndex::OBJECT as usize].store(tp, Ordering::Release);
+        INDEX_OF.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(tp as usize, TypeIndex::OBJECT);
+    }
+    tp
+}
+
+#[cold]
+unsafe fn build(index: i32) -> *mut ffi::PyTypeObject {
+    // SAFETY: GIL held by the caller throughout.
+    unsafe {
+        let Some(info) = types::type_info(index) else {
+            errors::raise(Error::type_error(format!("no native type is registered with index {index}")));
+            return null_mut();
+        };
+        if index == TypeIndex::OBJECT {
+            return wrapper::base_type();
+        }
+        let parent = if info.parent >= TypeIndex::OBJECT { class_for(info.parent) } else { wrapper::base_type() };
+        if parent.is_null() {
+            return null_mut();
+        }
+        let is_function = index == TypeIndex::FUNCTION;
+        let mut slots = common_slots();
+        let mut flags = 0u64;
+        let basicsize = if is_function {
+            let members = Box::leak(Box::new([
+                ffi::PyMemberDef {
+                    name: c"__vectorcalloffset__".as_ptr(),
+                    type_code: ffi::Py_T_PYSSIZET,
+                    offset: std::mem::offset_of!(FunctionWrapper, vectorcall) as ffi::Py_ssize_t,
+                    flags: ffi::Py_READONLY,
+                    doc: null_mut(),
+                },
+                std::mem::zeroed(),
+            ]));
+            slots.push(slot(ffi::Py_tp_members, members.as_mut_ptr() as *mut c_void));
+            slots.push(slot(ffi::Py_tp_call, ffi::PyVectorcall_Call as *mut c_void));
+            flags |= ffi::Py_TPFLAGS_HAVE_VECTORCALL;
+            std::mem::size_of::<FunctionWrapper>()
+        } else {
+            (*parent).tp_basicsize as usize
+        };
+        let bases = ffi::PyTuple_Pack(1, parent as *mut ffi::PyObject);
+        if bases.is_null() {
+            return null_mut();
+        }
+        let cls = make_type(&python_name(info.key()), info.doc(), basicsize, slots, flags, bases);
+        ffi::Py_DECREF(bases);
+        if cls.is_null() {
+            return null_mut();
+        }
+        if add_fields(cls, info).is_err() || set_meta(cls, index, info.key()).is_err() {
+            ffi::Py_DECREF(cls as *mut ffi::PyObject);
+            return null_mut();
+        }
+        INDEX_OF.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(cls as usize, index);
+        let hook = state::CLASS_HOOK.get();
+        if !hook.is_null() {
+            let idx = ffi::PyLong_FromLong(index as _);
+            let r = ffi::PyObject_CallFunctionObjArgs(hook, cls as *mut ffi::PyObject, idx, null_mut::<ffi::PyObject>());
+            ffi::Py_DECREF(idx);
+            if r.is_null() {
+                return null_mut(); // the class stays registered by pointer but unpublished
+            }
+            ffi::Py_DECREF(r);
+        }
+        // Publish; a thread that built the same class meanwhile wins and ours is dropped.
+        match CLASSES[index as usize].compare_exchange(null_mut(), cls, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => cls,
+            Err(winner) => {
+                ffi::Py_DECREF(cls as *mut ffi::PyObject);
+                winner
+            }
+        }
+    }
+}
+
+unsafe fn set_meta(cls: *mut ffi::PyTypeObject, index: i32, key: &str) -> Result<(), PyErrSet> {
+    // SAFETY: GIL held; `cls` is a fresh heap type.
+    unsafe {
+        let idx = ffi::PyLong_FromLong(index as _);
+        let key = ffi::PyUnicode_FromStringAndSize(key.as_ptr() as *const _, key.len() as _);
+        let ok = !idx.is_null()
+            && !key.is_null()
+            && ffi::PyObject_SetAttrString(cls as *mut ffi::PyObject, c"__tether_type_index__".as_ptr(), idx) == 0
+            && ffi::PyObject_SetAttrString(cls as *mut ffi::PyObject, c"__tether_type_key__".as_ptr(), key) == 0;
+        ffi::Py_XDECREF(idx);
+        ffi::Py_XDECREF(key);
+        if ok {
+            Ok(())
+        } else {
+            Err(PyErrSet)
+        }
+    }
+}
+
+unsafe fn add_fields(cls: *mut ffi::PyTypeObject, info: &'static types::TypeInfo) -> Result<(), PyErrSet> {
+    for field in info.fields() {
+        let def = Box::leak(Box::new(ffi::PyGetSetDef {
+            name: leak_cstring(field.name()),
+            get: Some(field_get),
+            set: if field.setter.is_null() { None } else { Some(field_set) },
+            doc: if field.doc().is_empty() { std::ptr::null() } else { leak_cstring(field.doc()) },
+            closure: field as *const FieldInfo as *mut c_void,
+        }));
+        // SAFETY: GIL held; `def` is leaked so it outlives the descriptor.
+        unsafe {
+            let descr = ffi::PyDescr_NewGetSet(cls, def);
+            if descr.is_null() {
+                return Err(PyErrSet);
+            }
+            let rc = ffi::PyObject_SetAttrString(cls as *mut ffi::PyObject, def.name, descr);
+            ffi::Py_DECREF(descr);
+            if rc != 0 {
+                return Err(PyErrSet);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Field getter: calls the native getter function directly, with the GIL held.
+unsafe extern "C" fn field_get(slf: *mut ffi::PyObject, closure: *mut c_void) -> *mut ffi::PyObject {
+    // SAFETY: the descriptor checked `slf`'s type; `closure` is a registry FieldInfo (never
+    // freed) whose getter is a live Function; the view borrows the wrapper's +1.
+    unsafe {
+        let Ok(obj) = wrapper::native_of(slf) else { return null_mut() };
+        let field = &*(closure as *const FieldInfo);
+        let view = AnyView::from_raw_parts((*obj).type_index, 0, obj as u64);
+        let getter = &(*(field.getter as *const ObjectBox<FunctionObj>)).value;
+        let mut result = Any::none();
+        if (getter.safe_call)(field.getter, &view, 1, &mut result) != 0 {
+            errors::raise(take_last_error());
+            return null_mut();
+        }
+        convert::from_any(result)
+    }
+}
+
+/// Field setter: calls the native setter (`del` is refused).
+unsafe extern "C" fn field_set(slf: *mut ffi::PyObject, value: *mut ffi::PyObject, closure: *mut c_void) -> std::ffi::c_int {
+    // SAFETY: as in `field_get`; the setter is non-null (only then is `set` installed).
+    unsafe {
+        let field = &*(closure as *const FieldInfo);
+        if value.is_null() {
+            errors::raise(Error::attribute(format!("field {:?} cannot be deleted", field.name())));
+            return -1;
+        }
+        let r = call::call_native(field.setter, &[slf, value]);
+        if r.is_null() {
+            return -1;
+        }
+        ffi::Py_DECREF(r);
+        0
+    }
+}

@@ -1,0 +1,223 @@
+//! Python values <-> native cells.
+//!
+//! Arguments become borrowed [`AnyView`]s: strings and bytes borrow the Python object's
+//! buffer (no copy), wrappers borrow their native object. Anything built for the call
+//! (Arrays from lists, Maps from dicts, Functions from callables) lives in an [`Arena`] that
+//! the caller drops after the call. Results come back as native Python values for scalars,
+//! strings and bytes, and as canonical wrappers for objects.
+
+use std::ptr::null_mut;
+
+use pyo3::ffi;
+use tether_core::any::{Any, AnyView, TypeIndex};
+use tether_core::arc::ObjectRef;
+use tether_core::containers::{ArrayObj, MapObj};
+use tether_core::object::inc_ref;
+use tether_core::Error;
+
+use crate::errors::PyErrSet;
+use crate::{callback, errors, moved, wrapper};
+
+/// Owned values that must outlive the views of one call.
+#[derive(Default)]
+pub struct Arena {
+    keep: Vec<Any>,
+}
+
+impl Arena {
+    pub fn new() -> Self {
+        Arena { keep: Vec::new() }
+    }
+
+    /// Keep `value` alive and return a view of it (valid while the arena lives).
+    fn hold<'a>(&mut self, value: Any) -> AnyView<'a> {
+        let (t, l, p) = value.view().raw_parts();
+        self.keep.push(value);
+        // SAFETY: the cell is self-contained (objects are kept alive by the arena's copy).
+        unsafe { AnyView::from_raw_parts(t, l, p) }
+    }
+}
+
+/// Convert a Python argument to a view. `hold` takes a native reference on wrapped objects
+/// too (used when the GIL is released during the call, so a concurrent `_move()` cannot free
+/// an argument under the callee). Err means a Python error is set.
+///
+/// # Safety
+/// GIL held; `o` is alive for as long as the returned view is used.
+#[inline]
+pub unsafe fn to_view<'a>(o: *mut ffi::PyObject, arena: &mut Arena, hold: bool) -> Result<AnyView<'a>, PyErrSet> {
+    // SAFETY: GIL held, `o` live (caller).
+    unsafe {
+        let tp = ffi::Py_TYPE(o);
+        if (*tp).tp_dealloc.map(|f| f as usize) == Some(wrapper::wrapper_dealloc as *const () as usize) || wrapper::is_wrapper(o) {
+            let obj = wrapper::native_of(o)?;
+            if hold {
+                inc_ref(obj);
+                return Ok(arena.hold(Any::object(ObjectRef::from_raw(obj))));
+            }
+            return Ok(AnyView::from_raw_parts((*obj).type_index, 0, obj as u64));
+        }
+        if tp == std::ptr::addr_of_mut!(ffi::PyLong_Type) {
+            return long_view(o);
+        }
+        if tp == std::ptr::addr_of_mut!(ffi::PyUnicode_Type) {
+            return str_view(o);
+        }
+        if tp == std::ptr::addr_of_mut!(ffi::PyFloat_Type) {
+            return Ok(AnyView::float(ffi::PyFloat_AS_DOUBLE(o)));
+        }
+        if o == ffi::Py_None() {
+            return Ok(AnyView::none());
+        }
+        if tp == std::ptr::addr_of_mut!(ffi::PyBool_Type) {
+            return Ok(AnyView::bool(o == ffi::Py_True()));
+        }
+        slow_view(o, arena)
+    }
+}
+
+unsafe fn long_view<'a>(o: *mut ffi::PyObject) -> Result<AnyView<'a>, PyErrSet> {
+    let mut overflow = 0;
+    // SAFETY: `o` is an int.
+    let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(o, &mut overflow) };
+    if overflow != 0 {
+        // SAFETY: GIL held.
+        unsafe { errors::raise_builtin(ffi::PyExc_OverflowError, "int too large to convert to a 64-bit signed integer") };
+        return Err(PyErrSet);
+    }
+    // SAFETY: GIL held (caller).
+    if v == -1 && unsafe { !ffi::PyErr_Occurred().is_null() } {
+        return Err(PyErrSet);
+    }
+    Ok(AnyView::int(v))
+}
+
+unsafe fn str_view<'a>(o: *mut ffi::PyObject) -> Result<AnyView<'a>, PyErrSet> {
+    let mut len: ffi::Py_ssize_t = 0;
+    // SAFETY: `o` is a str; its UTF-8 buffer is cached in the object and lives as long as it.
+    unsafe {
+        let data = ffi::PyUnicode_AsUTF8AndSize(o, &mut len);
+        if data.is_null() {
+            return Err(PyErrSet);
+        }
+        Ok(AnyView::from_raw_parts(TypeIndex::RAW_STR, len as u32, data as u64))
+    }
+}
+
+#[cold]
+unsafe fn slow_view<'a>(o: *mut ffi::PyObject, arena: &mut Arena) -> Result<AnyView<'a>, PyErrSet> {
+    // SAFETY: GIL held, `o` live (caller).
+    unsafe {
+        if ffi::PyLong_Check(o) != 0 {
+            return long_view(o);
+        }
+        if ffi::PyUnicode_Check(o) != 0 {
+            return str_view(o);
+        }
+        if ffi::PyFloat_Check(o) != 0 {
+            return Ok(AnyView::float(ffi::PyFloat_AsDouble(o)));
+        }
+        if ffi::PyBytes_Check(o) != 0 {
+            let data = ffi::PyBytes_AsString(o);
+            let len = ffi::PyBytes_Size(o);
+            return Ok(AnyView::from_raw_parts(TypeIndex::RAW_BYTES, len as u32, data as u64));
+        }
+        if let Some(taken) = moved::take_if_moved(o)? {
+            return Ok(arena.hold(Any::object(taken)));
+        }
+        if ffi::PyList_Check(o) != 0 || ffi::PyTuple_Check(o) != 0 {
+            let seq = ffi::PySequence_Fast(o, c"".as_ptr());
+            if seq.is_null() {
+                return Err(PyErrSet);
+            }
+            let n = ffi::PySequence_Size(seq);
+            let mut items = Vec::with_capacity(n.max(0) as usize);
+            for i in 0..n {
+                let item = ffi::PySequence_GetItem(seq, i);
+                if item.is_null() {
+                    ffi::Py_DECREF(seq);
+                    return Err(PyErrSet);
+                }
+                let r = to_any(item);
+                ffi::Py_DECREF(item);
+                match r {
+                    Ok(v) => items.push(v),
+                    Err(PyErrSet) => {
+                        ffi::Py_DECREF(seq);
+                        return Err(PyErrSet);
+                    }
+                }
+            }
+            ffi::Py_DECREF(seq);
+            return Ok(arena.hold(Any::object(ArrayObj::new(items).into())));
+        }
+        if ffi::PyDict_Check(o) != 0 {
+            let mut entries = Vec::new();
+            let mut pos: ffi::Py_ssize_t = 0;
+            let (mut k, mut v) = (null_mut(), null_mut());
+            while ffi::PyDict_Next(o, &mut pos, &mut k, &mut v) != 0 {
+                // Borrowed from the dict; take references in case conversion runs code.
+                ffi::Py_INCREF(k);
+                ffi::Py_INCREF(v);
+                let pair = to_any(k).and_then(|kk| to_any(v).map(|vv| (kk, vv)));
+                ffi::Py_DECREF(k);
+                ffi::Py_DECREF(v);
+                entries.push(pair?);
+            }
+            return Ok(arena.hold(Any::object(MapObj::new(entries).into())));
+        }
+        if ffi::PyCallable_Check(o) != 0 {
+            let f = callback::function_for(o)?;
+            return Ok(arena.hold(Any::object(f)));
+        }
+        let name = std::ffi::CStr::from_ptr((*ffi::Py_TYPE(o)).tp_name).to_string_lossy().into_owned();
+        errors::raise(Error::type_error(format!("cannot pass a Python {name} to native code")));
+        Err(PyErrSet)
+    }
+}
+
+/// Convert a Python value to an owned cell (strings copied).
+///
+/// # Safety
+/// GIL held; `o` live.
+pub unsafe fn to_any(o: *mut ffi::PyObject) -> Result<Any, PyErrSet> {
+    let mut arena = Arena::new();
+    // SAFETY: forwarded; the view is copied before the arena goes.
+    let view = unsafe { to_view(o, &mut arena, false) }?;
+    Ok(view.to_owned_any())
+}
+
+/// Convert an owned result to a Python object (new reference), or null with an error set.
+///
+/// # Safety
+/// GIL held.
+#[inline]
+pub unsafe fn from_any(v: Any) -> *mut ffi::PyObject {
+    // SAFETY: GIL held (caller).
+    unsafe {
+        match v.type_index() {
+            t if t >= TypeIndex::OBJECT && t != TypeIndex::STR && t != TypeIndex::BYTES => {
+                wrapper::return_object(v.into_object().expect("object kind"))
+            }
+            TypeIndex::NONE => ffi::Py_NewRef(ffi::Py_None()),
+            TypeIndex::INT => ffi::PyLong_FromLongLong(v.view().as_int().unwrap_or(0)),
+            TypeIndex::BOOL => ffi::PyBool_FromLong(v.view().as_bool().unwrap_or(false) as _),
+            TypeIndex::FLOAT => ffi::PyFloat_FromDouble(v.view().as_float().unwrap_or(0.0)),
+            TypeIndex::SMALL_STR | TypeIndex::STR | TypeIndex::RAW_STR => {
+                let view = v.view();
+                let s = view.as_str().unwrap_or("");
+                ffi::PyUnicode_FromStringAndSize(s.as_ptr() as *const _, s.len() as _)
+            }
+            TypeIndex::SMALL_BYTES | TypeIndex::BYTES | TypeIndex::RAW_BYTES => {
+                let view = v.view();
+                let b = view.as_bytes().unwrap_or(&[]);
+                ffi::PyBytes_FromStringAndSize(b.as_ptr() as *const _, b.len() as _)
+            }
+            TypeIndex::OPAQUE_PTR => ffi::PyLong_FromUnsignedLongLong(v.view().raw_parts().2),
+            t => {
+                errors::raise(Error::type_error(format!("cannot convert a native value of kind {t} to Python")));
+                null_mut()
+            }
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! Python references that native code lets go of, possibly on a thread without the GIL.
+//!
+//! A native object may die on any thread. When its slot holds a cached wrapper block
+//! (Inactive), or when a native function drops the Python callable it wraps, the Python side
+//! must be released too. With the GIL (an attached thread on free-threaded builds) that
+//! happens at once; otherwise the pointer is queued and released at the next entry into the
+//! frontend. Once interpreter finalization starts everything is leaked instead: a dying
+//! interpreter must not be touched.
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use pyo3::ffi;
+use tether_core::tying::{self, SlotPrefix};
+
+/// Something Python-side to release.
+#[derive(Clone, Copy, Debug)]
+pub enum Release {
+    /// A cached wrapper block (memory only: its type reference was dropped at dealloc).
+    Block(*mut ffi::PyObject),
+    /// A strong reference to drop.
+    Decref(*mut ffi::PyObject),
+}
+
+// SAFETY: the pointers are only dereferenced by `release_now`, which runs with the GIL.
+unsafe impl Send for Release {}
+
+/// Cached blocks freed by threads without the GIL: released at the next entry.
+static BLOCKS: Mutex<Vec<Release>> = Mutex::new(Vec::new());
+/// References to drop: released at the next entry or right after the current native call.
+static REFS: Mutex<Vec<Release>> = Mutex::new(Vec::new());
+static QUEUED: AtomicBool = AtomicBool::new(false);
+static REFS_QUEUED: AtomicBool = AtomicBool::new(false);
+static FINALIZING: AtomicBool = AtomicBool::new(false);
+
+/// True once interpreter shutdown began (our atexit hook ran, or CPython says so).
+pub fn finalizing() -> bool {
+    // SAFETY: reads a runtime flag; callable from any thread.
+    FINALIZING.load(Ordering::Acquire) || unsafe { interpreter_finalizing() } != 0
+}
+
+#[cfg(Py_3_13)]
+use ffi::Py_IsFinalizing as interpreter_finalizing;
+
+#[cfg(not(Py_3_13))]
+extern "C" {
+    /// CPython's name for `Py_IsFinalizing` before 3.13.
+    #[link_name = "_Py_IsFinalizing"]
+    fn interpreter_finalizing() -> std::ffi::c_int;
+}
+
+/// Called from Python's atexit: from now on native frees leak Python memory.
+pub fn mark_finalizing() {
+    FINALIZING.store(true, Ordering::Release);
+}
+
+/// True once CPython itself started finalizing (ignores our atexit flag: Python code may
+/// still run in later atexit handlers).
+pub fn interpreter_is_finalizing() -> bool {
+    // SAFETY: reads a runtime flag; callable from any thread.
+    unsafe { interpreter_finalizing() != 0 }
+}
+
+/// Release `item`: a block at once if this thread holds the GIL; a reference (whose release
+/// may run arbitrary Python code, e.g. `__del__`) always at the next safe point, never
+/// inside native code that may hold locks. Queued when the thread has no GIL; leaked during
+/// shutdown.
+pub fn release(item: Release) {
+    if finalizing() {
+        return;
+    }
+    // SAFETY: `PyGILState_Check` only inspects thread state; callable from any thread.
+    if matches!(item, Release::Block(_)) && unsafe { ffi::PyGILState_Check() } == 1 {
+        // SAFETY: this thread holds the GIL (is attached).
+        unsafe { release_now(item) };
+    } else {
+        let (queue, flag) = match item {
+            Release::Block(_) => (&BLOCKS, &QUEUED),
+            Release::Decref(_) => (&REFS, &REFS_QUEUED),
+        };
+        queue.lock().unwrap_or_else(|e| e.into_inner()).push(item);
+        flag.store(true, Ordering::Release);
+    }
+}
+
+/// # Safety
+/// The GIL is held.
+unsafe fn release_now(item: Release) {
+    match item {
+        // SAFETY: a block made by our tp_alloc (PyObject_Malloc) that nobody references.
+        Release::Block(block) => unsafe { ffi::PyObject_Free(block as *mut c_void) },
+        // SAFETY: we own this reference.
+        Release::Decref(obj) => unsafe { ffi::Py_DECREF(obj) },
+    }
+}
+
+/// Release everything queued (at an entry into the frontend). Cheap (two loads) when
+/// nothing is queued.
+///
+/// # Safety
+/// The GIL is held and arbitrary Python code may run here.
+#[inline]
+pub unsafe fn drain() {
+    if QUEUED.load(Ordering::Relaxed) {
+        // SAFETY: forwarded.
+        unsafe { drain_queue(&BLOCKS, &QUEUED) }
+    }
+    // SAFETY: forwarded.
+    unsafe { drain_refs() }
+}
+
+/// Drop the references queued inside native code (right after a native call returns).
+///
+/// # Safety
+/// As [`drain`].
+#[inline]
+pub unsafe fn drain_refs() {
+    if REFS_QUEUED.load(Ordering::Relaxed) {
+        // SAFETY: forwarded.
+        unsafe { drain_queue(&REFS, &REFS_QUEUED) }
+    }
+}
+
+#[cold]
+unsafe fn drain_queue(queue: &Mutex<Vec<Release>>, flag: &AtomicBool) {
+    let items = {
+        let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
+        flag.store(false, Ordering::Relaxed);
+        std::mem::take(&mut *q)
+    };
+    if finalizing() {
+        return;
+    }
+    for item in items {
+        // SAFETY: the caller holds the GIL.
+        unsafe { release_now(item) };
+    }
+}
+
+/// How many releases wait for the next entry (for tests).
+pub fn queued() -> usize {
+    BLOCKS.lock().unwrap_or_else(|e| e.into_inner()).len() + REFS.lock().unwrap_or_else(|e| e.into_inner()).len()
+}
+
+/// The frontend allocator's free hook: a native object made by our allocator is being
+/// freed; if its slot caches a wrapper block, that block goes too.
+///
+/// # Safety
+/// Called by the core allocator with the slot of an object nobody can reach any more.
+pub unsafe extern "C" fn on_native_free(_ctx: *mut c_void, slot: *mut SlotPrefix) {
+    // SAFETY: the allocator passes the live prefix of the object being freed.
+    if let Some(block) = tying::take_inactive(unsafe { &*slot }) {
+        release(Release::Block(block as *mut ffi::PyObject));
+    }
+}

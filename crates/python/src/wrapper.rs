@@ -1,0 +1,327 @@
+//! The wrapper objects: a hand-built base type `tether_ffi.Object` with its own
+//! tp_alloc/tp_free/tp_dealloc, and the adapter of the core tying state machine to CPython.
+//!
+//! Layout of every wrapper: `PyObject_HEAD`, the native object it owns (+1), and the
+//! generation the core handed out when the wrapper was tied. When a wrapper dies while its
+//! native object lives, its memory block stays in the object's slot (Inactive) and the next
+//! return of that object re-initialises the block in place, so `id()` is stable.
+
+use std::ffi::{c_int, c_void};
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+use pyo3::ffi;
+use tether_core::arc::ObjectRef;
+use tether_core::object::{dec_ref, ObjectHeader};
+use tether_core::tying::{self, Previous, TieHost, TAG_INACTIVE};
+use tether_core::Error;
+
+use crate::errors::PyErrSet;
+use crate::{callback, classes, errors, pending, state};
+
+/// The memory of every wrapper.
+#[repr(C)]
+pub struct Wrapper {
+    pub ob_base: ffi::PyObject,
+    /// The native object (owned +1); null once moved out by `_move()`.
+    pub obj: AtomicPtr<ObjectHeader>,
+    /// The generation this wrapper was tied with (see `tying::untie`).
+    pub generation: u64,
+}
+
+/// Function wrappers also carry their vectorcall entry point.
+#[repr(C)]
+pub struct FunctionWrapper {
+    pub base: Wrapper,
+    pub vectorcall: Option<ffi::vectorcallfunc>,
+}
+
+/// `tether_ffi.Object`, the base of every generated class.
+pub static BASE_TYPE: AtomicPtr<ffi::PyTypeObject> = AtomicPtr::new(null_mut());
+
+#[inline]
+pub fn base_type() -> *mut ffi::PyTypeObject {
+    BASE_TYPE.load(Ordering::Relaxed)
+}
+
+/// tp_alloc of our classes: zeroed `PyObject_Malloc` memory, initialised as an instance of
+/// `tp`. Never triggers a garbage collection (our classes are not GC types).
+pub unsafe extern "C" fn wrapper_alloc(tp: *mut ffi::PyTypeObject, _nitems: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    // SAFETY: `tp` is one of our classes; its basicsize covers the whole wrapper.
+    unsafe {
+        let size = (*tp).tp_basicsize as usize;
+        let mem = ffi::PyObject_Malloc(size) as *mut ffi::PyObject;
+        if mem.is_null() {
+            return ffi::PyErr_NoMemory();
+        }
+        std::ptr::write_bytes(mem as *mut u8, 0, size);
+        ffi::PyObject_Init(mem, tp)
+    }
+}
+
+/// tp_free of our classes.
+pub unsafe extern "C" fn wrapper_free(block: *mut c_void) {
+    // SAFETY: `block` came from `wrapper_alloc`.
+    unsafe { ffi::PyObject_Free(block) }
+}
+
+/// May a dead wrapper of type `tp` be cached for revival? Only blocks of our own classes
+/// (our tp_free), without `__dict__`, `__del__` or weak references.
+unsafe fn revivable(tp: *mut ffi::PyTypeObject) -> bool {
+    // SAFETY: `tp` is a live type object.
+    unsafe {
+        (*tp).tp_free.map(|f| f as usize) == Some(wrapper_free as *const () as usize)
+            && (*tp).tp_dictoffset == 0
+            && (*tp).tp_weaklistoffset == 0
+            && (*tp).tp_finalize.is_none()
+            && (*tp).tp_del.is_none()
+    }
+}
+
+/// tp_dealloc of every wrapper: untie, cache the block when allowed, drop the +1.
+pub unsafe extern "C" fn wrapper_dealloc(o: *mut ffi::PyObject) {
+    // SAFETY: `o` is a dying wrapper (refcount 0, GIL held); every field is read before the
+    // block may be handed to the slot, and the block is not touched after that.
+    unsafe {
+        let w = o as *mut Wrapper;
+        let tp = ffi::Py_TYPE(o);
+        // A `__del__` added to one of our classes: run it (it may resurrect the wrapper).
+        // User subclasses reach us through subtype_dealloc, which already ran it.
+        if (*tp).tp_finalize.is_some()
+            && (*tp).tp_dealloc.map(|f| f as *const () as usize) == Some(wrapper_dealloc as *const () as usize)
+            && ffi::PyObject_CallFinalizerFromDealloc(o) < 0
+        {
+            return;
+        }
+        let obj = (*w).obj.swap(null_mut(), Ordering::AcqRel);
+        if obj.is_null() {
+            free_block(o, tp);
+            ffi::Py_DECREF(tp as *mut ffi::PyObject);
+            return;
+        }
+        let generation = (*w).generation;
+        let cache = (*obj).alloc_tag == state::tag() && revivable(tp) && !pending::finalizing();
+        let replacement = if cache { o as usize | TAG_INACTIVE } else { 0 };
+        let removed = tying::untie_any(obj, state::tag(), state::side(), generation, replacement);
+        if !(cache && removed.is_some()) {
+            free_block(o, tp);
+        }
+        ffi::Py_DECREF(tp as *mut ffi::PyObject);
+        dec_ref(obj);
+    }
+}
+
+unsafe fn free_block(o: *mut ffi::PyObject, tp: *mut ffi::PyTypeObject) {
+    // SAFETY: the type's own tp_free for memory it allocated.
+    unsafe {
+        match (*tp).tp_free {
+            Some(free) => free(o as *mut c_void),
+            None => ffi::PyObject_Free(o as *mut c_void),
+        }
+    }
+}
+
+/// Is `o` a tether wrapper?
+#[inline]
+pub unsafe fn is_wrapper(o: *mut ffi::PyObject) -> bool {
+    // SAFETY: `o` is a live object.
+    unsafe {
+        let tp = ffi::Py_TYPE(o);
+        (*tp).tp_dealloc.map(|f| f as usize) == Some(wrapper_dealloc as *const () as usize)
+            || ffi::PyType_IsSubtype(tp, base_type()) != 0
+    }
+}
+
+/// The native object of a wrapper, or a Python error if it was moved.
+#[inline]
+pub unsafe fn native_of(o: *mut ffi::PyObject) -> Result<*mut ObjectHeader, PyErrSet> {
+    // SAFETY: `o` is a live wrapper.
+    let obj = unsafe { (*(o as *mut Wrapper)).obj.load(Ordering::Acquire) };
+    if obj.is_null() {
+        // SAFETY: GIL held by the caller.
+        unsafe { raise_moved(o) };
+        Err(PyErrSet)
+    } else {
+        Ok(obj)
+    }
+}
+
+#[cold]
+unsafe fn raise_moved(o: *mut ffi::PyObject) {
+    // SAFETY: `o` is live; its type name is a C string.
+    let name = unsafe { std::ffi::CStr::from_ptr((*ffi::Py_TYPE(o)).tp_name) }.to_string_lossy().into_owned();
+    // SAFETY: GIL held.
+    unsafe {
+        errors::raise(Error::value(format!(
+            "this {name} was moved (x._move()) and can no longer be used; use the object the callee returned"
+        )))
+    };
+}
+
+/// `_move()`: untie the wrapper and take its +1 out; the wrapper becomes unusable.
+pub unsafe fn take_for_move(o: *mut ffi::PyObject) -> Result<ObjectRef, PyErrSet> {
+    // SAFETY: `o` is a live wrapper; the swap makes us the only owner of its +1.
+    unsafe {
+        let w = o as *mut Wrapper;
+        let obj = (*w).obj.swap(null_mut(), Ordering::AcqRel);
+        if obj.is_null() {
+            raise_moved(o);
+            return Err(PyErrSet);
+        }
+        // The removed word is this wrapper itself, which stays alive: nothing to dispose.
+        let _ = tying::untie_any(obj, state::tag(), state::side(), (*w).generation, 0);
+        Ok(ObjectRef::from_raw(obj))
+    }
+}
+
+/// How CPython wrappers are made and revived; `cls` is the class a new wrapper gets.
+pub struct PyHost {
+    pub cls: *mut ffi::PyTypeObject,
+    /// A wrapper the caller allocated beforehand (user subclasses, whose allocation may run
+    /// the garbage collector and so must not happen under the slot lock), or null.
+    pub fresh: *mut ffi::PyObject,
+}
+
+/// A new strong reference, plus a native reference to drop once the slot is unlocked.
+pub type Handle = (*mut ffi::PyObject, Option<ObjectRef>);
+
+// SAFETY: `revive` returns a strong reference only for a live wrapper (incref under the GIL,
+// try-incref without it); `create` returns wrapper pointers (16-byte aligned, bits 0-1 clear)
+// that own the given `ObjectRef`, or the callable a callback Function wraps (kept alive by it).
+unsafe impl TieHost for PyHost {
+    type Handle = Handle;
+
+    #[inline]
+    unsafe fn revive(&self, word: usize) -> Option<Handle> {
+        let o = word as *mut ffi::PyObject;
+        #[cfg(not(Py_GIL_DISABLED))]
+        {
+            // SAFETY: with the GIL an Active word names a live wrapper: dealloc unties
+            // before anything else, and nothing else can run in between.
+            unsafe { ffi::Py_INCREF(o) };
+            Some((o, None))
+        }
+        #[cfg(Py_GIL_DISABLED)]
+        {
+            // SAFETY: the wrapper's memory is live while its word is in the slot (dealloc
+            // must lock the slot to remove it); try-incref fails once the count hit zero.
+            (unsafe { ffi::PyUnstable_TryIncRef(o) } != 0).then_some((o, None))
+        }
+    }
+
+    unsafe fn create(&self, obj: ObjectRef, previous: Previous, generation: u64) -> tether_core::Result<(Handle, usize)> {
+        // SAFETY: GIL held (attached); runs under the slot lock and calls no Python code.
+        unsafe {
+            if let Some(callable) = callback::callable_of(obj.as_ptr()) {
+                // The Function wraps a Python callable: the callable is its wrapper. It is
+                // kept alive by the Function itself, so the slot needs no reference.
+                ffi::Py_INCREF(callable);
+                return Ok(((callable, Some(obj)), callable as usize));
+            }
+            let o = match previous {
+                Previous::Inactive(block) => {
+                    let block = block as *mut ffi::PyObject;
+                    if self.fresh.is_null() && (*block).ob_type == self.cls {
+                        // Revival in place: same address, refcount 1, type reference taken.
+                        ffi::PyObject_Init(block, self.cls)
+                    } else {
+                        ffi::PyObject_Free(block as *mut c_void);
+                        self.allocate()?
+                    }
+                }
+                Previous::Detached | Previous::Dying(_) => self.allocate()?,
+            };
+            let w = o as *mut Wrapper;
+            (*w).generation = generation;
+            (*w).obj.store(obj.into_raw(), Ordering::Release);
+            let offset = (*self.cls).tp_vectorcall_offset;
+            if offset > 0 {
+                *((o as *mut u8).add(offset as usize) as *mut Option<ffi::vectorcallfunc>) =
+                    Some(crate::call::function_vectorcall);
+            }
+            #[cfg(Py_GIL_DISABLED)]
+            ffi::PyUnstable_EnableTryIncRef(o);
+            Ok(((o, None), o as usize))
+        }
+    }
+}
+
+impl PyHost {
+    unsafe fn allocate(&self) -> tether_core::Result<*mut ffi::PyObject> {
+        if !self.fresh.is_null() {
+            return Ok(self.fresh);
+        }
+        // SAFETY: our classes allocate with `wrapper_alloc` (no Python code runs).
+        let o = unsafe { wrapper_alloc(self.cls, 0) };
+        if o.is_null() {
+            // SAFETY: GIL held; the MemoryError is replaced by the returned error.
+            unsafe { ffi::PyErr_Clear() };
+            return Err(Error::runtime("out of memory allocating a wrapper"));
+        }
+        Ok(o)
+    }
+}
+
+/// Return a native object to Python: its canonical wrapper (revived or new). Every native
+/// object handed to Python goes through here. Null with a Python error on failure.
+#[inline]
+pub unsafe fn return_object(obj: ObjectRef) -> *mut ffi::PyObject {
+    // SAFETY: GIL held by the caller.
+    unsafe { return_object_as(obj, null_mut(), null_mut()) }
+}
+
+/// As [`return_object`]; a new wrapper gets class `cls` (a subclass the user called) and
+/// the preallocated `fresh` block when given.
+pub unsafe fn return_object_as(obj: ObjectRef, cls: *mut ffi::PyTypeObject, fresh: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: GIL held by the caller; the class is built before the slot is locked.
+    unsafe {
+        let cls = if cls.is_null() { classes::class_for(obj.type_index()) } else { cls };
+        if cls.is_null() {
+            return null_mut();
+        }
+        let host = PyHost { cls, fresh };
+        match tying::tie_any(&host, state::tag(), state::side(), obj) {
+            Ok((o, extra)) => {
+                drop(extra);
+                if !fresh.is_null() && o != fresh {
+                    ffi::Py_DECREF(fresh);
+                }
+                o
+            }
+            Err(e) => {
+                if !fresh.is_null() {
+                    ffi::Py_DECREF(fresh);
+                }
+                errors::raise(e);
+                null_mut()
+            }
+        }
+    }
+}
+
+/// tp_richcompare: equality is native identity.
+pub unsafe extern "C" fn wrapper_richcompare(a: *mut ffi::PyObject, b: *mut ffi::PyObject, op: c_int) -> *mut ffi::PyObject {
+    // SAFETY: GIL held; `a` is a wrapper, `b` any live object.
+    unsafe {
+        if (op != ffi::Py_EQ && op != ffi::Py_NE) || !is_wrapper(b) {
+            return ffi::Py_NewRef(ffi::Py_NotImplemented());
+        }
+        let pa = (*(a as *mut Wrapper)).obj.load(Ordering::Acquire);
+        let pb = (*(b as *mut Wrapper)).obj.load(Ordering::Acquire);
+        let same = if pa.is_null() || pb.is_null() { a == b } else { pa == pb };
+        ffi::Py_NewRef(if same == (op == ffi::Py_EQ) { ffi::Py_True() } else { ffi::Py_False() })
+    }
+}
+
+/// tp_hash: the native object's address.
+pub unsafe extern "C" fn wrapper_hash(o: *mut ffi::PyObject) -> ffi::Py_hash_t {
+    // SAFETY: `o` is a live wrapper.
+    let p = unsafe { (*(o as *mut Wrapper)).obj.load(Ordering::Acquire) };
+    let addr = if p.is_null() { o as usize } else { p as usize };
+    let h = (addr >> 4) as ffi::Py_hash_t;
+    if h == -1 {
+        -2
+    } else {
+        h
+    }
+}

@@ -1,0 +1,238 @@
+"""The Python API beyond the conformance list: functions, classes, containers, pickle, errors."""
+
+from __future__ import annotations
+
+import collections.abc
+import gc
+import pickle
+import subprocess
+import sys
+import threading
+
+import pytest
+
+import tether_ffi
+from conftest import live_now
+
+
+def test_global_functions():
+    echo = tether_ffi.get_global_func("testing.echo")
+    assert isinstance(echo, tether_ffi.Function)
+    assert echo.__name__ == "testing.echo"
+    assert "same native object" in echo.__doc__
+    assert echo(5) == 5
+    with pytest.raises(tether_ffi.ValueError, match="no global function"):
+        tether_ffi.get_global_func("testing.does_not_exist")
+    assert tether_ffi.list_global_funcs() == sorted(tether_ffi.list_global_funcs())
+
+
+def test_keywords_are_refused(testing):
+    with pytest.raises(TypeError, match="keyword"):
+        testing.add(a=1, b=2)
+    with pytest.raises(TypeError, match="keyword"):
+        testing.Pair(first=1, second=2)
+
+
+def test_unconvertible_arguments(testing):
+    with pytest.raises(tether_ffi.TypeError, match="cannot pass a Python object"):
+        testing.echo(object())
+    with pytest.raises(OverflowError):
+        testing.echo(2**64)
+
+
+def test_equality_and_hash_by_identity(testing):
+    p = testing.Pair(1, 2)
+    q = testing.Pair(1, 2)
+    assert p == testing.echo(p) and p != q
+    assert p.same_as(testing.echo(p)) and not p.same_as(q)
+    assert len({p, testing.echo(p), q}) == 2
+
+
+def test_collections_become_containers(testing):
+    assert testing.sum([1, 2, 3.5]) == 6.5
+    assert testing.sum((1, 2)) == 3.0
+    arr = testing.echo([1, "two", None])
+    assert isinstance(arr, tether_ffi.Array) and list(arr) == [1, "two", None]
+    m = testing.echo({"a": 1, "b": [2]})
+    assert isinstance(m, tether_ffi.Map)
+    assert m["a"] == 1 and list(m["b"]) == [2]
+
+
+def test_array_is_a_sequence(testing):
+    arr = testing.make_array(4)
+    assert isinstance(arr, collections.abc.Sequence)
+    assert len(arr) == 4 and arr[-1].first == 3
+    assert arr[1:3] == [arr[1], arr[2]]
+    assert arr[2] in arr and arr.index(arr[2]) == 2 and arr.count(arr[0]) == 1
+    assert [x.first for x in reversed(arr)] == [3, 2, 1, 0]
+    with pytest.raises(IndexError):
+        arr[4]
+
+
+def test_map_is_a_mapping(testing):
+    v = testing.Pair(0, 0)
+    m = tether_ffi.Map({"x": 1, "y": v})
+    assert isinstance(m, collections.abc.Mapping)
+    assert len(m) == 2 and set(m) == {"x", "y"} and "x" in m and "z" not in m
+    assert m.get("z", 5) == 5 and m.get("y") is v
+    assert dict(m.items()) == {"x": 1, "y": v}
+    with pytest.raises(KeyError):
+        m["z"]
+
+
+def test_pickle_round_trip_keeps_sharing(testing):
+    shared = testing.Pair(1, "one")
+    outer = testing.Pair(shared, shared)
+    back = pickle.loads(pickle.dumps(outer))
+    assert type(back) is testing.Pair and back is not outer
+    assert back.first is back.second
+    assert (back.first.first, back.first.second) == (1, "one")
+    arr = pickle.loads(pickle.dumps(tether_ffi.Array([shared, shared, 3])))
+    assert arr[0] is arr[1] and arr[2] == 3
+    m = pickle.loads(pickle.dumps(tether_ffi.Map({"k": shared})))
+    assert m["k"].first == 1
+    f = pickle.loads(pickle.dumps(tether_ffi.get_global_func("testing.add")))
+    assert f is tether_ffi.get_global_func("testing.add")
+
+
+def test_register_object_adds_python_methods(testing):
+    @tether_ffi.register_object("testing.Pair")
+    class Pair:
+        def total(self):
+            return self.first + self.second
+
+        @property
+        def as_tuple(self):
+            return (self.first, self.second)
+
+    assert Pair is testing.Pair
+    p = testing.make_pair(2, 3)
+    assert p.total() == 5 and p.as_tuple == (2, 3)
+    with pytest.raises(tether_ffi.ValueError):
+        tether_ffi.register_object("no.such.Type")(type("X", (), {}))
+
+
+def test_callback_same_function_object(testing):
+    calls = []
+
+    def listener(x):
+        calls.append(x)
+
+    testing.stash("listener", listener)
+    assert testing.take("listener") is listener
+    assert testing.call(listener, 1) is None and calls == [1]
+
+
+def test_callback_result_conversion(testing):
+    p = testing.Pair(1, 2)
+    assert testing.call(lambda: p) is p
+    assert testing.call(lambda: [1, 2])[1] == 2
+    assert testing.call(lambda: "x" * 20) == "x" * 20
+    with pytest.raises(tether_ffi.TypeError, match="cannot pass"):
+        testing.call(lambda: object())
+
+
+def test_error_backtrace_attribute(testing):
+    with pytest.raises(tether_ffi.Error) as info:
+        testing.raise_error("ValueError", "v")
+    assert isinstance(info.value.backtrace, str)
+
+
+def test_stress_16_threads_fetch_drop_refetch(testing):
+    base = live_now()
+    arr = testing.make_array(32)
+    owner = testing.Pair(arr, None)
+    seen = [set() for _ in range(32)]
+    errors = []
+
+    def work(k):
+        try:
+            for n in range(1500):
+                i = (k * 7 + n) % 32
+                x = owner.first[i]
+                assert x is arr[i] and testing.echo(x) is x
+                seen[i].add(id(x))
+                if n % 50 == 0:
+                    testing.stash(f"s{k}", x)
+                    assert testing.take(f"s{k}") is x
+                del x
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    assert all(len(s) == 1 for s in seen)
+    del arr, owner
+    assert live_now() == base
+
+
+def test_no_revival_for_classes_with_del():
+    script = r"""
+import gc, tether_ffi
+T = tether_ffi.testing
+deaths = []
+@tether_ffi.register_object("testing.Pair")
+class Pair:
+    def __del__(self):
+        deaths.append(1)
+p = T.Pair(1, 2)
+T.stash("k", p)
+del p
+gc.collect()
+assert deaths == [1], deaths
+q = T.take("k")
+assert q.first == 1 and T.echo(q) is q
+del q
+gc.collect()
+assert deaths == [1, 1], deaths
+print("ok")
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr
+
+
+def test_python_subclass_construction(testing):
+    class Named(testing.Pair):
+        __slots__ = ()
+
+        def label(self):
+            return f"{self.first}:{self.second}"
+
+    n = Named(1, 2)
+    assert type(n) is Named and n.label() == "1:2"
+    assert testing.echo(n) is n
+    del n
+    gc.collect()
+
+
+def test_native_methods_bind(testing):
+    p = testing.Pair(1, 2)
+    bound = p.swap
+    assert bound.__self__ is p
+    assert bound().first == 2
+    method = testing.Pair.__dict__["swap"]
+    assert isinstance(method, tether_ffi._native.Method)
+    assert method.__func__.__name__ == "testing.Pair.swap"
+    assert testing.Pair.swap(p).second == 1
+
+
+def test_callables_are_released(testing):
+    import weakref
+
+    class Callback:
+        def __call__(self, x):
+            return x
+
+    cb = Callback()
+    ref = weakref.ref(cb)
+    assert testing.call(cb, 3) == 3
+    testing.stash("cb", cb)
+    assert testing.take("cb") is cb
+    del cb
+    testing.add(1, 1)  # a safe point: queued references are dropped
+    gc.collect()
+    assert ref() is None
