@@ -36,6 +36,14 @@ unsafe impl Sync for CustomAllocator {}
 // SAFETY: as above.
 unsafe impl Send for CustomAllocator {}
 
+const _: () = {
+    assert!(std::mem::size_of::<CustomAllocator>() == 32);
+    assert!(std::mem::offset_of!(CustomAllocator, allocate) == 0);
+    assert!(std::mem::offset_of!(CustomAllocator, free) == 8);
+    assert!(std::mem::offset_of!(CustomAllocator, ctx) == 16);
+    assert!(std::mem::offset_of!(CustomAllocator, tag) == 24);
+};
+
 /// Most allocators a process may register (tags 0..MAX_ALLOCATORS).
 pub const MAX_ALLOCATORS: usize = 64;
 /// The builtin allocator's tag.
@@ -73,7 +81,12 @@ static CURRENT_TAG: AtomicU32 = AtomicU32::new(BUILTIN_TAG);
 static LIVE_OBJECTS: AtomicI64 = AtomicI64::new(0);
 
 /// Register an allocator; returns its tag. It is not current until [`set_current_allocator`].
-pub fn register_allocator(allocate: AllocateFn, free: FreeFn, ctx: *mut c_void) -> crate::Result<u32> {
+///
+/// # Safety
+/// `allocate`/`free` follow the allocator contract (docs/abi.md): callable from any thread
+/// with `ctx`, `free` receives exactly what `allocate` returned with the same size and
+/// alignment, and `ctx` stays valid for the rest of the process.
+pub unsafe fn register_allocator(allocate: AllocateFn, free: FreeFn, ctx: *mut c_void) -> crate::Result<u32> {
     if let Some(api) = plugin::host_api() {
         let mut tag = 0u32;
         // SAFETY: the host's table entry follows the signature declared in `plugin::ApiTable`.
@@ -241,7 +254,8 @@ unsafe extern "C" fn frontend_free(ctx: *mut c_void, body: *mut u8, size: usize,
 /// Returns its tag: objects whose `alloc_tag` equals it carry the slot.
 pub fn install_frontend_allocator(on_free: Option<SlotFreeHook>, hook_ctx: *mut c_void) -> crate::Result<u32> {
     let ctx = Box::leak(Box::new(FrontendCtx { on_free, hook_ctx })) as *mut FrontendCtx as *mut c_void;
-    let tag = register_allocator(frontend_allocate, frontend_free, ctx)?;
+    // SAFETY: the frontend allocator functions follow the contract; `ctx` is leaked.
+    let tag = unsafe { register_allocator(frontend_allocate, frontend_free, ctx) }?;
     set_current_allocator(tag)?;
     Ok(tag)
 }

@@ -53,7 +53,7 @@ pub const SMALL_MAX: usize = 7;
 pub struct Any {
     type_index: i32,
     small_len: u32,
-    payload: u64,
+    payload: Payload,
 }
 
 /// A borrowed value: same layout as [`Any`], no ownership.
@@ -62,7 +62,7 @@ pub struct Any {
 pub struct AnyView<'a> {
     type_index: i32,
     small_len: u32,
-    payload: u64,
+    payload: Payload,
     _borrow: PhantomData<&'a ()>,
 }
 
@@ -76,28 +76,61 @@ const _: () = {
     assert!(std::mem::offset_of!(AnyView<'static>, payload) == 8);
 };
 
-fn pack_small(bytes: &[u8]) -> u64 {
+/// The payload word: a pointer-typed cell so that object and view pointers keep their
+/// provenance (Miri and the compiler can follow them), while plain values (ints, floats,
+/// inline bytes) are stored as provenance-free addresses. Bytewise it is just a `u64`.
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+struct Payload(*mut u8);
+
+impl Payload {
+    const ZERO: Payload = Payload(std::ptr::null_mut());
+    fn bits(v: u64) -> Payload {
+        Payload(std::ptr::without_provenance_mut(v as usize))
+    }
+    fn ptr<T>(p: *const T) -> Payload {
+        Payload(p as *mut u8)
+    }
+    fn to_bits(self) -> u64 {
+        self.0.addr() as u64
+    }
+    fn as_ptr<T>(self) -> *mut T {
+        self.0 as *mut T
+    }
+    /// For raw parts handed to C: a pointer payload's provenance is exposed so that
+    /// [`Payload::from_exposed`] can rebuild it.
+    fn expose(self) -> u64 {
+        self.0.expose_provenance() as u64
+    }
+    fn from_exposed(v: u64) -> Payload {
+        Payload(std::ptr::with_exposed_provenance_mut(v as usize))
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<Payload>() == 8);
+
+fn pack_small(bytes: &[u8]) -> Payload {
     debug_assert!(bytes.len() <= SMALL_MAX);
     let mut buf = [0u8; 8];
     buf[..bytes.len()].copy_from_slice(bytes);
-    u64::from_le_bytes(buf)
+    Payload::bits(u64::from_le_bytes(buf))
 }
 
 impl Any {
     pub const fn none() -> Any {
-        Any { type_index: TypeIndex::NONE, small_len: 0, payload: 0 }
+        Any { type_index: TypeIndex::NONE, small_len: 0, payload: Payload::ZERO }
     }
     pub fn int(v: i64) -> Any {
-        Any { type_index: TypeIndex::INT, small_len: 0, payload: v as u64 }
+        Any { type_index: TypeIndex::INT, small_len: 0, payload: Payload::bits(v as u64) }
     }
     pub fn float(v: f64) -> Any {
-        Any { type_index: TypeIndex::FLOAT, small_len: 0, payload: v.to_bits() }
+        Any { type_index: TypeIndex::FLOAT, small_len: 0, payload: Payload::bits(v.to_bits()) }
     }
     pub fn bool(v: bool) -> Any {
-        Any { type_index: TypeIndex::BOOL, small_len: 0, payload: v as u64 }
+        Any { type_index: TypeIndex::BOOL, small_len: 0, payload: Payload::bits(v as u64) }
     }
     pub fn opaque_ptr(p: *mut std::ffi::c_void) -> Any {
-        Any { type_index: TypeIndex::OPAQUE_PTR, small_len: 0, payload: p as u64 }
+        Any { type_index: TypeIndex::OPAQUE_PTR, small_len: 0, payload: Payload::ptr(p) }
     }
     /// A string: inline when at most 7 bytes, else a `Str` object.
     pub fn str(s: &str) -> Any {
@@ -119,7 +152,7 @@ impl Any {
         let ptr = obj.into_raw();
         // SAFETY: a live header.
         let type_index = unsafe { (*ptr).type_index };
-        Any { type_index, small_len: 0, payload: ptr as u64 }
+        Any { type_index, small_len: 0, payload: Payload::ptr(ptr) }
     }
 
     pub fn view(&self) -> AnyView<'_> {
@@ -137,13 +170,28 @@ impl Any {
     /// Raw parts, for the C ABI.
     pub fn into_raw_parts(self) -> (i32, u32, u64) {
         let this = ManuallyDrop::new(self);
-        (this.type_index, this.small_len, this.payload)
+        (this.type_index, this.small_len, this.payload.expose())
     }
 
     /// # Safety
     /// The parts form a valid owned cell (an object kind carries a strong reference).
     pub unsafe fn from_raw_parts(type_index: i32, small_len: u32, payload: u64) -> Any {
-        Any { type_index, small_len, payload }
+        Any { type_index, small_len, payload: Payload::from_exposed(payload) }
+    }
+
+    /// The string inside (inline or a `Str` object), borrowed from this cell. Unlike
+    /// `self.view().as_str()`, an inline string borrows `self`, not a temporary view.
+    pub fn as_str(&self) -> Option<&str> {
+        if self.type_index == TypeIndex::SMALL_STR {
+            let len = (self.small_len as usize).min(SMALL_MAX);
+            // SAFETY: small strings keep `len <= 7` bytes of UTF-8 (checked when made) at the
+            // start of the little-endian payload, which lives in `self`.
+            let bytes = unsafe { std::slice::from_raw_parts(&self.payload as *const Payload as *const u8, len) };
+            return std::str::from_utf8(bytes).ok();
+        }
+        // SAFETY: other kinds keep their bytes outside the cell (a `Str` object `self` owns a
+        // reference to), so they outlive the temporary view and live as long as `&self`.
+        self.view().as_str().map(|s| unsafe { &*(s as *const str) })
     }
 
     /// Take the object out, if this holds one.
@@ -151,12 +199,18 @@ impl Any {
         if self.type_index >= TypeIndex::OBJECT {
             let this = ManuallyDrop::new(self);
             // SAFETY: object kinds own one strong reference, which moves to the `ObjectRef`.
-            Some(unsafe { ObjectRef::from_raw(this.payload as *mut ObjectHeader) })
+            Some(unsafe { ObjectRef::from_raw(this.payload.as_ptr::<ObjectHeader>()) })
         } else {
             None
         }
     }
 }
+
+// SAFETY: a view borrows plain values, immutable string/byte data or an object, and every
+// object is Send + Sync by the object contract (see `ObjectRef`); `'a` bounds the borrow.
+unsafe impl Send for AnyView<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for AnyView<'_> {}
 
 // SAFETY: an owned cell holds plain values, inline bytes or a strong reference to an object,
 // and every object is Send + Sync by the object contract (see `ObjectRef`). Views (which
@@ -175,7 +229,7 @@ impl Clone for Any {
     fn clone(&self) -> Self {
         if self.type_index >= TypeIndex::OBJECT {
             // SAFETY: object kinds hold a strong reference to a live object.
-            unsafe { inc_ref(self.payload as *mut ObjectHeader) };
+            unsafe { inc_ref(self.payload.as_ptr::<ObjectHeader>()) };
         }
         Any { type_index: self.type_index, small_len: self.small_len, payload: self.payload }
     }
@@ -185,7 +239,7 @@ impl Drop for Any {
     fn drop(&mut self) {
         if self.type_index >= TypeIndex::OBJECT {
             // SAFETY: we own one strong reference.
-            unsafe { dec_ref(self.payload as *mut ObjectHeader) };
+            unsafe { dec_ref(self.payload.as_ptr::<ObjectHeader>()) };
         }
     }
 }
@@ -199,7 +253,7 @@ impl PartialEq for Any {
 
 impl<'a> PartialEq for AnyView<'a> {
     fn eq(&self, other: &Self) -> bool {
-        self.type_index == other.type_index && self.small_len == other.small_len && self.payload == other.payload
+        self.type_index == other.type_index && self.small_len == other.small_len && self.payload.to_bits() == other.payload.to_bits()
     }
 }
 
@@ -211,29 +265,29 @@ impl std::fmt::Debug for Any {
 
 impl<'a> AnyView<'a> {
     pub const fn none() -> AnyView<'static> {
-        AnyView { type_index: TypeIndex::NONE, small_len: 0, payload: 0, _borrow: PhantomData }
+        AnyView { type_index: TypeIndex::NONE, small_len: 0, payload: Payload::ZERO, _borrow: PhantomData }
     }
     pub fn int(v: i64) -> AnyView<'static> {
-        AnyView { type_index: TypeIndex::INT, small_len: 0, payload: v as u64, _borrow: PhantomData }
+        AnyView { type_index: TypeIndex::INT, small_len: 0, payload: Payload::bits(v as u64), _borrow: PhantomData }
     }
     pub fn float(v: f64) -> AnyView<'static> {
-        AnyView { type_index: TypeIndex::FLOAT, small_len: 0, payload: v.to_bits(), _borrow: PhantomData }
+        AnyView { type_index: TypeIndex::FLOAT, small_len: 0, payload: Payload::bits(v.to_bits()), _borrow: PhantomData }
     }
     pub fn bool(v: bool) -> AnyView<'static> {
-        AnyView { type_index: TypeIndex::BOOL, small_len: 0, payload: v as u64, _borrow: PhantomData }
+        AnyView { type_index: TypeIndex::BOOL, small_len: 0, payload: Payload::bits(v as u64), _borrow: PhantomData }
     }
     /// Borrow a string without copying (strings longer than `u32::MAX` are not viewable).
     pub fn raw_str(s: &'a str) -> AnyView<'a> {
         assert!(s.len() <= u32::MAX as usize, "string too long for a view");
-        AnyView { type_index: TypeIndex::RAW_STR, small_len: s.len() as u32, payload: s.as_ptr() as u64, _borrow: PhantomData }
+        AnyView { type_index: TypeIndex::RAW_STR, small_len: s.len() as u32, payload: Payload::ptr(s.as_ptr()), _borrow: PhantomData }
     }
     pub fn raw_bytes(b: &'a [u8]) -> AnyView<'a> {
         assert!(b.len() <= u32::MAX as usize, "bytes too long for a view");
-        AnyView { type_index: TypeIndex::RAW_BYTES, small_len: b.len() as u32, payload: b.as_ptr() as u64, _borrow: PhantomData }
+        AnyView { type_index: TypeIndex::RAW_BYTES, small_len: b.len() as u32, payload: Payload::ptr(b.as_ptr()), _borrow: PhantomData }
     }
     /// Borrow an object.
     pub fn object(obj: &'a ObjectRef) -> AnyView<'a> {
-        AnyView { type_index: obj.type_index(), small_len: 0, payload: obj.as_ptr() as u64, _borrow: PhantomData }
+        AnyView { type_index: obj.type_index(), small_len: 0, payload: Payload::ptr(obj.as_ptr()), _borrow: PhantomData }
     }
     /// Borrow an object from a raw header pointer.
     ///
@@ -242,7 +296,7 @@ impl<'a> AnyView<'a> {
     pub unsafe fn from_object_ptr(obj: *mut ObjectHeader) -> AnyView<'a> {
         // SAFETY: forwarded.
         let type_index = unsafe { (*obj).type_index };
-        AnyView { type_index, small_len: 0, payload: obj as u64, _borrow: PhantomData }
+        AnyView { type_index, small_len: 0, payload: Payload::ptr(obj), _borrow: PhantomData }
     }
 
     pub fn type_index(&self) -> i32 {
@@ -255,20 +309,20 @@ impl<'a> AnyView<'a> {
         self.type_index >= TypeIndex::OBJECT
     }
     pub fn as_int(&self) -> Option<i64> {
-        (self.type_index == TypeIndex::INT).then_some(self.payload as i64)
+        (self.type_index == TypeIndex::INT).then_some(self.payload.to_bits() as i64)
     }
     pub fn as_bool(&self) -> Option<bool> {
-        (self.type_index == TypeIndex::BOOL).then_some(self.payload != 0)
+        (self.type_index == TypeIndex::BOOL).then_some(self.payload.to_bits() != 0)
     }
     pub fn as_float(&self) -> Option<f64> {
-        (self.type_index == TypeIndex::FLOAT).then_some(f64::from_bits(self.payload))
+        (self.type_index == TypeIndex::FLOAT).then_some(f64::from_bits(self.payload.to_bits()))
     }
     pub fn as_opaque_ptr(&self) -> Option<*mut std::ffi::c_void> {
-        (self.type_index == TypeIndex::OPAQUE_PTR).then_some(self.payload as *mut std::ffi::c_void)
+        (self.type_index == TypeIndex::OPAQUE_PTR).then_some(self.payload.as_ptr::<std::ffi::c_void>())
     }
     /// The object's header pointer, borrowed.
     pub fn as_object_ptr(&self) -> Option<*mut ObjectHeader> {
-        self.is_object().then_some(self.payload as *mut ObjectHeader)
+        self.is_object().then_some(self.payload.as_ptr::<ObjectHeader>())
     }
     /// A new strong reference to the object inside.
     pub fn to_object(&self) -> Option<ObjectRef> {
@@ -309,10 +363,10 @@ impl<'a> AnyView<'a> {
         if matches!(self.type_index, TypeIndex::SMALL_STR | TypeIndex::SMALL_BYTES) {
             // SAFETY: small kinds keep `len <= 7` bytes in the payload, little-endian, so the
             // payload's first bytes are the data; the slice borrows `self`.
-            unsafe { std::slice::from_raw_parts(&self.payload as *const u64 as *const u8, len.min(SMALL_MAX)) }
+            unsafe { std::slice::from_raw_parts(&self.payload as *const Payload as *const u8, len.min(SMALL_MAX)) }
         } else {
             // SAFETY: RAW kinds borrow `len` bytes that live for `'a`, which outlives `&self`.
-            unsafe { std::slice::from_raw_parts(self.payload as *const u8, len) }
+            unsafe { std::slice::from_raw_parts(self.payload.as_ptr::<u8>(), len) }
         }
     }
 
@@ -323,7 +377,7 @@ impl<'a> AnyView<'a> {
             TypeIndex::RAW_BYTES => Any::bytes(self.as_bytes().unwrap_or_default()),
             t if t >= TypeIndex::OBJECT => {
                 // SAFETY: a live borrowed object; the new `Any` owns the reference we add.
-                unsafe { inc_ref(self.payload as *mut ObjectHeader) };
+                unsafe { inc_ref(self.payload.as_ptr::<ObjectHeader>()) };
                 Any { type_index: self.type_index, small_len: self.small_len, payload: self.payload }
             }
             _ => Any { type_index: self.type_index, small_len: self.small_len, payload: self.payload },
@@ -332,13 +386,13 @@ impl<'a> AnyView<'a> {
 
     /// Raw parts, for the C ABI.
     pub fn raw_parts(&self) -> (i32, u32, u64) {
-        (self.type_index, self.small_len, self.payload)
+        (self.type_index, self.small_len, self.payload.expose())
     }
 
     /// # Safety
     /// The parts form a valid cell whose borrowed data outlives `'a`.
     pub unsafe fn from_raw_parts(type_index: i32, small_len: u32, payload: u64) -> AnyView<'a> {
-        AnyView { type_index, small_len, payload, _borrow: PhantomData }
+        AnyView { type_index, small_len, payload: Payload::from_exposed(payload), _borrow: PhantomData }
     }
 
     /// A human name of this value's kind, for error messages ("int", "str", "testing.Pair").
@@ -351,12 +405,12 @@ impl std::fmt::Debug for AnyView<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.type_index {
             TypeIndex::NONE => write!(f, "None"),
-            TypeIndex::INT => write!(f, "{}", self.payload as i64),
-            TypeIndex::BOOL => write!(f, "{}", self.payload != 0),
-            TypeIndex::FLOAT => write!(f, "{}", f64::from_bits(self.payload)),
+            TypeIndex::INT => write!(f, "{}", self.payload.to_bits() as i64),
+            TypeIndex::BOOL => write!(f, "{}", self.payload.to_bits() != 0),
+            TypeIndex::FLOAT => write!(f, "{}", f64::from_bits(self.payload.to_bits())),
             TypeIndex::SMALL_STR | TypeIndex::RAW_STR | TypeIndex::STR => write!(f, "{:?}", self.as_str().unwrap_or("")),
             TypeIndex::SMALL_BYTES | TypeIndex::RAW_BYTES | TypeIndex::BYTES => write!(f, "b{:?}", self.as_bytes().unwrap_or(&[])),
-            t if t >= TypeIndex::OBJECT => write!(f, "<{} at {:#x}>", self.kind_name(), self.payload),
+            t if t >= TypeIndex::OBJECT => write!(f, "<{} at {:#x}>", self.kind_name(), self.payload.to_bits()),
             t => write!(f, "<kind {t}>"),
         }
     }

@@ -61,6 +61,18 @@ pub unsafe trait ExtraItems: Object {
     /// # Safety
     /// `this` points to a value that was initialised (and possibly dropped since).
     unsafe fn item_count(this: *const Self) -> usize;
+
+    /// Called once, right after the items are written, with where they start. A type whose
+    /// accessors read the items through `&self` stores `items` here and reads through it:
+    /// a pointer derived from `&self` may only reach the value itself (Rust's aliasing
+    /// model; Miri rejects reading past the referent), while `items` carries the whole
+    /// allocation's provenance.
+    ///
+    /// # Safety
+    /// `this` points to the initialised value and `items` to its `item_count` items.
+    unsafe fn bind_items(this: *mut Self, items: *mut Self::Item) {
+        let _ = (this, items);
+    }
 }
 
 /// Byte offset of the trailing items and the full allocation layout for `count` items.
@@ -68,7 +80,7 @@ const fn extra_layout<T, I>(count: usize) -> (usize, usize, usize) {
     let align = if align_of::<I>() > align_of::<ObjectBox<T>>() { align_of::<I>() } else { align_of::<ObjectBox<T>>() };
     let align = if align < 8 { 8 } else { align };
     let item_align = align_of::<I>();
-    let offset = (size_of::<ObjectBox<T>>() + item_align - 1) / item_align * item_align;
+    let offset = size_of::<ObjectBox<T>>().div_ceil(item_align) * item_align;
     (offset, offset + count * size_of::<I>(), align)
 }
 
@@ -124,6 +136,7 @@ impl<T: Object> ObjectArc<T> {
                 written += 1;
             }
             assert_eq!(written, count, "ExactSizeIterator yielded fewer items than its len()");
+            T::bind_items(std::ptr::addr_of_mut!((*boxed).value), base);
             debug_assert_eq!(T::item_count(std::ptr::addr_of!((*boxed).value)), count);
             Self::from_raw(obj)
         }

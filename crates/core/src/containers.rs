@@ -24,10 +24,12 @@ macro_rules! builtin_object {
     };
 }
 
-/// A UTF-8 string: `{ len }` then `len` bytes and a NUL (for C).
+/// A UTF-8 string: `{ len, data }` then `len` bytes and a NUL (for C); `data` points at
+/// those trailing bytes.
 #[repr(C)]
 pub struct StrObj {
     len: u64,
+    data: *const u8,
 }
 builtin_object!(StrObj, "tether.Str", TypeIndex::STR);
 
@@ -38,29 +40,36 @@ unsafe impl ExtraItems for StrObj {
         // SAFETY: `len` is a plain u64, readable after drop (trait contract).
         unsafe { (*this).len as usize + 1 }
     }
+    unsafe fn bind_items(this: *mut Self, items: *mut u8) {
+        // SAFETY: `this` is the initialised value (trait contract).
+        unsafe { (*this).data = items };
+    }
 }
+
+// SAFETY: immutable after construction; `data` points into the object's own memory.
+unsafe impl Send for StrObj {}
+// SAFETY: as above.
+unsafe impl Sync for StrObj {}
 
 impl StrObj {
     pub fn new(s: &str) -> ObjectArc<StrObj> {
         let bytes = s.as_bytes().iter().copied().chain(std::iter::once(0u8));
-        ObjectArc::new_with_extra_items(StrObj { len: s.len() as u64 }, ExactLen(bytes, s.len() + 1))
+        ObjectArc::new_with_extra_items(StrObj { len: s.len() as u64, data: std::ptr::null() }, ExactLen(bytes, s.len() + 1))
     }
 
     /// The string; borrows the object.
     pub fn as_str(&self) -> &str {
-        // SAFETY: `self` is the value inside an `ObjectBox<StrObj>` made by `new`, followed by
-        // `len` bytes of UTF-8 at the items offset.
-        unsafe {
-            let items = trailing_items::<StrObj, u8>(self);
-            std::str::from_utf8_unchecked(std::slice::from_raw_parts(items, self.len as usize))
-        }
+        // SAFETY: `data` points at the `len` bytes of UTF-8 `new` wrote after the value; they
+        // live (immutable) as long as the object.
+        unsafe { std::str::from_utf8_unchecked(std::slice::from_raw_parts(self.data, self.len as usize)) }
     }
 }
 
-/// Bytes: `{ len }` then `len` bytes.
+/// Bytes: `{ len, data }` then `len` bytes; `data` points at them.
 #[repr(C)]
 pub struct BytesObj {
     len: u64,
+    data: *const u8,
 }
 builtin_object!(BytesObj, "tether.Bytes", TypeIndex::BYTES);
 
@@ -71,22 +80,32 @@ unsafe impl ExtraItems for BytesObj {
         // SAFETY: plain field (trait contract).
         unsafe { (*this).len as usize }
     }
+    unsafe fn bind_items(this: *mut Self, items: *mut u8) {
+        // SAFETY: `this` is the initialised value (trait contract).
+        unsafe { (*this).data = items };
+    }
 }
+
+// SAFETY: immutable after construction; `data` points into the object's own memory.
+unsafe impl Send for BytesObj {}
+// SAFETY: as above.
+unsafe impl Sync for BytesObj {}
 
 impl BytesObj {
     pub fn new(b: &[u8]) -> ObjectArc<BytesObj> {
-        ObjectArc::new_with_extra_items(BytesObj { len: b.len() as u64 }, b.iter().copied())
+        ObjectArc::new_with_extra_items(BytesObj { len: b.len() as u64, data: std::ptr::null() }, b.iter().copied())
     }
     pub fn as_bytes(&self) -> &[u8] {
         // SAFETY: as in `StrObj::as_str`.
-        unsafe { std::slice::from_raw_parts(trailing_items::<BytesObj, u8>(self), self.len as usize) }
+        unsafe { std::slice::from_raw_parts(self.data, self.len as usize) }
     }
 }
 
-/// An immutable array of `Any`: `{ len }` then `len` cells.
+/// An immutable array of `Any`: `{ len, data }` then `len` cells; `data` points at them.
 #[repr(C)]
 pub struct ArrayObj {
     len: u64,
+    data: *const Any,
 }
 builtin_object!(ArrayObj, "tether.Array", TypeIndex::ARRAY);
 
@@ -97,11 +116,20 @@ unsafe impl ExtraItems for ArrayObj {
         // SAFETY: plain field (trait contract).
         unsafe { (*this).len as usize }
     }
+    unsafe fn bind_items(this: *mut Self, items: *mut Any) {
+        // SAFETY: `this` is the initialised value (trait contract).
+        unsafe { (*this).data = items };
+    }
 }
+
+// SAFETY: immutable after construction; the cells are `Any`, which is Send + Sync.
+unsafe impl Send for ArrayObj {}
+// SAFETY: as above.
+unsafe impl Sync for ArrayObj {}
 
 impl ArrayObj {
     pub fn new(items: Vec<Any>) -> ObjectArc<ArrayObj> {
-        ObjectArc::new_with_extra_items(ArrayObj { len: items.len() as u64 }, items.into_iter())
+        ObjectArc::new_with_extra_items(ArrayObj { len: items.len() as u64, data: std::ptr::null() }, items.into_iter())
     }
     pub fn len(&self) -> usize {
         self.len as usize
@@ -110,8 +138,8 @@ impl ArrayObj {
         self.len == 0
     }
     pub fn items(&self) -> &[Any] {
-        // SAFETY: as in `StrObj::as_str`: `len` initialised cells follow the value.
-        unsafe { std::slice::from_raw_parts(trailing_items::<ArrayObj, Any>(self), self.len as usize) }
+        // SAFETY: as in `StrObj::as_str`: `data` points at `len` initialised cells.
+        unsafe { std::slice::from_raw_parts(self.data, self.len as usize) }
     }
     pub fn get(&self, i: i64) -> Result<&Any> {
         let n = self.len as i64;
@@ -123,14 +151,16 @@ impl ArrayObj {
     }
 }
 
-/// An immutable insertion-ordered map: `{ len, index_cap }` then `len` (key, value) pairs,
-/// then an open-addressing index of `index_cap` u32 slots (0 = empty, else position + 1).
+/// An immutable insertion-ordered map: `{ len, index_cap, data }` then `len` (key, value)
+/// pairs (where `data` points), then an open-addressing index of `index_cap` u32 slots
+/// (0 = empty, else position + 1; no index when `len <= 8`: lookups scan).
 /// The hash is tether's own (FNV-1a over the key's canonical bytes), so every copy of the
 /// core finds the same slots.
 #[repr(C)]
 pub struct MapObj {
     len: u64,
     index_cap: u64,
+    data: *mut MapItem,
 }
 builtin_object!(MapObj, "tether.Map", TypeIndex::MAP);
 
@@ -142,6 +172,22 @@ pub union MapItem {
 }
 const _: () = assert!(std::mem::size_of::<MapItem>() == 32);
 
+/// Body layouts (tether.h declares the same): the trailing items start right after the body.
+const _: () = {
+    use crate::arc::ObjectBox;
+    use std::mem::{offset_of, size_of};
+    assert!(size_of::<StrObj>() == 16 && offset_of!(StrObj, len) == 0 && offset_of!(StrObj, data) == 8);
+    assert!(size_of::<BytesObj>() == 16 && offset_of!(BytesObj, len) == 0 && offset_of!(BytesObj, data) == 8);
+    assert!(size_of::<ArrayObj>() == 16 && offset_of!(ArrayObj, len) == 0 && offset_of!(ArrayObj, data) == 8);
+    assert!(size_of::<MapObj>() == 24);
+    assert!(offset_of!(MapObj, len) == 0 && offset_of!(MapObj, index_cap) == 8 && offset_of!(MapObj, data) == 16);
+    assert!(size_of::<ObjectBox<StrObj>>() == 40);
+    assert!(size_of::<ObjectBox<ArrayObj>>() == 40);
+    assert!(size_of::<ObjectBox<MapObj>>() == 48);
+    assert!(size_of::<OpaqueObj>() == 24);
+    assert!(offset_of!(OpaqueObj, ptr) == 0 && offset_of!(OpaqueObj, finalize) == 8 && offset_of!(OpaqueObj, owner) == 16);
+};
+
 // SAFETY: `item_count` reads the plain fields only.
 unsafe impl ExtraItems for MapObj {
     type Item = MapItem;
@@ -149,14 +195,23 @@ unsafe impl ExtraItems for MapObj {
         // SAFETY: plain fields (trait contract).
         unsafe { (*this).len as usize + (*this).index_cap as usize / 8 }
     }
+    unsafe fn bind_items(this: *mut Self, items: *mut MapItem) {
+        // SAFETY: `this` is the initialised value (trait contract).
+        unsafe { (*this).data = items };
+    }
 }
+
+// SAFETY: immutable after construction; keys and values are `Any`, which is Send + Sync.
+unsafe impl Send for MapObj {}
+// SAFETY: as above.
+unsafe impl Sync for MapObj {}
 
 impl Drop for MapObj {
     fn drop(&mut self) {
         // SAFETY: the first `len` items are pairs (the union's `pair` field); the index rows
         // hold plain integers. `MapItem` has no drop glue, so each pair is dropped here, once.
         unsafe {
-            let items = trailing_items::<MapObj, MapItem>(self) as *mut MapItem;
+            let items = self.data;
             for i in 0..self.len as usize {
                 std::mem::ManuallyDrop::drop(&mut (*items.add(i)).pair);
             }
@@ -213,7 +268,8 @@ impl MapObj {
         // Index: power of two >= 2 * len, in rows of 8 slots (0 when tiny: linear scan).
         let index_cap = if len <= 8 { 0 } else { (2 * len).next_power_of_two().max(8) };
         let mut slots = vec![0u32; index_cap];
-        for (pos, (k, _)) in unique.iter().enumerate() {
+        // Small maps have no index (their lookups scan), so nothing to fill.
+        for (pos, (k, _)) in unique.iter().enumerate().filter(|_| index_cap > 0) {
             let mut i = key_hash(&k.view()) as usize & (index_cap - 1);
             while slots[i] != 0 {
                 i = (i + 1) & (index_cap - 1);
@@ -223,7 +279,7 @@ impl MapObj {
         let pairs = unique.into_iter().map(|(k, v)| MapItem { pair: std::mem::ManuallyDrop::new([k, v]) });
         let rows = slots.chunks(8).map(|row| MapItem { slots: row.try_into().expect("rows of 8") });
         let items: Vec<MapItem> = pairs.chain(rows).collect();
-        ObjectArc::new_with_extra_items(MapObj { len: len as u64, index_cap: index_cap as u64 }, items.into_iter())
+        ObjectArc::new_with_extra_items(MapObj { len: len as u64, index_cap: index_cap as u64, data: std::ptr::null_mut() }, items.into_iter())
     }
 
     pub fn len(&self) -> usize {
@@ -235,13 +291,17 @@ impl MapObj {
 
     /// The (key, value) pairs in insertion order.
     pub fn entries(&self) -> impl ExactSizeIterator<Item = (&Any, &Any)> + '_ {
-        // SAFETY: the first `len` items are initialised pairs.
-        let items = unsafe { std::slice::from_raw_parts(trailing_items::<MapObj, MapItem>(self), self.len as usize) };
-        items.iter().map(|it| {
-            // SAFETY: these items are pairs (see above).
+        self.pairs().iter().map(|it| {
+            // SAFETY: the first `len` items are pairs.
             let pair = unsafe { &it.pair };
             (&pair[0], &pair[1])
         })
+    }
+
+    /// The first `len` items: the (key, value) pairs.
+    fn pairs(&self) -> &[MapItem] {
+        // SAFETY: `data` points at `len` initialised pairs that live as long as the object.
+        unsafe { std::slice::from_raw_parts(self.data, self.len as usize) }
     }
 
     pub fn get(&self, key: &AnyView<'_>) -> Option<&Any> {
@@ -250,19 +310,15 @@ impl MapObj {
             return self.entries().find(|(k, _)| key_eq(&k.view(), key)).map(|(_, v)| v);
         }
         // SAFETY: items `len .. len + cap/8` are rows of index slots.
-        let slots = unsafe {
-            std::slice::from_raw_parts(
-                trailing_items::<MapObj, MapItem>(self).add(self.len as usize) as *const u32,
-                cap,
-            )
-        };
+        let slots = unsafe { std::slice::from_raw_parts(self.data.add(self.len as usize) as *const u32, cap) };
         let mut i = key_hash(key) as usize & (cap - 1);
         loop {
             let s = slots[i];
             if s == 0 {
                 return None;
             }
-            let (k, v) = self.entries().nth(s as usize - 1)?;
+            // SAFETY: index slots name positions of pairs.
+            let [k, v] = unsafe { &*self.pairs().get(s as usize - 1)?.pair };
             if key_eq(&k.view(), key) {
                 return Some(v);
             }
@@ -295,18 +351,6 @@ impl Drop for OpaqueObj {
             unsafe { f(self.ptr) };
         }
     }
-}
-
-/// Where the trailing items of `T`'s object start.
-///
-/// # Safety
-/// `value` is the value inside an `ObjectBox<T>` made by `new_with_extra_items`.
-unsafe fn trailing_items<T: ExtraItems, I>(value: &T) -> *const I {
-    let value_offset = std::mem::offset_of!(crate::arc::ObjectBox<T>, value);
-    let align = std::mem::align_of::<I>();
-    let offset = std::mem::size_of::<crate::arc::ObjectBox<T>>().div_ceil(align) * align;
-    // SAFETY: the box starts `value_offset` bytes before the value; items at `offset`.
-    unsafe { (value as *const T as *const u8).sub(value_offset).add(offset) as *const I }
 }
 
 /// An iterator with a known length (for chained iterators whose length std can't see).

@@ -48,6 +48,16 @@ pub struct ErrorObj {
     pub payload: Any,
 }
 
+const _: () = {
+    assert!(std::mem::size_of::<ErrorObj>() == 64);
+    assert!(std::mem::offset_of!(ErrorObj, kind) == 0);
+    assert!(std::mem::offset_of!(ErrorObj, message) == 16);
+    assert!(std::mem::offset_of!(ErrorObj, backtrace) == 32);
+    assert!(std::mem::offset_of!(ErrorObj, payload) == 48);
+    // The body starts right after the 24-byte header.
+    assert!(std::mem::offset_of!(crate::arc::ObjectBox<ErrorObj>, value) == 24);
+};
+
 impl Object for ErrorObj {
     const TYPE_KEY: &'static str = "tether.Error";
     fn type_index() -> i32 {
@@ -130,13 +140,7 @@ impl Error {
 impl Any {
     /// The string inside this cell, or "" (used for error fields, which always hold strings).
     pub(crate) fn view_str(&self) -> &str {
-        // The borrow of `self` keeps any `Str` object alive; small strings live in `self`.
-        let view = self.view();
-        match view.as_str() {
-            // SAFETY: the data lives in `self` (inline) or in an object `self` owns.
-            Some(s) => unsafe { &*(s as *const str) },
-            None => "",
-        }
+        self.as_str().unwrap_or("")
     }
 }
 

@@ -34,7 +34,8 @@ unsafe extern "C" fn api_free_object(obj: *mut ObjectHeader, size: usize, align:
 }
 unsafe extern "C" fn api_register_allocator(a: AllocateFn, f: FreeFn, ctx: *mut c_void, out_tag: *mut u32) -> i32 {
     ffi_status(|| {
-        let tag = alloc::register_allocator(a, f, ctx)?;
+        // SAFETY: the C caller vouches for its allocator (ABI contract).
+        let tag = unsafe { alloc::register_allocator(a, f, ctx) }?;
         // SAFETY: the caller passes a writable u32.
         unsafe { out_tag.write(tag) };
         Ok(())

@@ -39,6 +39,18 @@ pub struct FunctionObj {
     pub drop_data: Option<DataDropFn>,
 }
 
+const _: () = {
+    assert!(std::mem::size_of::<FunctionObj>() == 64);
+    assert!(std::mem::offset_of!(FunctionObj, safe_call) == 0);
+    assert!(std::mem::offset_of!(FunctionObj, flags) == 8);
+    assert!(std::mem::offset_of!(FunctionObj, arity) == 12);
+    assert!(std::mem::offset_of!(FunctionObj, name) == 16);
+    assert!(std::mem::offset_of!(FunctionObj, doc) == 32);
+    assert!(std::mem::offset_of!(FunctionObj, data) == 48);
+    assert!(std::mem::offset_of!(FunctionObj, drop_data) == 56);
+    assert!(std::mem::offset_of!(crate::arc::ObjectBox<FunctionObj>, value) == 24);
+};
+
 impl Object for FunctionObj {
     const TYPE_KEY: &'static str = "tether.Function";
     fn type_index() -> i32 {
@@ -89,6 +101,38 @@ unsafe extern "C" fn packed_safe_call(handle: *mut ObjectHeader, args: *const An
     }
 }
 
+unsafe extern "C" fn typed_safe_call<Marker, F: TypedFn<Marker>>(
+    handle: *mut ObjectHeader,
+    args: *const AnyView<'_>,
+    n: i32,
+    result: *mut Any,
+) -> i32 {
+    // SAFETY: `handle` is a live Function whose `data` is the `F` boxed by `from_typed`;
+    // `args` holds `n` cells; `result` is a writable cell.
+    let outcome = catch_panic(|| unsafe {
+        let func = &(*(handle as *const crate::arc::ObjectBox<FunctionObj>)).value;
+        let f = &*(func.data as *const F);
+        let args = if n <= 0 { &[][..] } else { std::slice::from_raw_parts(args, n as usize) };
+        f.call_packed(func.name.view_str(), args)
+    });
+    match outcome {
+        Ok(value) => {
+            // SAFETY: the caller's result cell holds None (no drop needed) and is ours to fill.
+            unsafe { result.write(value) };
+            0
+        }
+        Err(e) => {
+            set_last_error(e);
+            -1
+        }
+    }
+}
+
+unsafe extern "C" fn drop_typed<F>(data: *mut c_void) {
+    // SAFETY: `data` is the `Box<F>` leaked in `from_typed`.
+    drop(unsafe { Box::from_raw(data as *mut F) });
+}
+
 unsafe extern "C" fn drop_packed(data: *mut c_void) {
     // SAFETY: `data` is the `Box<Packed>` leaked in `from_packed`.
     drop(unsafe { Box::from_raw(data as *mut Packed) });
@@ -100,21 +144,20 @@ impl Function {
     where
         F: Fn(&[AnyView<'_>]) -> Result<Any> + Send + Sync + 'static,
     {
-        Self::from_packed_with_arity(name, -1, Box::new(f))
-    }
-
-    fn from_packed_with_arity(name: &str, arity: i32, f: Packed) -> Function {
-        let data = Box::into_raw(Box::new(f)) as *mut c_void;
+        let packed: Packed = Box::new(f);
+        let data = Box::into_raw(Box::new(packed)) as *mut c_void;
         // SAFETY: `packed_safe_call` reads exactly this payload; `drop_packed` frees it.
-        unsafe { Function::from_raw_parts(packed_safe_call, data, Some(drop_packed), name, arity, 0) }
+        unsafe { Function::from_raw_parts(packed_safe_call, data, Some(drop_packed), name, -1, 0) }
     }
 
     /// A typed closure: arguments convert by [`FromArg`], the result by [`IntoRet`]; a
     /// mismatch is a TypeError naming the position, the expected and the actual kind.
+    /// The closure is called through a `safe_call` made for its type: one indirect call.
     pub fn from_typed<Marker, F: TypedFn<Marker>>(name: &str, f: F) -> Function {
-        let owned_name = name.to_string();
-        let arity = F::ARITY as i32;
-        Self::from_packed_with_arity(name, arity, Box::new(move |args| f.call_packed(&owned_name, args)))
+        let data = Box::into_raw(Box::new(f)) as *mut c_void;
+        // SAFETY: `typed_safe_call::<Marker, F>` reads exactly this payload; `drop_typed::<F>`
+        // frees it.
+        unsafe { Function::from_raw_parts(typed_safe_call::<Marker, F>, data, Some(drop_typed::<F>), name, F::ARITY as i32, 0) }
     }
 
     /// Build a function from its ABI parts (C functions, frontend callbacks).
@@ -241,7 +284,7 @@ static GLOBALS: RwLock<BTreeMap<String, Function>> = RwLock::new(BTreeMap::new()
 /// Register `f` under `name`. Fails if the name is taken, unless `allow_override`.
 pub fn register_global(name: &str, f: Function, allow_override: bool) -> Result<()> {
     if let Some(api) = plugin::host_api() {
-        let name = crate::plugin::ByteSlice::from_str(name);
+        let name = crate::plugin::ByteSlice::of(name);
         let raw = crate::arc::ObjectRef::from(f.0).into_raw();
         // SAFETY: host table entry; it takes a new reference of its own, ours is dropped below.
         let rc = unsafe { (api.register_global)(name, raw, allow_override as i32) };
@@ -262,7 +305,7 @@ pub fn register_global(name: &str, f: Function, allow_override: bool) -> Result<
 pub fn get_global(name: &str) -> Option<Function> {
     if let Some(api) = plugin::host_api() {
         // SAFETY: host table entry; returns an owned reference or null.
-        let raw = unsafe { (api.get_global)(crate::plugin::ByteSlice::from_str(name)) };
+        let raw = unsafe { (api.get_global)(crate::plugin::ByteSlice::of(name)) };
         // SAFETY: an owned reference to a Function.
         return (!raw.is_null()).then(|| Function(unsafe { ObjectArc::from_raw(raw) }));
     }

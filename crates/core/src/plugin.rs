@@ -33,11 +33,11 @@ pub struct ByteSlice {
 }
 
 impl ByteSlice {
-    pub fn from_str(s: &str) -> ByteSlice {
+    pub fn of(s: &str) -> ByteSlice {
         ByteSlice { ptr: s.as_ptr(), len: s.len() }
     }
     pub fn from_static(s: &'static str) -> ByteSlice {
-        Self::from_str(s)
+        Self::of(s)
     }
     pub const fn empty() -> ByteSlice {
         ByteSlice { ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(), len: 0 }
@@ -154,7 +154,7 @@ impl ModuleBuilder {
     /// Export `func` as module attribute `name`.
     pub fn function(&mut self, name: &str, func: Function) -> Result<&mut Self> {
         // SAFETY: host table entry; it takes its own reference to `func`.
-        let rc = unsafe { (self.api.module_add_function)(self.module, ByteSlice::from_str(name), func.as_object_ptr()) };
+        let rc = unsafe { (self.api.module_add_function)(self.module, ByteSlice::of(name), func.as_object_ptr()) };
         if rc != 0 {
             return Err(crate::error::take_last_error());
         }

@@ -105,6 +105,11 @@ pub enum Previous {
 pub unsafe trait TieHost {
     /// A strong language handle to a wrapper.
     type Handle;
+    /// True when every transition of this host's slots happens under one lock that every
+    /// caller of [`tie`] already holds (CPython's GIL; a Node env's JS thread). Then an Active
+    /// word can be read and revived without locking the slot: the fast path of every return.
+    /// Only the allocator's free hook runs elsewhere, and it touches Inactive words only.
+    const SERIALIZED: bool = false;
     /// Try to get a strong handle from an Active word; `None` if the wrapper is dying.
     ///
     /// # Safety
@@ -156,7 +161,23 @@ impl Drop for Locked<'_> {
 
 /// Return `obj` (an owned +1) to the language: the canonical wrapper if one is alive,
 /// otherwise a new one tied into the slot. Consumes `obj` either way.
+#[inline]
 pub fn tie<H: TieHost>(host: &H, slot: &SlotPrefix, obj: ObjectRef) -> Result<H::Handle> {
+    if H::SERIALIZED {
+        let word = slot.slot.load(Ordering::Acquire);
+        if word != 0 && word & TAG_MASK == 0 {
+            // SAFETY: an Active word; the host's lock (held by the caller, see `SERIALIZED`)
+            // keeps it from changing while we revive.
+            if let Some(handle) = unsafe { host.revive(word) } {
+                drop(obj); // the canonical wrapper already owns its +1
+                return Ok(handle);
+            }
+        }
+    }
+    tie_locked(host, slot, obj)
+}
+
+fn tie_locked<H: TieHost>(host: &H, slot: &SlotPrefix, obj: ObjectRef) -> Result<H::Handle> {
     let word = lock(slot);
     let mut guard = Locked { slot, restore: word };
     let previous = if word == 0 {

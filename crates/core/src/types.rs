@@ -60,6 +60,32 @@ pub struct TypeInfo {
     pub constructor: *mut ObjectHeader,
 }
 
+const _: () = {
+    assert!(std::mem::size_of::<TypeInfo>() == 96);
+    assert!(std::mem::offset_of!(TypeInfo, index) == 0);
+    assert!(std::mem::offset_of!(TypeInfo, depth) == 4);
+    assert!(std::mem::offset_of!(TypeInfo, parent) == 8);
+    assert!(std::mem::offset_of!(TypeInfo, key) == 16);
+    assert!(std::mem::offset_of!(TypeInfo, doc) == 32);
+    assert!(std::mem::offset_of!(TypeInfo, ancestors) == 48);
+    assert!(std::mem::offset_of!(TypeInfo, fields) == 56);
+    assert!(std::mem::offset_of!(TypeInfo, n_fields) == 64);
+    assert!(std::mem::offset_of!(TypeInfo, methods) == 72);
+    assert!(std::mem::offset_of!(TypeInfo, n_methods) == 80);
+    assert!(std::mem::offset_of!(TypeInfo, constructor) == 88);
+    assert!(std::mem::size_of::<FieldInfo>() == 64);
+    assert!(std::mem::offset_of!(FieldInfo, name) == 0);
+    assert!(std::mem::offset_of!(FieldInfo, doc) == 16);
+    assert!(std::mem::offset_of!(FieldInfo, type_hint) == 32);
+    assert!(std::mem::offset_of!(FieldInfo, getter) == 48);
+    assert!(std::mem::offset_of!(FieldInfo, setter) == 56);
+    assert!(std::mem::size_of::<MethodInfo>() == 48);
+    assert!(std::mem::offset_of!(MethodInfo, name) == 0);
+    assert!(std::mem::offset_of!(MethodInfo, doc) == 16);
+    assert!(std::mem::offset_of!(MethodInfo, func) == 32);
+    assert!(std::mem::offset_of!(MethodInfo, is_static) == 40);
+};
+
 // SAFETY: published infos are immutable and everything they point to is leaked, never freed.
 unsafe impl Sync for TypeInfo {}
 // SAFETY: as above.
@@ -166,6 +192,8 @@ struct Writer {
     next_user: i32,
 }
 static WRITER: Mutex<Option<Writer>> = Mutex::new(None);
+/// Infos replaced by a later publication; never freed (readers may hold them).
+static RETIRED: Mutex<Vec<&'static TypeInfo>> = Mutex::new(Vec::new());
 
 fn leak_str(s: &str) -> ByteSlice {
     ByteSlice::from_static(Box::leak(s.to_string().into_boxed_str()))
@@ -202,7 +230,7 @@ pub fn type_key(index: i32) -> Option<&'static str> {
 pub fn type_index_of(key: &str) -> Option<i32> {
     if let Some(api) = plugin::host_api() {
         // SAFETY: host table entry.
-        let i = unsafe { (api.type_index_of)(ByteSlice::from_str(key)) };
+        let i = unsafe { (api.type_index_of)(ByteSlice::of(key)) };
         return (i >= 0).then_some(i);
     }
     crate::init();
@@ -216,7 +244,14 @@ pub(crate) fn local_type_index_of(key: &str) -> Option<i32> {
 /// Every registered type key with its index, in index order.
 pub fn list_types() -> Vec<(i32, &'static str)> {
     crate::init();
-    (0..MAX_TYPES as i32).filter_map(|i| type_info(i).map(|t| (i, t.key()))).collect()
+    // Only indices below the next unassigned one can be registered: no need to scan the
+    // whole table (in a plugin the host's table is scanned, its bound being unknown here).
+    let end = if plugin::is_plugin() {
+        MAX_TYPES as i32
+    } else {
+        WRITER.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map_or(TypeIndex::FIRST_USER, |w| w.next_user)
+    };
+    (0..end).filter_map(|i| type_info(i).map(|t| (i, t.key()))).collect()
 }
 
 /// Is an object of type `index` an instance of `target` (itself or a subtype)?
@@ -239,7 +274,7 @@ pub fn is_instance(index: i32, target: i32) -> bool {
 pub fn register_type_key(key: &str, parent: i32) -> Result<i32> {
     if let Some(api) = plugin::host_api() {
         // SAFETY: host table entry.
-        let i = unsafe { (api.register_type_key)(ByteSlice::from_str(key), parent) };
+        let i = unsafe { (api.register_type_key)(ByteSlice::of(key), parent) };
         return if i >= 0 { Ok(i) } else { Err(crate::error::take_last_error()) };
     }
     local_register_type_key(key, parent, None)
@@ -318,6 +353,8 @@ pub(crate) fn local_publish_type_info(info: &'static TypeInfo) -> Result<i32> {
     }
     if !current.is_reflected() {
         slot.store(info as *const TypeInfo as *mut TypeInfo, Ordering::Release);
+        // Readers may still hold the key-only info it replaces: keep it, reachable.
+        RETIRED.lock().unwrap_or_else(|e| e.into_inner()).push(current);
     }
     Ok(info.index)
 }

@@ -1,0 +1,88 @@
+//! Errors: kinds, messages, payloads, the thread-local raised slot, and panics turned into
+//! `RustPanic` errors at every extern "C" boundary.
+
+mod common;
+
+use tether_core::error::{catch_panic, ffi_status, set_last_error, take_last_error};
+use tether_core::{Any, AnyView, Error, ErrorKind, Function, TypeIndex};
+
+#[test]
+fn errors_carry_kind_message_and_payload() {
+    let _g = common::serial();
+    let e = Error::new("KeyError", "k");
+    assert_eq!((e.kind(), e.message()), ("KeyError", "k"));
+    assert!(e.payload().is_none());
+    let e = Error::with_payload("ValueError", "with payload", Any::int(7));
+    assert_eq!(e.payload().view().as_int(), Some(7));
+    for (kind, e) in [
+        (ErrorKind::TypeError, Error::type_error("m")),
+        (ErrorKind::ValueError, Error::value("m")),
+        (ErrorKind::IndexError, Error::index("m")),
+        (ErrorKind::KeyError, Error::key("m")),
+        (ErrorKind::AttributeError, Error::attribute("m")),
+        (ErrorKind::RuntimeError, Error::runtime("m")),
+    ] {
+        assert_eq!(e.kind(), kind.as_str());
+    }
+    assert_eq!(format!("{}", Error::value("bad")), "ValueError: bad");
+    let obj = Error::value("as an object").into_object();
+    assert_eq!(obj.type_index(), TypeIndex::ERROR);
+    let back = Error::from_object(obj).unwrap();
+    assert_eq!(back.message(), "as an object");
+}
+
+#[test]
+fn short_kinds_and_messages_stay_valid() {
+    // Short strings live inline in the error's cells: they must be read in place.
+    let _g = common::serial();
+    let e = Error::new("X", "ab");
+    let (kind, message) = (e.kind().to_string(), e.message().to_string());
+    assert_eq!((kind.as_str(), message.as_str()), ("X", "ab"));
+}
+
+#[test]
+fn the_raised_slot_is_per_thread_and_taken_once() {
+    let _g = common::serial();
+    set_last_error(Error::index("first"));
+    set_last_error(Error::index("second"));
+    std::thread::spawn(|| {
+        let e = take_last_error();
+        assert_eq!(e.kind(), "RuntimeError", "another thread sees its own empty slot");
+        assert!(e.message().contains("without raising"), "{}", e.message());
+    })
+    .join()
+    .unwrap();
+    assert_eq!(take_last_error().message(), "second", "a new error replaces the old one");
+    assert_eq!(take_last_error().kind(), "RuntimeError", "taken once");
+}
+
+#[test]
+fn panics_become_rust_panic_errors_with_their_message() {
+    let _g = common::serial();
+    let r: tether_core::Result<()> = catch_panic(|| panic!("static message"));
+    let e = r.unwrap_err();
+    assert_eq!((e.kind(), e.message()), ("RustPanic", "static message"));
+    let r: tether_core::Result<()> = catch_panic(|| panic!("formatted {}", 42));
+    assert_eq!(r.unwrap_err().message(), "formatted 42");
+    let r: tether_core::Result<()> = catch_panic(|| std::panic::panic_any(17u8));
+    assert_eq!(r.unwrap_err().message(), "Rust panic with a non-string payload");
+
+    assert_eq!(ffi_status(|| panic!("through ffi")), -1);
+    assert_eq!(take_last_error().message(), "through ffi");
+    assert_eq!(ffi_status(|| Ok(())), 0);
+
+    let f = Function::from_typed("tests.boom", |s: String| -> i64 { panic!("boom: {s}") });
+    let e = f.call(&[AnyView::raw_str("x")]).unwrap_err();
+    assert_eq!((e.kind(), e.message()), ("RustPanic", "boom: x"));
+    assert_eq!(f.call(&[AnyView::raw_str("y")]).unwrap_err().message(), "boom: y", "still callable after a panic");
+}
+
+#[test]
+fn errors_returned_as_values_are_objects() {
+    let _g = common::serial();
+    let f = Function::from_typed("tests.make_error", || Error::key("as a value"));
+    let v = f.call(&[]).unwrap();
+    assert_eq!(v.type_index(), TypeIndex::ERROR);
+    let e = Error::from_object(v.into_object().unwrap()).unwrap();
+    assert_eq!(e.kind(), "KeyError");
+}

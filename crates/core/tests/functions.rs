@@ -1,0 +1,159 @@
+//! Functions: the safe_call ABI, typed closures with TypeErrors that name the position and
+//! kinds, arity errors, packed and raw functions, and the global registry.
+
+mod common;
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tether_core::function::{get_global, list_globals, register_global, remove_global, FUNC_LEAF};
+use tether_core::testing::Pair;
+use tether_core::{Any, AnyView, Function, ObjectArc, ObjectHeader, TypeIndex};
+
+#[test]
+fn typed_closures_convert_arguments_and_results() {
+    let _g = common::serial();
+    let f = Function::from_typed("tests.mix", |a: i64, b: f64, s: String, flag: bool| {
+        format!("{a}/{b}/{s}/{flag}")
+    });
+    assert_eq!(f.arity(), 4);
+    assert_eq!(f.name(), "tests.mix");
+    let r = f.call(&[AnyView::int(1), AnyView::int(2), AnyView::raw_str("x"), AnyView::bool(true)]).unwrap();
+    assert_eq!(r.as_str(), Some("1/2/x/true"));
+    let unit = Function::from_typed("tests.unit", || ());
+    assert!(unit.call(&[]).unwrap().is_none());
+    let opt = Function::from_typed("tests.opt", |x: Option<i64>| x.map(|v| v * 2));
+    assert_eq!(opt.call(&[AnyView::int(4)]).unwrap().view().as_int(), Some(8));
+    assert!(opt.call(&[AnyView::none()]).unwrap().is_none());
+    let obj = Function::from_typed("tests.first", |p: ObjectArc<Pair>| p.first());
+    let p = Any::object(Pair::new(Any::int(9), Any::none()).into());
+    assert_eq!(obj.call(&[p.view()]).unwrap().view().as_int(), Some(9));
+}
+
+#[test]
+fn type_errors_name_the_position_the_expected_and_the_actual_kind() {
+    let _g = common::serial();
+    let f = Function::from_typed("tests.f", |_a: i64, _b: String, _p: ObjectArc<Pair>| ());
+    let p = Any::object(Pair::new(Any::none(), Any::none()).into());
+    let cases: [(Vec<AnyView<'_>>, &str); 3] = [
+        (vec![AnyView::float(1.5), AnyView::raw_str("s"), p.view()], "tests.f() argument 1: expected int, got float"),
+        (vec![AnyView::int(1), AnyView::bool(false), p.view()], "tests.f() argument 2: expected str, got bool"),
+        (vec![AnyView::int(1), AnyView::raw_str("s"), AnyView::none()], "tests.f() argument 3: expected testing.Pair, got None"),
+    ];
+    for (args, message) in cases {
+        let e = f.call(&args).unwrap_err();
+        assert_eq!((e.kind(), e.message()), ("TypeError", message));
+    }
+    let s = Any::str("a string object, not a pair");
+    let e = f.call(&[AnyView::int(1), AnyView::raw_str("s"), s.view()]).unwrap_err();
+    assert_eq!(e.message(), "tests.f() argument 3: expected testing.Pair, got str");
+}
+
+#[test]
+fn wrong_arity_is_a_type_error() {
+    let _g = common::serial();
+    let f = Function::from_typed("tests.two", |a: i64, b: i64| a + b);
+    let e = f.call(&[AnyView::int(1)]).unwrap_err();
+    assert_eq!((e.kind(), e.message()), ("TypeError", "tests.two() takes 2 arguments but 1 were given"));
+    let e = f.call(&[AnyView::int(1), AnyView::int(2), AnyView::int(3)]).unwrap_err();
+    assert_eq!(e.message(), "tests.two() takes 2 arguments but 3 were given");
+    let one = Function::from_typed("tests.one", |a: i64| a);
+    assert_eq!(one.call(&[]).unwrap_err().message(), "tests.one() takes 1 argument but 0 were given");
+}
+
+#[test]
+fn packed_functions_see_raw_cells_and_flags_and_docs_stick() {
+    let _g = common::serial();
+    let f = Function::from_packed("tests.count", |args| Ok(Any::int(args.len() as i64))).leaf().with_doc("Counts.");
+    assert_eq!(f.arity(), -1, "variadic");
+    assert_eq!(f.flags() & FUNC_LEAF, FUNC_LEAF);
+    assert_eq!(f.doc(), "Counts.");
+    assert_eq!(f.call(&[AnyView::none(); 5]).unwrap().view().as_int(), Some(5));
+    let g = Function::from_typed("tests.g", |a: i64| a);
+    assert_eq!((g.flags(), g.doc()), (0, ""));
+}
+
+#[test]
+fn safe_call_is_callable_directly_through_the_abi() {
+    let _g = common::serial();
+    let f = Function::from_typed("tests.neg", |a: i64| -a);
+    let args = [AnyView::int(5)];
+    let mut result = Any::none();
+    // SAFETY: a live Function, one argument cell, a None result cell we own afterwards.
+    let rc = unsafe { (f.0.safe_call)(f.as_object_ptr(), args.as_ptr(), 1, &mut result) };
+    assert_eq!(rc, 0);
+    assert_eq!(result.view().as_int(), Some(-5));
+    // SAFETY: as above; the call fails and leaves its error in this thread's slot.
+    let rc = unsafe { (f.0.safe_call)(f.as_object_ptr(), args.as_ptr(), 0, &mut result) };
+    assert_ne!(rc, 0);
+    let e = tether_core::error::take_last_error();
+    assert_eq!(e.kind(), "TypeError");
+}
+
+static DATA_DROPS: AtomicUsize = AtomicUsize::new(0);
+
+unsafe extern "C" fn add_offset(handle: *mut ObjectHeader, args: *const AnyView<'_>, n: i32, result: *mut Any) -> i32 {
+    // SAFETY: `handle` is a Function made by `from_raw_parts` below; its data is a leaked i64.
+    let offset = unsafe { *((*(handle as *const tether_core::arc::ObjectBox<tether_core::function::FunctionObj>)).value.data as *const i64) };
+    // SAFETY: `n` cells.
+    let args = unsafe { std::slice::from_raw_parts(args, n as usize) };
+    match args.first().and_then(|a| a.as_int()) {
+        Some(v) => {
+            // SAFETY: the caller's None result cell.
+            unsafe { result.write(Any::int(v + offset)) };
+            0
+        }
+        None => {
+            tether_core::error::set_last_error(tether_core::Error::type_error("need an int"));
+            -1
+        }
+    }
+}
+
+unsafe extern "C" fn drop_offset(data: *mut c_void) {
+    DATA_DROPS.fetch_add(1, Ordering::SeqCst);
+    // SAFETY: leaked by the test below.
+    drop(unsafe { Box::from_raw(data as *mut i64) });
+}
+
+#[test]
+fn raw_functions_carry_data_and_drop_it_once() {
+    let _g = common::serial();
+    let data = Box::into_raw(Box::new(100i64)) as *mut c_void;
+    // SAFETY: `add_offset` follows the call ABI and reads `data`; `drop_offset` frees it.
+    let f = unsafe { Function::from_raw_parts(add_offset, data, Some(drop_offset), "tests.add_offset", 1, FUNC_LEAF) };
+    assert_eq!(f.call(&[AnyView::int(1)]).unwrap().view().as_int(), Some(101));
+    assert_eq!(f.call(&[AnyView::none()]).unwrap_err().message(), "need an int");
+    let drops = DATA_DROPS.load(Ordering::SeqCst);
+    let g = f.clone();
+    drop(f);
+    assert_eq!(DATA_DROPS.load(Ordering::SeqCst), drops);
+    drop(g);
+    assert_eq!(DATA_DROPS.load(Ordering::SeqCst), drops + 1);
+}
+
+#[test]
+fn global_registry_registers_gets_lists_and_removes() {
+    let _g = common::serial();
+    let name = "tests.functions.square";
+    register_global(name, Function::from_typed(name, |a: i64| a * a), false).unwrap();
+    assert!(list_globals().iter().any(|n| n == name));
+    let sorted = list_globals();
+    assert!(sorted.windows(2).all(|w| w[0] < w[1]), "listed sorted, no duplicates");
+    let f = get_global(name).unwrap();
+    assert_eq!(f.call(&[AnyView::int(7)]).unwrap().view().as_int(), Some(49));
+    assert_eq!(ObjectArc::header(&f.0).type_index, TypeIndex::FUNCTION);
+
+    let e = register_global(name, Function::from_typed(name, |a: i64| a), false).unwrap_err();
+    assert_eq!(e.kind(), "ValueError");
+    assert!(e.message().contains("already registered"), "{}", e.message());
+    assert_eq!(get_global(name).unwrap().call(&[AnyView::int(3)]).unwrap().view().as_int(), Some(9), "unchanged");
+    register_global(name, Function::from_typed(name, |a: i64| a + 1), true).unwrap();
+    assert_eq!(get_global(name).unwrap().call(&[AnyView::int(3)]).unwrap().view().as_int(), Some(4), "overridden");
+
+    assert!(remove_global(name));
+    assert!(!remove_global(name));
+    assert!(get_global(name).is_none());
+    assert!(!list_globals().iter().any(|n| n == name));
+    assert_eq!(f.call(&[AnyView::int(2)]).unwrap().view().as_int(), Some(4), "a held function outlives removal");
+}

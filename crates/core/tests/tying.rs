@@ -1,0 +1,161 @@
+//! The identity-tying state machine (tying.rs) driven by a mock frontend: Detached -> Active,
+//! revive, Dying (late finalizer with a stale generation), Inactive revival, untie, the free
+//! hook, and the side table for objects without this frontend's prefix.
+
+mod common;
+#[path = "support/mock_host.rs"]
+mod mock_host;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use mock_host::{host, BLOCKS_LIVE};
+use tether_core::alloc::live_objects;
+use tether_core::testing::Pair;
+use tether_core::tying::{self, SideTable, SlotPrefix, TAG_INACTIVE};
+use tether_core::{Any, ObjectRef};
+
+fn new_pair() -> ObjectRef {
+    Pair::new(Any::int(1), Any::none()).into()
+}
+
+#[test]
+fn tie_returns_one_wrapper_per_object_while_it_lives() {
+    let _g = common::serial();
+    let h = host();
+    let base = live_objects();
+    let obj = new_pair();
+    assert_eq!(obj.header().alloc_tag, h.tag, "made by the frontend allocator: has a prefix slot");
+    let ptr = obj.as_ptr();
+    assert_eq!(h.slot_word(ptr), 0, "Detached");
+
+    let w1 = h.tie(obj.clone());
+    let w2 = h.tie(obj.clone());
+    assert!(Arc::ptr_eq(&w1, &w2), "the canonical wrapper is revived");
+    assert_eq!(h.created_for(ptr), 1);
+    assert_eq!(obj.header().strong_count(), 2, "one +1 owned by the wrapper; the second tie's ref was dropped");
+    assert_ne!(h.slot_word(ptr), 0, "Active");
+    assert_eq!(h.slot_word(ptr) & (tying::TAG_LOCKED | TAG_INACTIVE), 0);
+
+    drop((w1, w2));
+    assert_eq!(h.run_finalizers(false), 1);
+    assert_eq!(h.slot_word(ptr), 0, "Detached again");
+    assert_eq!(obj.header().strong_count(), 1, "the wrapper's +1 was released");
+    let w3 = h.tie(obj.clone());
+    assert_eq!(h.created_for(ptr), 2, "a new wrapper after the old one was released");
+    assert!(w3.generation > 0);
+    drop((w3, obj));
+    h.run_finalizers(false);
+    assert_eq!(live_objects(), base);
+}
+
+#[test]
+fn a_dying_wrapper_is_replaced_and_its_late_finalizer_leaves_the_slot_alone() {
+    let _g = common::serial();
+    let h = host();
+    let obj = new_pair();
+    let ptr = obj.as_ptr();
+    let old = h.tie(obj.clone());
+    let old_generation = old.generation;
+    let dying = h.dying_seen.load(Ordering::SeqCst);
+    drop(old); // the language dropped it, but its finalizer has not run yet
+
+    let new = h.tie(obj.clone());
+    assert_eq!(h.dying_seen.load(Ordering::SeqCst), dying + 1, "create saw Previous::Dying");
+    assert!(new.generation > old_generation);
+    let word_now = h.slot_word(ptr);
+
+    // The old finalizer runs late: its generation is stale, so the slot keeps the new wrapper.
+    assert_eq!(h.run_finalizers(false), 1);
+    assert_eq!(h.slot_word(ptr), word_now, "a stale untie does not touch the slot");
+    let again = h.tie(obj.clone());
+    assert!(Arc::ptr_eq(&again, &new), "the new wrapper is still canonical");
+    assert_eq!(h.created_for(ptr), 2);
+    drop((new, again));
+    h.run_finalizers(false);
+    assert_eq!(h.slot_word(ptr), 0);
+}
+
+#[test]
+fn untie_with_a_stale_generation_returns_none() {
+    let _g = common::serial();
+    let slot = SlotPrefix::new();
+    assert_eq!(tying::untie(&slot, 1, 0), None, "Detached: nothing to untie");
+    slot.slot.store(0x1000, Ordering::SeqCst);
+    slot.aux.store(7, Ordering::SeqCst);
+    assert_eq!(tying::untie(&slot, 6, 0), None);
+    assert_eq!(tying::peek(&slot), 0x1000, "left alone");
+    assert_eq!(tying::untie(&slot, 7, 0), Some(0x1000), "the current generation takes its word out");
+    assert_eq!(tying::peek(&slot), 0);
+    slot.slot.store(0x2000 | TAG_INACTIVE, Ordering::SeqCst);
+    assert_eq!(tying::untie(&slot, 7, 0), None, "an Inactive slot is not an Active wrapper");
+    assert_eq!(tying::take_inactive(&slot), Some(0x2000));
+    assert_eq!(tying::peek(&slot), 0);
+    assert_eq!(tying::take_inactive(&slot), None);
+}
+
+#[test]
+fn inactive_slots_are_handed_to_create_and_freed_by_the_free_hook() {
+    let _g = common::serial();
+    let h = host();
+    let blocks = BLOCKS_LIVE.load(Ordering::SeqCst);
+    let obj = new_pair();
+    let ptr = obj.as_ptr();
+    drop(h.tie(obj.clone()));
+    h.run_finalizers(true);
+    assert_ne!(h.slot_word(ptr) & TAG_INACTIVE, 0, "Inactive: the wrapper's memory is cached");
+    assert_eq!(BLOCKS_LIVE.load(Ordering::SeqCst), blocks + 1);
+
+    let inactive = h.inactive_seen.load(Ordering::SeqCst);
+    let w = h.tie(obj.clone());
+    assert_eq!(h.inactive_seen.load(Ordering::SeqCst), inactive + 1, "create got Previous::Inactive");
+    assert_eq!(BLOCKS_LIVE.load(Ordering::SeqCst), blocks, "the cached block was taken and disposed once");
+    drop(w);
+    h.run_finalizers(true);
+    assert_eq!(BLOCKS_LIVE.load(Ordering::SeqCst), blocks + 1);
+    drop(obj); // last native reference: the free hook takes the cached block out
+    assert_eq!(BLOCKS_LIVE.load(Ordering::SeqCst), blocks, "freed by the allocator's hook");
+}
+
+#[test]
+fn objects_without_this_frontends_prefix_use_the_side_table() {
+    let _g = common::serial();
+    let h = host();
+    // Made at init, before the mock frontend installed its allocator.
+    let foreign = tether_core::function::get_global("testing.echo").unwrap();
+    let obj: ObjectRef = foreign.0.clone().into();
+    assert_ne!(obj.header().alloc_tag, h.tag);
+    // SAFETY: `obj` is live; its tag says it has no slot of ours.
+    assert!(unsafe { tying::slot_of(obj.as_ptr(), h.tag) }.is_none());
+    let entries = h.side.len();
+    let w1 = h.tie(obj.clone());
+    let w2 = h.tie(obj.clone());
+    assert!(Arc::ptr_eq(&w1, &w2));
+    assert_eq!(h.side.len(), entries + 1);
+    drop((w1, w2));
+    h.run_finalizers(false);
+    assert_eq!(h.side.len(), entries, "a Detached entry is pruned on untie");
+}
+
+#[test]
+fn side_table_entries_are_shared_and_pruned_only_when_detached_and_unused() {
+    let side = SideTable::new();
+    let fake: *mut tether_core::ObjectHeader = std::ptr::without_provenance_mut(0x10); // a key only: never dereferenced
+    assert!(side.is_empty() && side.existing(fake).is_none());
+    let a = side.entry(fake);
+    let b = side.entry(fake);
+    assert!(Arc::ptr_eq(&a, &b), "one entry per address");
+    side.prune(fake);
+    assert_eq!(side.len(), 1, "in use elsewhere: kept");
+    drop(b);
+    a.slot.store(0x40, Ordering::SeqCst);
+    side.prune(fake);
+    assert_eq!(side.len(), 1, "not Detached: kept");
+    a.slot.store(0, Ordering::SeqCst);
+    drop(a);
+    side.prune(fake);
+    assert!(side.is_empty());
+    side.entry(fake);
+    assert_eq!(side.drain().len(), 1);
+    assert!(side.is_empty());
+}

@@ -1,0 +1,145 @@
+//! The type registry: reflection (fields, methods, constructor, docs) and idempotent
+//! registration by key.
+
+mod common;
+
+use std::sync::Mutex;
+
+use tether_core::testing::Pair;
+use tether_core::types::{self, find_field, find_method, get_field, set_field, type_index_of, type_info};
+use tether_core::{declare_object, AnyView, Object, ObjectArc, ObjectRef, TypeBuilder, TypeIndex};
+
+struct Point {
+    x: Mutex<i64>,
+    y: i64,
+}
+declare_object!(Point, "tests.types.Point");
+
+struct Point3 {
+    base: Point,
+    z: i64,
+}
+declare_object!(Point3, "tests.types.Point3", parent = Point);
+
+fn point(x: i64, y: i64) -> ObjectArc<Point> {
+    ObjectArc::new(Point { x: Mutex::new(x), y })
+}
+
+fn register_point() -> i32 {
+    TypeBuilder::<Point>::new()
+        .doc("A point.")
+        .field_rw("x", |p: &Point| *p.x.lock().unwrap(), |p: &Point, v: i64| {
+            *p.x.lock().unwrap() = v;
+            Ok(())
+        })
+        .field_doc("The x coordinate.", "int")
+        .field("y", |p: &Point| p.y)
+        .method("norm1", |p: ObjectArc<Point>| *p.x.lock().unwrap() + p.y)
+        .method_doc("|x| + |y| for non-negative points.")
+        .static_method("origin", || point(0, 0))
+        .constructor(point)
+        .register()
+}
+
+#[test]
+fn builtin_types_have_fixed_indices() {
+    let _g = common::serial();
+    for (index, key) in [
+        (TypeIndex::OBJECT, "tether.Object"),
+        (TypeIndex::STR, "tether.Str"),
+        (TypeIndex::BYTES, "tether.Bytes"),
+        (TypeIndex::ERROR, "tether.Error"),
+        (TypeIndex::FUNCTION, "tether.Function"),
+        (TypeIndex::ARRAY, "tether.Array"),
+        (TypeIndex::MAP, "tether.Map"),
+        (TypeIndex::MODULE, "tether.Module"),
+        (TypeIndex::OPAQUE, "tether.Opaque"),
+    ] {
+        assert_eq!(type_index_of(key), Some(index), "{key}");
+        assert_eq!(type_info(index).unwrap().key(), key);
+    }
+    let root = type_info(TypeIndex::OBJECT).unwrap();
+    assert_eq!((root.depth, root.parent), (0, -1));
+    assert_eq!(type_info(TypeIndex::STR).unwrap().ancestors(), &[TypeIndex::OBJECT]);
+}
+
+#[test]
+fn reflection_lists_fields_methods_constructor_and_docs() {
+    let _g = common::serial();
+    let index = register_point();
+    let info = type_info(index).unwrap();
+    assert_eq!((info.key(), info.doc(), info.index), ("tests.types.Point", "A point.", index));
+    assert_eq!(info.fields().iter().map(|f| f.name()).collect::<Vec<_>>(), ["x", "y"]);
+    let x = info.field("x").unwrap();
+    assert_eq!((x.doc(), x.type_hint()), ("The x coordinate.", "int"));
+    assert!(x.setter().is_some());
+    assert!(info.field("y").unwrap().setter().is_none(), "read-only field");
+    let norm = info.method("norm1").unwrap();
+    assert_eq!((norm.name(), norm.doc(), norm.is_static), ("norm1", "|x| + |y| for non-negative points.", 0));
+    assert_eq!(info.method("origin").unwrap().is_static, 1);
+
+    let ctor = info.constructor().expect("a constructor");
+    let p = ctor.call(&[AnyView::int(3), AnyView::int(4)]).unwrap().into_object().unwrap();
+    assert_eq!(p.type_index(), index);
+    assert_eq!(get_field(&p, "x").unwrap().view().as_int(), Some(3));
+    set_field(&p, "x", AnyView::int(10)).unwrap();
+    assert_eq!(get_field(&p, "x").unwrap().view().as_int(), Some(10));
+    assert_eq!(norm.func().call(&[AnyView::object(&p)]).unwrap().view().as_int(), Some(14));
+    let origin = info.method("origin").unwrap().func().call(&[]).unwrap().into_object().unwrap();
+    assert_eq!(get_field(&origin, "y").unwrap().view().as_int(), Some(0));
+
+    let e = set_field(&p, "y", AnyView::int(1)).unwrap_err();
+    assert_eq!(e.kind(), "AttributeError");
+    assert!(e.message().contains("read-only"), "{}", e.message());
+    let e = get_field(&p, "nope").unwrap_err();
+    assert_eq!((e.kind(), e.message()), ("AttributeError", "tests.types.Point has no field \"nope\""));
+    let e = set_field(&p, "x", AnyView::raw_str("ten")).unwrap_err();
+    assert_eq!(e.kind(), "TypeError");
+    assert!(e.message().contains("expected int, got str"), "{}", e.message());
+    let e = x.getter().call(&[AnyView::int(1)]).unwrap_err();
+    assert_eq!(e.kind(), "TypeError", "a getter checks its self argument");
+}
+
+#[test]
+fn registration_is_idempotent_by_key() {
+    let _g = common::serial();
+    let first = register_point();
+    let again = TypeBuilder::<Point>::new().doc("A different doc").register();
+    assert_eq!(first, again);
+    assert_eq!(type_info(first).unwrap().doc(), "A point.", "the first registration wins");
+    assert_eq!(types::register_type_key("tests.types.Point", TypeIndex::OBJECT).unwrap(), first);
+    assert_eq!(type_index_of("tests.types.Point"), Some(Point::type_index()));
+    let count = types::list_types().iter().filter(|(_, k)| *k == "tests.types.Point").count();
+    assert_eq!(count, 1, "one entry per key");
+    let e = types::register_type_key("tests.types.Orphan", 60_000).unwrap_err();
+    assert_eq!(e.kind(), "ValueError", "an unregistered parent is refused");
+}
+
+#[test]
+fn fields_and_methods_are_inherited() {
+    let _g = common::serial();
+    register_point();
+    TypeBuilder::<Point3>::new().field("z", |p: &Point3| p.z).register();
+    let info = type_info(Point3::type_index()).unwrap();
+    assert_eq!(info.parent, Point::type_index());
+    assert_eq!(info.ancestors(), &[TypeIndex::OBJECT, Point::type_index()]);
+    assert!(find_field(info, "z").is_some());
+    assert!(find_field(info, "x").is_some(), "the parent's field");
+    assert!(find_method(info, "norm1").is_some(), "the parent's method");
+    assert!(find_field(info, "w").is_none());
+    let p: ObjectRef = ObjectArc::new(Point3 { base: Point { x: Mutex::new(1), y: 2 }, z: 3 }).into();
+    assert_eq!(get_field(&p, "z").unwrap().view().as_int(), Some(3));
+    assert!(p.downcast_ref::<Point3>().is_some_and(|p| p.base.y == 2));
+}
+
+#[test]
+fn testing_pair_reflection_is_registered_at_init() {
+    let _g = common::serial();
+    let info = type_info(Pair::type_index()).unwrap();
+    assert_eq!(info.key(), "testing.Pair");
+    assert!(info.field("first").unwrap().setter().is_some());
+    assert!(info.field("second").unwrap().setter().is_some());
+    assert!(info.method("swap").is_some());
+    assert!(info.constructor().is_some());
+    assert!(types::list_types().contains(&(Pair::type_index(), "testing.Pair")));
+}
