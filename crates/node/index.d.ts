@@ -1,0 +1,200 @@
+// Type declarations of tether-ffi (index.js / index.mjs).
+
+/** A value that can cross into native code. */
+export type NativeInput =
+  | null
+  | undefined
+  | boolean
+  | number
+  | bigint
+  | string
+  | Uint8Array
+  | ArrayBufferView
+  | ArrayBuffer
+  | TetherObject
+  | NativeFunction
+  | ((...args: any[]) => any)
+  | NativeInput[]
+  | { [key: string]: NativeInput };
+
+/**
+ * A value native code returns: `null` for None, numbers (BigInt beyond +-2^53), strings,
+ * Buffers for bytes, and canonical wrappers for objects.
+ */
+export type NativeValue =
+  | null
+  | boolean
+  | number
+  | bigint
+  | string
+  | Buffer
+  | TetherObject
+  | NativeFunction
+  | ((...args: any[]) => any);
+
+/** A native function: a plain callable JS function with `name`, plus `callAsync`. */
+export interface NativeFunction {
+  (...args: NativeInput[]): any;
+  /** The short name ("echo" for "testing.echo"). */
+  readonly name: string;
+  /** The registered name ("testing.echo"). */
+  readonly qualifiedName: string;
+  /**
+   * Run the function on the libuv thread pool; resolves with the result (or rejects with
+   * a TetherError). JS callbacks it makes are run on the JS thread.
+   */
+  callAsync(...args: NativeInput[]): Promise<any>;
+}
+
+/** Base class of every tied native object. */
+export class TetherObject {
+  /** The native type key, e.g. "testing.Pair". */
+  static readonly typeKey: string;
+  /** Release this wrapper's native reference now; later use throws TetherRuntimeError. */
+  [Symbol.dispose](): void;
+  /** `testing.Pair(first=1, second=2)` */
+  toString(): string;
+}
+
+/** Reflection of one field of a generated class. */
+export interface FieldInfo {
+  readonly name: string;
+  readonly doc: string;
+  readonly typeHint: string;
+  readonly settable: boolean;
+}
+
+/** Reflection of one method of a generated class. */
+export interface MethodInfo {
+  readonly name: string;
+  readonly doc: string;
+  readonly isStatic: boolean;
+}
+
+/** A class generated from the native type registry. */
+export interface TetherClass<T extends TetherObject = TetherObject> {
+  new (...args: NativeInput[]): T;
+  readonly typeKey: string;
+  readonly doc: string;
+  readonly fieldInfo: readonly FieldInfo[];
+  readonly methodInfo: readonly MethodInfo[];
+  readonly prototype: T;
+}
+
+/** A native immutable array (`tether.Array`). */
+export class TetherArray extends TetherObject implements Iterable<any> {
+  /** Builds a native array from JS values. */
+  constructor(items?: Iterable<NativeInput>);
+  readonly length: number;
+  /** Item `i` (negative counts from the end); out of range throws TetherIndexError. */
+  get(i: number): any;
+  toArray(): any[];
+  [Symbol.iterator](): Iterator<any>;
+}
+
+/** A native immutable insertion-ordered map (`tether.Map`). */
+export class TetherMap extends TetherObject implements Iterable<[any, any]> {
+  /** From a plain object (string keys) or an iterable of [key, value] pairs. */
+  constructor(source?: { [key: string]: NativeInput } | Iterable<[NativeInput, NativeInput]>);
+  readonly size: number;
+  has(key: NativeInput): boolean;
+  /** The value for `key`, or undefined when absent. */
+  get(key: NativeInput): any;
+  keys(): Iterator<any>;
+  values(): Iterator<any>;
+  entries(): Iterator<[any, any]>;
+  forEach(fn: (value: any, key: any, map: TetherMap) => void, thisArg?: any): void;
+  [Symbol.iterator](): Iterator<[any, any]>;
+}
+
+/** What `loadModule` returns: the plugin's functions and classes by name. */
+export interface LoadedModule {
+  readonly path: string;
+  readonly module: TetherObject;
+  readonly functions: { readonly [name: string]: NativeFunction };
+  readonly classes: { readonly [name: string]: TetherClass };
+  readonly [name: string]: any;
+}
+
+/** The native function registered under `name`, or undefined. */
+export function getGlobalFunc(name: string): NativeFunction | undefined;
+/** Every registered global function name, sorted. */
+export function listGlobalFuncs(): string[];
+/** Every registered native type. */
+export function listTypes(): { index: number; key: string }[];
+/** Native objects allocated and not yet freed (process-wide). */
+export function liveObjects(): number;
+/** The generated class of a registered type key ("testing.Pair"), or undefined. */
+export function getClass(key: string): TetherClass | undefined;
+/** Functions and classes under `prefix.` by short name: `namespace("testing").echo`. */
+export function namespace(prefix: string): { [name: string]: any };
+/** Load a tether plugin (shared library); throws a TetherError if it is not one. */
+export function loadModule(path: string): LoadedModule;
+/** True once `[Symbol.dispose]()` released this wrapper. */
+export function isDisposed(obj: TetherObject): boolean;
+/** Convert a JS value to native and back (plain arrays/objects become TetherArray/TetherMap). */
+export function toNative(value: NativeInput): NativeValue;
+/** True in the first environment that loaded the addon (the main thread). */
+export const isMainEnv: boolean;
+
+/** Fields every native error carries. */
+export interface TetherErrorFields {
+  /** The native kind: "TypeError", "ValueError", "IndexError", "KeyError", "AttributeError", "RuntimeError", "RustPanic" or a custom kind. */
+  readonly kind: string;
+  /** The native backtrace when one was captured (RUST_BACKTRACE=1), else "". */
+  readonly backtrace: string;
+}
+
+/** Base of native errors; `e instanceof TetherError` holds for every class below. */
+export class TetherError extends Error implements TetherErrorFields {
+  constructor(message?: string, kind?: string, backtrace?: string);
+  readonly kind: string;
+  readonly backtrace: string;
+}
+/** kind "TypeError" (wrong argument type or arity); also a JS TypeError. */
+export class TetherTypeError extends TypeError implements TetherErrorFields {
+  constructor(message?: string, kind?: string, backtrace?: string);
+  readonly kind: string;
+  readonly backtrace: string;
+}
+/** kind "IndexError"; also a JS RangeError. */
+export class TetherIndexError extends RangeError implements TetherErrorFields {
+  constructor(message?: string, kind?: string, backtrace?: string);
+  readonly kind: string;
+  readonly backtrace: string;
+}
+/** kind "ValueError". */
+export class TetherValueError extends TetherError {}
+/** kind "KeyError". */
+export class TetherKeyError extends TetherError {}
+/** kind "AttributeError" (also: writing a read-only field). */
+export class TetherAttributeError extends TetherError {}
+/** kind "RuntimeError" and any unknown kind; also a disposed wrapper used again. */
+export class TetherRuntimeError extends TetherError {}
+/** kind "RustPanic": native code panicked; the process keeps working. */
+export class RustPanic extends TetherError {}
+
+declare const tether: {
+  getGlobalFunc: typeof getGlobalFunc;
+  listGlobalFuncs: typeof listGlobalFuncs;
+  listTypes: typeof listTypes;
+  liveObjects: typeof liveObjects;
+  getClass: typeof getClass;
+  namespace: typeof namespace;
+  loadModule: typeof loadModule;
+  isDisposed: typeof isDisposed;
+  toNative: typeof toNative;
+  isMainEnv: boolean;
+  TetherObject: typeof TetherObject;
+  TetherArray: typeof TetherArray;
+  TetherMap: typeof TetherMap;
+  TetherError: typeof TetherError;
+  TetherTypeError: typeof TetherTypeError;
+  TetherIndexError: typeof TetherIndexError;
+  TetherValueError: typeof TetherValueError;
+  TetherKeyError: typeof TetherKeyError;
+  TetherAttributeError: typeof TetherAttributeError;
+  TetherRuntimeError: typeof TetherRuntimeError;
+  RustPanic: typeof RustPanic;
+};
+export default tether;

@@ -1,0 +1,398 @@
+'use strict';
+// tether-ffi: native objects with one canonical JS wrapper each.
+// The addon (tether.node) ties objects and calls functions; this file builds the JS classes
+// from the native type registry and the error classes the addon throws.
+
+const native = require('./tether.node');
+
+/** Passed by the addon to class constructors when it makes a wrapper itself. */
+const TOKEN = Object.freeze(Object.create(null));
+const TYPE_INDEX = Symbol('tether.typeIndex');
+const FIELDS = Symbol('tether.fields');
+const IS_TETHER_ERROR = Symbol('tether.error');
+const inspectCustom = Symbol.for('nodejs.util.inspect.custom');
+const disposeSymbol = Symbol.dispose ?? Symbol.for('nodejs.dispose');
+
+// Type indices fixed by tether-core (any.rs).
+const ARRAY = 69;
+const MAP = 70;
+
+// ---- errors ------------------------------------------------------------------------------
+
+function initError(err, kind, backtrace) {
+  Object.defineProperty(err, 'kind', { value: kind, enumerable: true });
+  Object.defineProperty(err, 'backtrace', { value: backtrace ?? '', enumerable: false });
+  Object.defineProperty(err, IS_TETHER_ERROR, { value: true });
+}
+
+/** Base of every error raised by native code (`instanceof TetherError` holds for all). */
+class TetherError extends Error {
+  constructor(message, kind = 'RuntimeError', backtrace = '') {
+    super(message);
+    initError(this, kind, backtrace);
+  }
+  static [Symbol.hasInstance](x) {
+    if (this !== TetherError) return Function.prototype[Symbol.hasInstance].call(this, x);
+    return x != null && typeof x === 'object' && x[IS_TETHER_ERROR] === true;
+  }
+}
+/** kind "TypeError": a wrong argument type or arity. Also a JS `TypeError`. */
+class TetherTypeError extends TypeError {
+  constructor(message, kind = 'TypeError', backtrace = '') {
+    super(message);
+    initError(this, kind, backtrace);
+  }
+}
+/** kind "IndexError": an index out of range. Also a JS `RangeError`. */
+class TetherIndexError extends RangeError {
+  constructor(message, kind = 'IndexError', backtrace = '') {
+    super(message);
+    initError(this, kind, backtrace);
+  }
+}
+class TetherValueError extends TetherError {}
+class TetherKeyError extends TetherError {}
+class TetherAttributeError extends TetherError {}
+class TetherRuntimeError extends TetherError {}
+/** kind "RustPanic": native code panicked; the process keeps working. */
+class RustPanic extends TetherError {}
+
+for (const cls of [TetherError, TetherTypeError, TetherIndexError, TetherValueError, TetherKeyError,
+  TetherAttributeError, TetherRuntimeError, RustPanic]) {
+  Object.defineProperty(cls.prototype, 'name', { value: cls.name, writable: true, configurable: true });
+}
+
+const ERROR_CLASSES = {
+  TypeError: TetherTypeError,
+  IndexError: TetherIndexError,
+  ValueError: TetherValueError,
+  KeyError: TetherKeyError,
+  AttributeError: TetherAttributeError,
+  RuntimeError: TetherRuntimeError,
+  RustPanic,
+};
+
+function makeError(kind, message, backtrace) {
+  const cls = ERROR_CLASSES[kind] ?? TetherRuntimeError;
+  const err = new cls(message, kind, backtrace);
+  // The stack starts at the native call, not in this helper.
+  Error.captureStackTrace?.(err, makeError);
+  return err;
+}
+
+// ---- objects -----------------------------------------------------------------------------
+
+function describe(value) {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'bigint') return `${value}n`;
+  if (typeof value === 'function') return `[Function ${value.qualifiedName ?? value.name}]`;
+  return String(value);
+}
+
+/** Base class of every tied native object. */
+class TetherObject {
+  constructor(...args) {
+    if (args[0] === TOKEN) return;
+    const typeIndex = new.target[TYPE_INDEX];
+    if (typeIndex === undefined) {
+      throw new TetherTypeError(`${new.target.name} cannot be constructed directly`);
+    }
+    const wrapper = native.construct(this, typeIndex, ...args);
+    // The constructor may hand back an object that already has a wrapper.
+    if (wrapper !== this) return wrapper;
+  }
+
+  /** Release this wrapper's native reference now; later use throws a TetherRuntimeError. */
+  [disposeSymbol]() {
+    native.dispose(this);
+  }
+
+  toString() {
+    const key = this.constructor.typeKey;
+    if (native.isDisposed(this)) return `${key} <disposed>`;
+    const fields = this.constructor[FIELDS] ?? [];
+    return `${key}(${fields.map((f) => `${f}=${describe(this[f])}`).join(', ')})`;
+  }
+
+  [inspectCustom](depth, options, inspect) {
+    const key = this.constructor.typeKey;
+    if (native.isDisposed(this)) return `${key} <disposed>`;
+    const fields = this.constructor[FIELDS] ?? [];
+    if (fields.length === 0) return `${key} {}`;
+    if (depth < 0) return `${key} {...}`;
+    const inner = { ...options, depth: options.depth == null ? null : options.depth - 1 };
+    const body = fields.map((f) => `${f}: ${inspect(this[f], inner)}`).join(', ');
+    return `${key} { ${body} }`;
+  }
+}
+TetherObject.typeKey = 'tether.Object';
+
+let arrayGetItem, arraySize, newMap, mapGetItem, mapContains, mapSize, mapKeys, mapValues;
+
+/** A native immutable array (`tether.Array`). `new TetherArray(iterable)` builds one. */
+class TetherArray extends TetherObject {
+  constructor(items) {
+    if (items === TOKEN) {
+      super(TOKEN);
+      return;
+    }
+    return native.toNative(Array.from(items ?? []));
+  }
+  get length() {
+    return arraySize(this);
+  }
+  get(i) {
+    return arrayGetItem(this, i);
+  }
+  *[Symbol.iterator]() {
+    const n = arraySize(this);
+    for (let i = 0; i < n; i++) yield arrayGetItem(this, i);
+  }
+  toArray() {
+    return Array.from(this);
+  }
+  toString() {
+    return native.isDisposed(this) ? 'tether.Array <disposed>' : `tether.Array(${this.toArray().map(describe).join(', ')})`;
+  }
+  [inspectCustom](depth, options, inspect) {
+    if (native.isDisposed(this)) return 'tether.Array <disposed>';
+    return `tether.Array ${inspect(this.toArray(), { ...options, depth: options.depth == null ? null : options.depth - 1 })}`;
+  }
+}
+
+/** A native immutable insertion-ordered map (`tether.Map`). `new TetherMap(objectOrEntries)`. */
+class TetherMap extends TetherObject {
+  constructor(source) {
+    if (source === TOKEN) {
+      super(TOKEN);
+      return;
+    }
+    if (source == null) return native.toNative({});
+    if (typeof source[Symbol.iterator] === 'function') {
+      const keys = [];
+      const values = [];
+      for (const [k, v] of source) {
+        keys.push(k);
+        values.push(v);
+      }
+      return makeMap(keys, values);
+    }
+    return native.toNative(source);
+  }
+  get size() {
+    return mapSize(this);
+  }
+  has(key) {
+    return mapContains(this, key);
+  }
+  /** The value for `key`, or undefined when absent. */
+  get(key) {
+    return mapContains(this, key) ? mapGetItem(this, key) : undefined;
+  }
+  keys() {
+    return mapKeys(this)[Symbol.iterator]();
+  }
+  values() {
+    return mapValues(this)[Symbol.iterator]();
+  }
+  *entries() {
+    const keys = mapKeys(this);
+    const values = mapValues(this);
+    const n = keys.length;
+    for (let i = 0; i < n; i++) yield [keys.get(i), values.get(i)];
+  }
+  [Symbol.iterator]() {
+    return this.entries();
+  }
+  forEach(fn, thisArg) {
+    for (const [k, v] of this.entries()) fn.call(thisArg, v, k, this);
+  }
+  toString() {
+    if (native.isDisposed(this)) return 'tether.Map <disposed>';
+    return `tether.Map(${Array.from(this.entries(), ([k, v]) => `${describe(k)}: ${describe(v)}`).join(', ')})`;
+  }
+  [inspectCustom](depth, options, inspect) {
+    if (native.isDisposed(this)) return 'tether.Map <disposed>';
+    return `tether.Map ${inspect(new Map(this.entries()), { ...options, depth: options.depth == null ? null : options.depth - 1 })}`;
+  }
+}
+
+function makeMap(keys, values) {
+  return newMap(...keys.flatMap((k, i) => [k, values[i]]));
+}
+
+const classes = new Map();
+
+function shortName(key) {
+  const dot = key.lastIndexOf('.');
+  return dot < 0 ? key : key.slice(dot + 1);
+}
+
+function defineField(cls, field) {
+  const { name, getter, setter } = field;
+  const key = cls.typeKey;
+  Object.defineProperty(cls.prototype, name, {
+    get() {
+      return getter(this);
+    },
+    set(value) {
+      if (setter === null) throw new TetherAttributeError(`field ${key}.${name} is read-only`, 'AttributeError');
+      setter(this, value);
+    },
+    enumerable: true,
+    configurable: true,
+  });
+}
+
+function defineMethod(cls, method) {
+  const { name, func, isStatic } = method;
+  const impl = isStatic
+    ? { [name]: (...args) => func(...args) }[name]
+    : { [name](...args) { return func(this, ...args); } }[name];
+  Object.defineProperty(isStatic ? cls : cls.prototype, name, { value: impl, writable: true, configurable: true });
+}
+
+function buildClass(typeIndex) {
+  if (typeIndex === ARRAY) return TetherArray;
+  if (typeIndex === MAP) return TetherMap;
+  const info = native.typeInfo(typeIndex);
+  if (info === undefined) throw new TetherTypeError(`no registered type has index ${typeIndex}`);
+  const parent = info.parent >= 128 ? classFor(info.parent) : TetherObject;
+  const name = shortName(info.key);
+  const cls = { [name]: class extends parent {} }[name];
+  Object.defineProperty(cls, TYPE_INDEX, { value: typeIndex });
+  Object.defineProperty(cls, 'typeKey', { value: info.key, enumerable: true });
+  Object.defineProperty(cls, 'doc', { value: info.doc });
+  Object.defineProperty(cls, 'fieldInfo', { value: Object.freeze(info.fields.map(({ name: n, doc, typeHint, setter }) => Object.freeze({ name: n, doc, typeHint, settable: setter !== null }))) });
+  Object.defineProperty(cls, 'methodInfo', { value: Object.freeze(info.methods.map(({ name: n, doc, isStatic }) => Object.freeze({ name: n, doc, isStatic }))) });
+  const inherited = parent[FIELDS] ?? [];
+  Object.defineProperty(cls, FIELDS, { value: [...inherited, ...info.fields.map((f) => f.name)] });
+  for (const field of info.fields) defineField(cls, field);
+  for (const method of info.methods) defineMethod(cls, method);
+  return cls;
+}
+
+/** The JS class for a native type index (built once per type, from reflection). */
+function classFor(typeIndex) {
+  let cls = classes.get(typeIndex);
+  if (cls === undefined) {
+    cls = buildClass(typeIndex);
+    classes.set(typeIndex, cls);
+  }
+  return cls;
+}
+
+/** `[isMap, items]` for a JS Map (entries) or Set (values), else undefined. */
+function collectionEntries(value) {
+  if (value instanceof Map) return [true, Array.from(value)];
+  if (value instanceof Set) return [false, Array.from(value)];
+  return undefined;
+}
+
+native._setup(classFor, makeError, TOKEN, collectionEntries);
+
+arrayGetItem = native.getGlobalFunc('tether.ArrayGetItem');
+arraySize = native.getGlobalFunc('tether.ArraySize');
+newMap = native.getGlobalFunc('tether.Map');
+mapGetItem = native.getGlobalFunc('tether.MapGetItem');
+mapContains = native.getGlobalFunc('tether.MapContains');
+mapSize = native.getGlobalFunc('tether.MapSize');
+mapKeys = native.getGlobalFunc('tether.MapKeys');
+mapValues = native.getGlobalFunc('tether.MapValues');
+classes.set(ARRAY, TetherArray);
+classes.set(MAP, TetherMap);
+Object.defineProperty(TetherArray, TYPE_INDEX, { value: ARRAY });
+Object.defineProperty(TetherMap, TYPE_INDEX, { value: MAP });
+TetherArray.typeKey = 'tether.Array';
+TetherMap.typeKey = 'tether.Map';
+
+// ---- public API --------------------------------------------------------------------------
+
+/** The native function registered under `name`, or undefined. */
+function getGlobalFunc(name) {
+  return native.getGlobalFunc(String(name));
+}
+
+/** Every registered global function name, sorted. */
+function listGlobalFuncs() {
+  return native.listGlobalFuncs();
+}
+
+/** The class of the registered type `key` (e.g. "testing.Pair"), or undefined. */
+function getClass(key) {
+  const entry = native.listTypes().find((t) => t.key === key);
+  return entry === undefined ? undefined : classFor(entry.index);
+}
+
+/**
+ * The functions and classes whose names start with `prefix + "."`, by short name:
+ * `namespace("testing").echo`, `new (namespace("testing").Pair)(1, 2)`.
+ */
+function namespace(prefix) {
+  const out = {};
+  const lead = `${prefix}.`;
+  for (const name of native.listGlobalFuncs()) {
+    if (name.startsWith(lead) && !name.slice(lead.length).includes('.')) {
+      out[name.slice(lead.length)] = native.getGlobalFunc(name);
+    }
+  }
+  for (const { index, key } of native.listTypes()) {
+    if (key.startsWith(lead) && !key.slice(lead.length).includes('.')) {
+      out[key.slice(lead.length)] = classFor(index);
+    }
+  }
+  return out;
+}
+
+/**
+ * Load a plugin (a shared library exporting `tether_module_init`). Returns its functions and
+ * classes by name, also under `.functions` and `.classes`.
+ */
+function loadModule(path) {
+  const loaded = native.loadModule(String(path));
+  const out = { path: loaded.path, module: loaded.module, functions: {}, classes: {} };
+  for (const [name, fn] of loaded.functions) {
+    out.functions[name] = fn;
+    out[name] = fn;
+  }
+  for (const index of loaded.types) {
+    const cls = classFor(index);
+    out.classes[cls.name] = cls;
+    out[cls.name] = cls;
+  }
+  return out;
+}
+
+/** True once `[Symbol.dispose]()` released this wrapper. */
+function isDisposed(obj) {
+  return native.isDisposed(obj);
+}
+
+/** Convert a JS value to native and back: plain arrays/objects become TetherArray/TetherMap. */
+function toNative(value) {
+  return native.toNative(value);
+}
+
+module.exports = {
+  getGlobalFunc,
+  listGlobalFuncs,
+  listTypes: native.listTypes,
+  liveObjects: native.liveObjects,
+  getClass,
+  namespace,
+  loadModule,
+  isDisposed,
+  toNative,
+  isMainEnv: native.isMainEnv,
+  TetherObject,
+  TetherArray,
+  TetherMap,
+  TetherError,
+  TetherTypeError,
+  TetherIndexError,
+  TetherValueError,
+  TetherKeyError,
+  TetherAttributeError,
+  TetherRuntimeError,
+  RustPanic,
+};

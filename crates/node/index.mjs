@@ -1,0 +1,30 @@
+// ESM entry of tether-ffi: the same API as index.js.
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
+const tether = require('./index.js');
+
+export const {
+  getGlobalFunc,
+  listGlobalFuncs,
+  listTypes,
+  liveObjects,
+  getClass,
+  namespace,
+  loadModule,
+  isDisposed,
+  toNative,
+  isMainEnv,
+  TetherObject,
+  TetherArray,
+  TetherMap,
+  TetherError,
+  TetherTypeError,
+  TetherIndexError,
+  TetherValueError,
+  TetherKeyError,
+  TetherAttributeError,
+  TetherRuntimeError,
+  RustPanic,
+} = tether;
+export default tether;

@@ -1,0 +1,254 @@
+//! The cold-path exports index.js builds the public API from: setup, global functions,
+//! reflection, construction, dispose and module loading.
+
+use std::ptr;
+
+use napi::sys;
+use tether_core::function::get_global;
+use tether_core::types::type_info;
+use tether_core::{Any, AnyView, Error, ObjectRef};
+
+use crate::convert::{any_to_js, js_to_any};
+use crate::env::EnvState;
+use crate::errors::throw;
+use crate::raw::{self, Args, Env, Fail, JsResult, Value};
+use crate::tie::{dispose, tie_object, wrapper_of};
+
+type ColdFn = fn(&EnvState, Args) -> JsResult<Value>;
+
+/// Run a cold export: arguments on the heap, errors thrown as JS exceptions.
+fn run_cold(env: Env, info: sys::napi_callback_info, body: ColdFn) -> Value {
+    // SAFETY: Node calls exports on their env's JS thread, after init.
+    let state = unsafe { crate::env::state_of(env) };
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let args = raw::args(env, info)?;
+        body(state, args)
+    }));
+    match outcome {
+        Ok(Ok(v)) => v,
+        Ok(Err(fail)) => {
+            throw(state, fail);
+            ptr::null_mut()
+        }
+        Err(panic) => {
+            let msg = tether_core::error::panic_message(&*panic);
+            throw(
+                state,
+                Fail::Native(Error::of_kind(tether_core::ErrorKind::RustPanic, msg)),
+            );
+            ptr::null_mut()
+        }
+    }
+}
+
+macro_rules! cold_exports {
+    ($($js:literal => $body:ident),* $(,)?) => {
+        const COLD: &[(&str, sys::napi_callback)] = &[$(
+            ($js, {
+                unsafe extern "C" fn entry(env: Env, info: sys::napi_callback_info) -> Value {
+                    run_cold(env, info, $body)
+                }
+                Some(entry)
+            }),
+        )*];
+    };
+}
+
+cold_exports! {
+    "_setup" => setup,
+    "getGlobalFunc" => get_global_func,
+    "typeInfo" => type_info_of,
+    "construct" => construct,
+    "dispose" => dispose_wrapper,
+    "isDisposed" => is_disposed,
+    "loadModule" => load_module,
+    "toNative" => to_native,
+}
+
+/// Add the raw exports to `exports`.
+pub fn export_all(state: &EnvState, env: Env, exports: Value) -> JsResult<()> {
+    for (name, cb) in COLD {
+        let f = raw::function(env, name, *cb, ptr::null_mut())?;
+        raw::set_named(env, exports, name, f)?;
+    }
+    let call_async = raw::function(
+        env,
+        "callAsync",
+        Some(crate::call::call_async_callback),
+        ptr::null_mut(),
+    )?;
+    state.refs.borrow_mut().call_async = Some(raw::strong_ref(env, call_async)?);
+    raw::set_named(env, exports, "isMainEnv", raw::boolean(env, state.is_main)?)?;
+    Ok(())
+}
+
+fn arg(args: &Args, i: usize) -> Result<Value, Error> {
+    args.argv
+        .get(i)
+        .copied()
+        .ok_or_else(|| Error::type_error(format!("missing argument {}", i + 1)))
+}
+
+fn string_arg(state: &EnvState, args: &Args, i: usize, what: &str) -> JsResult<String> {
+    let v = arg(args, i)?;
+    if raw::type_of(state.env, v)? != sys::ValueType::napi_string {
+        return Err(Error::type_error(format!("{what}: expected a string")).into());
+    }
+    let mut s = String::new();
+    raw::read_string(state.env, v, &mut s)?;
+    Ok(s)
+}
+
+fn int_arg(state: &EnvState, args: &Args, i: usize, what: &str) -> JsResult<i64> {
+    js_to_any(state, arg(args, i)?)?
+        .view()
+        .as_int()
+        .ok_or_else(|| Error::type_error(format!("{what}: expected an integer")).into())
+}
+
+/// `_setup(classFactory, errorFactory, token, collectionEntries)`: the JS helpers the
+/// native side calls.
+fn setup(state: &EnvState, args: Args) -> JsResult<Value> {
+    let env = state.env;
+    let class_factory = raw::strong_ref(env, arg(&args, 0)?)?;
+    let error_factory = raw::strong_ref(env, arg(&args, 1)?)?;
+    let token = raw::strong_ref(env, arg(&args, 2)?)?;
+    let collection_entries = raw::strong_ref(env, arg(&args, 3)?)?;
+    let mut refs = state.refs.borrow_mut();
+    refs.collection_entries = Some(collection_entries);
+    refs.class_factory = Some(class_factory);
+    refs.error_factory = Some(error_factory);
+    refs.token = Some(token);
+    raw::undefined(env)
+}
+
+/// `getGlobalFunc(name)`: the registered function, or undefined.
+fn get_global_func(state: &EnvState, args: Args) -> JsResult<Value> {
+    let name = string_arg(state, &args, 0, "getGlobalFunc(name)")?;
+    match get_global(&name) {
+        Some(f) => any_to_js(state, Any::object(f.0.into())),
+        None => raw::undefined(state.env),
+    }
+}
+
+fn function_value(state: &EnvState, f: tether_core::Function) -> JsResult<Value> {
+    any_to_js(state, Any::object(f.0.into()))
+}
+
+/// `typeInfo(index)`: key, doc, parent, fields, methods and constructor of a type.
+fn type_info_of(state: &EnvState, args: Args) -> JsResult<Value> {
+    let env = state.env;
+    let index = int_arg(state, &args, 0, "typeInfo(index)")?;
+    let Some(info) = i32::try_from(index).ok().and_then(type_info) else {
+        return raw::undefined(env);
+    };
+    let out = raw::object(env)?;
+    raw::set_named(env, out, "index", raw::number(env, info.index as f64)?)?;
+    raw::set_named(env, out, "key", raw::string(env, info.key())?)?;
+    raw::set_named(env, out, "doc", raw::string(env, info.doc())?)?;
+    raw::set_named(env, out, "parent", raw::number(env, info.parent as f64)?)?;
+    let fields = raw::array(env, info.fields().len())?;
+    for (i, field) in info.fields().iter().enumerate() {
+        let f = raw::object(env)?;
+        raw::set_named(env, f, "name", raw::string(env, field.name())?)?;
+        raw::set_named(env, f, "doc", raw::string(env, field.doc())?)?;
+        raw::set_named(env, f, "typeHint", raw::string(env, field.type_hint())?)?;
+        raw::set_named(env, f, "getter", function_value(state, field.getter())?)?;
+        let setter = match field.setter() {
+            Some(s) => function_value(state, s)?,
+            None => raw::null(env)?,
+        };
+        raw::set_named(env, f, "setter", setter)?;
+        raw::set_element(env, fields, i as u32, f)?;
+    }
+    raw::set_named(env, out, "fields", fields)?;
+    let methods = raw::array(env, info.methods().len())?;
+    for (i, method) in info.methods().iter().enumerate() {
+        let m = raw::object(env)?;
+        raw::set_named(env, m, "name", raw::string(env, method.name())?)?;
+        raw::set_named(env, m, "doc", raw::string(env, method.doc())?)?;
+        raw::set_named(env, m, "func", function_value(state, method.func())?)?;
+        raw::set_named(env, m, "isStatic", raw::boolean(env, method.is_static != 0)?)?;
+        raw::set_element(env, methods, i as u32, m)?;
+    }
+    raw::set_named(env, out, "methods", methods)?;
+    let ctor = match info.constructor() {
+        Some(c) => function_value(state, c)?,
+        None => raw::null(env)?,
+    };
+    raw::set_named(env, out, "constructor", ctor)?;
+    Ok(out)
+}
+
+/// `construct(this, typeIndex, ...args)`: call the type's constructor and tie the new object
+/// to `this` (or return the existing wrapper if the constructor returned a tied object).
+fn construct(state: &EnvState, args: Args) -> JsResult<Value> {
+    let this = arg(&args, 0)?;
+    let index = int_arg(state, &args, 1, "construct(this, typeIndex)")?;
+    let info = i32::try_from(index)
+        .ok()
+        .and_then(type_info)
+        .ok_or_else(|| Error::type_error(format!("no registered type has index {index}")))?;
+    let ctor = info.constructor().ok_or_else(|| {
+        Error::type_error(format!(
+            "{} has no constructor; get instances from native functions",
+            info.key()
+        ))
+    })?;
+    let values = args.argv[2..]
+        .iter()
+        .map(|&v| js_to_any(state, v))
+        .collect::<JsResult<Vec<Any>>>()?;
+    let views: Vec<AnyView<'_>> = values.iter().map(Any::view).collect();
+    let made = {
+        let _sync = crate::call::SyncCall::enter(state);
+        ctor.call(&views)?
+    };
+    let obj = made
+        .into_object()
+        .ok_or_else(|| Error::type_error(format!("the constructor of {} did not return an object", info.key())))?;
+    tie_object(state, obj, Some(this))
+}
+
+fn dispose_wrapper(state: &EnvState, args: Args) -> JsResult<Value> {
+    if let Some(w) = wrapper_of(state.env, arg(&args, 0)?) {
+        dispose(w);
+    }
+    raw::undefined(state.env)
+}
+
+fn is_disposed(state: &EnvState, args: Args) -> JsResult<Value> {
+    let disposed = wrapper_of(state.env, arg(&args, 0)?).is_some_and(|w| w.obj.get().is_null());
+    raw::boolean(state.env, disposed)
+}
+
+/// `loadModule(path)`: `{ module, path, functions: [[name, fn]], types: [index] }`.
+fn load_module(state: &EnvState, args: Args) -> JsResult<Value> {
+    let env = state.env;
+    let path = string_arg(state, &args, 0, "loadModule(path)")?;
+    let module = tether_core::plugin::load_module(&path)?;
+    let out = raw::object(env)?;
+    raw::set_named(env, out, "path", raw::string(env, module.path())?)?;
+    let functions = raw::array(env, module.functions().len())?;
+    for (i, (name, f)) in module.functions().iter().enumerate() {
+        let pair = raw::array(env, 2)?;
+        raw::set_element(env, pair, 0, raw::string(env, name)?)?;
+        raw::set_element(env, pair, 1, function_value(state, f.clone())?)?;
+        raw::set_element(env, functions, i as u32, pair)?;
+    }
+    raw::set_named(env, out, "functions", functions)?;
+    let types = raw::array(env, module.types().len())?;
+    for (i, t) in module.types().iter().enumerate() {
+        raw::set_element(env, types, i as u32, raw::number(env, *t as f64)?)?;
+    }
+    raw::set_named(env, out, "types", types)?;
+    raw::set_named(env, out, "module", tie_object(state, ObjectRef::from(module), None)?)?;
+    Ok(out)
+}
+
+/// `toNative(value)`: the value converted to tether and back (plain arrays/objects become
+/// Array/Map wrappers).
+fn to_native(state: &EnvState, args: Args) -> JsResult<Value> {
+    let value = js_to_any(state, arg(&args, 0)?)?;
+    any_to_js(state, value)
+}

@@ -1,0 +1,382 @@
+//! JS values <-> tether values.
+//!
+//! | JS | tether | back to JS |
+//! |---|---|---|
+//! | `undefined`, `null` | None | `null` |
+//! | boolean | bool | boolean |
+//! | number with an integer value in i64 range | int | number (BigInt beyond +-2^53) |
+//! | other number | float | number |
+//! | BigInt (i64 range) | int | as above |
+//! | string | str | string |
+//! | Buffer / TypedArray / ArrayBuffer / DataView | bytes | Buffer |
+//! | tether wrapper | that object | its canonical wrapper |
+//! | JS function | a native Function calling it (the same one each time) | the JS function |
+//! | plain array | Array | tether Array |
+//! | other object | Map of its own enumerable string keys | tether Map |
+
+use std::ffi::c_void;
+use std::ptr;
+
+use napi::sys;
+use napi::sys::ValueType;
+use tether_core::containers::{ArrayObj, MapObj};
+use tether_core::{Any, AnyView, Error, ObjectRef, TypeIndex};
+
+use crate::env::EnvState;
+use crate::raw::{self, napi_call, Fail, JsResult, Value};
+use crate::tie::{tie_object, wrapper_of, Wrapper};
+
+/// Largest integer a JS number holds exactly.
+const MAX_SAFE: i64 = (1 << 53) - 1;
+/// Deepest nesting of arrays/objects converted (guards against cycles).
+const MAX_DEPTH: u32 = 100;
+
+/// A JS number as int when it is integral and fits in i64, else float.
+#[inline]
+fn number_to_any(x: f64) -> Any {
+    if x.fract() == 0.0 && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&x) {
+        Any::int(x as i64)
+    } else {
+        Any::float(x)
+    }
+}
+
+/// An argument cell for a call, and the wrapper it came from (if any). Plain values are
+/// returned by value; anything needing an owner is pushed to `owned`. With
+/// `borrow_objects`, a wrapper's object is borrowed (its wrapper keeps it alive for the
+/// call) instead of taking a reference.
+#[inline]
+pub fn arg_view<'w>(
+    state: &EnvState,
+    v: Value,
+    borrow_objects: bool,
+    owned: &mut Vec<Any>,
+) -> JsResult<(AnyView<'static>, Option<&'w Wrapper>)> {
+    let env = state.env;
+    let t = raw::type_of(env, v)?;
+    if t == ValueType::napi_object {
+        if let Some(w) = wrapper_of(env, v) {
+            let obj = w.live_object()?;
+            if borrow_objects {
+                // SAFETY: the wrapper is an argument of the running call, so it and its +1
+                // outlive the call (a leaf function cannot run JS that disposes of it).
+                return Ok((unsafe { AnyView::from_object_ptr(obj) }, Some(w)));
+            }
+            // SAFETY: the wrapper's +1 keeps `obj` alive while we take our own.
+            let r = unsafe { ObjectRef::from_borrowed(obj) };
+            return Ok((keep(owned, Any::object(r)), Some(w)));
+        }
+    } else if t == ValueType::napi_number {
+        let mut x = 0.0;
+        napi_call!(env, napi_get_value_double(env, v, &mut x))?;
+        let a = number_to_any(x);
+        // SAFETY: ints and floats are plain values.
+        return Ok((unsafe { plain_view(&a) }, None));
+    }
+    let a = convert(state, v, t, 0)?;
+    Ok((keep(owned, a), None))
+}
+
+/// The fast return of an object that was passed in as argument `arg` (`echo(p)`): when the
+/// argument's wrapper still names the object and is the one its prefix slot holds, it is the
+/// canonical wrapper, so it is returned without locking the slot or reviving a reference.
+/// Prefix slots of this env are only written on this thread, so the snapshot is exact.
+/// Consumes `obj`'s +1 on success; gives it back otherwise.
+#[inline]
+pub fn return_argument(state: &EnvState, obj: ObjectRef, arg: Value, w: &Wrapper) -> Result<Value, ObjectRef> {
+    let ptr = obj.as_ptr();
+    if w.obj.get() != ptr {
+        return Err(obj);
+    }
+    // SAFETY: `obj` is live (we hold +1); the prefix exists only when its alloc_tag is ours.
+    match unsafe { tether_core::tying::slot_of(ptr, state.tag) } {
+        Some(slot) if tether_core::tying::peek(slot) == w.reference.get() as usize => {
+            drop(obj); // the canonical wrapper already owns its +1
+            Ok(arg)
+        }
+        _ => Err(obj),
+    }
+}
+
+/// A view of a plain (non-object, non-borrowing) cell.
+///
+/// # Safety
+/// `a` holds no object and no borrowed bytes.
+#[inline]
+unsafe fn plain_view(a: &Any) -> AnyView<'static> {
+    let (t, len, payload) = a.view().raw_parts();
+    // SAFETY: the caller's guarantee: the cell is self-contained.
+    unsafe { AnyView::from_raw_parts(t, len, payload) }
+}
+
+/// Store `a` in `owned` and return a view of it that lives as long as `owned` keeps it.
+fn keep(owned: &mut Vec<Any>, a: Any) -> AnyView<'static> {
+    let (t, len, payload) = a.view().raw_parts();
+    owned.push(a);
+    // SAFETY: the view names an object or inline data owned by the pushed `Any`; `owned`
+    // outlives every use of the views (the call), and moving an `Any` does not move the
+    // object it points to (inline small values are copied into the view itself).
+    unsafe { AnyView::from_raw_parts(t, len, payload) }
+}
+
+/// An owned tether value for a JS value.
+pub fn js_to_any(state: &EnvState, v: Value) -> JsResult<Any> {
+    let t = raw::type_of(state.env, v)?;
+    convert(state, v, t, 0)
+}
+
+fn convert(state: &EnvState, v: Value, t: sys::napi_valuetype, depth: u32) -> JsResult<Any> {
+    let env = state.env;
+    match t {
+        ValueType::napi_undefined | ValueType::napi_null => Ok(Any::none()),
+        ValueType::napi_boolean => {
+            let mut b = false;
+            napi_call!(env, napi_get_value_bool(env, v, &mut b))?;
+            Ok(Any::bool(b))
+        }
+        ValueType::napi_number => {
+            let mut x = 0.0;
+            napi_call!(env, napi_get_value_double(env, v, &mut x))?;
+            Ok(number_to_any(x))
+        }
+        ValueType::napi_string => {
+            let mut s = String::new();
+            raw::read_string(env, v, &mut s)?;
+            Ok(Any::str(&s))
+        }
+        ValueType::napi_bigint => {
+            let mut i = 0i64;
+            let mut lossless = false;
+            napi_call!(env, napi_get_value_bigint_int64(env, v, &mut i, &mut lossless))?;
+            if !lossless {
+                return Err(Error::value("BigInt out of the 64-bit signed integer range").into());
+            }
+            Ok(Any::int(i))
+        }
+        ValueType::napi_function => {
+            if let Some(w) = wrapper_of(env, v) {
+                // SAFETY: the wrapper's +1 keeps the object alive while we take our own.
+                return Ok(Any::object(unsafe { ObjectRef::from_borrowed(w.live_object()?) }));
+            }
+            crate::callback::function_from_js(state, v)
+        }
+        ValueType::napi_object => {
+            if let Some(w) = wrapper_of(env, v) {
+                // SAFETY: as above.
+                return Ok(Any::object(unsafe { ObjectRef::from_borrowed(w.live_object()?) }));
+            }
+            if depth >= MAX_DEPTH {
+                return Err(Error::value("value nested too deeply to convert (a cycle?)").into());
+            }
+            convert_plain_object(state, v, depth + 1)
+        }
+        _ => Err(Error::type_error(format!("cannot pass a JS {} to native code", type_name(t))).into()),
+    }
+}
+
+fn type_name(t: sys::napi_valuetype) -> &'static str {
+    match t {
+        ValueType::napi_symbol => "symbol",
+        ValueType::napi_external => "external",
+        _ => "value of this kind",
+    }
+}
+
+fn is(
+    state: &EnvState,
+    v: Value,
+    f: unsafe extern "C" fn(sys::napi_env, Value, *mut bool) -> sys::napi_status,
+) -> bool {
+    let mut out = false;
+    // SAFETY: a type predicate on a handle of the current call.
+    unsafe { f(state.env, v, &mut out) };
+    out
+}
+
+fn convert_plain_object(state: &EnvState, v: Value, depth: u32) -> JsResult<Any> {
+    let env = state.env;
+    if is(state, v, sys::napi_is_array) {
+        let mut len = 0u32;
+        napi_call!(env, napi_get_array_length(env, v, &mut len))?;
+        let mut items = Vec::with_capacity(len as usize);
+        for i in 0..len {
+            let mut item = ptr::null_mut();
+            napi_call!(env, napi_get_element(env, v, i, &mut item))?;
+            let t = raw::type_of(env, item)?;
+            items.push(convert(state, item, t, depth)?);
+        }
+        return Ok(Any::object(ArrayObj::new(items).into()));
+    }
+    if let Some(bytes) = byte_view(state, v)? {
+        return Ok(Any::bytes(bytes));
+    }
+    if let Some(converted) = convert_collection(state, v, depth)? {
+        return Ok(converted);
+    }
+    let mut keys = ptr::null_mut();
+    napi_call!(
+        env,
+        napi_get_all_property_names(
+            env,
+            v,
+            sys::KeyCollectionMode::own_only,
+            sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
+            sys::KeyConversion::numbers_to_strings,
+            &mut keys
+        )
+    )?;
+    let mut n = 0u32;
+    napi_call!(env, napi_get_array_length(env, keys, &mut n))?;
+    let mut entries = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        let mut key = ptr::null_mut();
+        napi_call!(env, napi_get_element(env, keys, i, &mut key))?;
+        let mut value = ptr::null_mut();
+        napi_call!(env, napi_get_property(env, v, key, &mut value))?;
+        let mut k = String::new();
+        raw::read_string(env, key, &mut k)?;
+        let t = raw::type_of(env, value)?;
+        entries.push((Any::str(&k), convert(state, value, t, depth)?));
+    }
+    Ok(Any::object(MapObj::new(entries).into()))
+}
+
+/// A JS Map (to a Map) or Set (to an Array), through index.js's `collectionEntries`.
+fn convert_collection(state: &EnvState, v: Value, depth: u32) -> JsResult<Option<Any>> {
+    let env = state.env;
+    let Some(helper) = state.refs.borrow().collection_entries else {
+        return Ok(None);
+    };
+    let helper = raw::reference_value(env, helper)?;
+    let this = raw::undefined(env)?;
+    let out = raw::call(env, this, helper, &[v])?;
+    if raw::type_of(env, out)? != ValueType::napi_object {
+        return Ok(None);
+    }
+    let element = |array: Value, i: u32| -> JsResult<Value> {
+        let mut item = ptr::null_mut();
+        napi_call!(env, napi_get_element(env, array, i, &mut item))?;
+        Ok(item)
+    };
+    let length = |array: Value| -> JsResult<u32> {
+        let mut n = 0u32;
+        napi_call!(env, napi_get_array_length(env, array, &mut n))?;
+        Ok(n)
+    };
+    let mut is_map = false;
+    napi_call!(env, napi_get_value_bool(env, element(out, 0)?, &mut is_map))?;
+    let items = element(out, 1)?;
+    let n = length(items)?;
+    let convert_item = |item: Value| -> JsResult<Any> { convert(state, item, raw::type_of(env, item)?, depth) };
+    if is_map {
+        let mut entries = Vec::with_capacity(n as usize);
+        for i in 0..n {
+            let pair = element(items, i)?;
+            entries.push((convert_item(element(pair, 0)?)?, convert_item(element(pair, 1)?)?));
+        }
+        Ok(Some(Any::object(MapObj::new(entries).into())))
+    } else {
+        let values = (0..n)
+            .map(|i| convert_item(element(items, i)?))
+            .collect::<JsResult<Vec<Any>>>()?;
+        Ok(Some(Any::object(ArrayObj::new(values).into())))
+    }
+}
+
+/// The bytes of a Buffer, TypedArray, DataView or ArrayBuffer, borrowed for this call.
+fn byte_view<'a>(state: &EnvState, v: Value) -> JsResult<Option<&'a [u8]>> {
+    let env = state.env;
+    let mut data: *mut c_void = ptr::null_mut();
+    let mut len = 0usize;
+    if is(state, v, sys::napi_is_typedarray) {
+        let mut kind = 0;
+        let mut count = 0usize;
+        let mut buffer = ptr::null_mut();
+        let mut offset = 0usize;
+        napi_call!(
+            env,
+            napi_get_typedarray_info(env, v, &mut kind, &mut count, &mut data, &mut buffer, &mut offset)
+        )?;
+        let mut ab_len = 0usize;
+        let mut ab_data = ptr::null_mut();
+        napi_call!(env, napi_get_arraybuffer_info(env, buffer, &mut ab_data, &mut ab_len))?;
+        len = ab_len.saturating_sub(offset).min(count * element_size(kind));
+    } else if is(state, v, sys::napi_is_dataview) {
+        let mut buffer = ptr::null_mut();
+        let mut offset = 0usize;
+        napi_call!(
+            env,
+            napi_get_dataview_info(env, v, &mut len, &mut data, &mut buffer, &mut offset)
+        )?;
+    } else if is(state, v, sys::napi_is_arraybuffer) {
+        napi_call!(env, napi_get_arraybuffer_info(env, v, &mut data, &mut len))?;
+    } else {
+        return Ok(None);
+    }
+    if data.is_null() || len == 0 {
+        return Ok(Some(&[]));
+    }
+    // SAFETY: Node-API reported `len` readable bytes at `data`, alive while the JS value is
+    // (the caller copies them before returning to JS).
+    Ok(Some(unsafe { std::slice::from_raw_parts(data as *const u8, len) }))
+}
+
+fn element_size(kind: sys::napi_typedarray_type) -> usize {
+    use sys::TypedarrayType as T;
+    match kind {
+        T::int8_array | T::uint8_array | T::uint8_clamped_array => 1,
+        T::int16_array | T::uint16_array => 2,
+        T::int32_array | T::uint32_array | T::float32_array => 4,
+        _ => 8,
+    }
+}
+
+/// The JS value for an owned tether value (objects come back as their canonical wrapper).
+pub fn any_to_js(state: &EnvState, a: Any) -> JsResult<Value> {
+    let env = state.env;
+    let view = a.view();
+    match view.type_index() {
+        TypeIndex::NONE => raw::null(env),
+        TypeIndex::INT => {
+            let i = view.as_int().unwrap_or(0);
+            if (-MAX_SAFE..=MAX_SAFE).contains(&i) {
+                raw::number(env, i as f64)
+            } else {
+                let mut out = ptr::null_mut();
+                napi_call!(env, napi_create_bigint_int64(env, i, &mut out))?;
+                Ok(out)
+            }
+        }
+        TypeIndex::BOOL => raw::boolean(env, view.as_bool().unwrap_or(false)),
+        TypeIndex::FLOAT => raw::number(env, view.as_float().unwrap_or(f64::NAN)),
+        TypeIndex::SMALL_STR | TypeIndex::STR | TypeIndex::RAW_STR => raw::string(env, view.as_str().unwrap_or("")),
+        TypeIndex::SMALL_BYTES | TypeIndex::BYTES | TypeIndex::RAW_BYTES => {
+            let bytes = view.as_bytes().unwrap_or(&[]);
+            let mut out = ptr::null_mut();
+            let mut data = ptr::null_mut();
+            napi_call!(
+                env,
+                napi_create_buffer_copy(env, bytes.len(), bytes.as_ptr() as *const c_void, &mut data, &mut out)
+            )?;
+            Ok(out)
+        }
+        TypeIndex::OPAQUE_PTR => {
+            let mut out = ptr::null_mut();
+            let p = view.as_opaque_ptr().unwrap_or(ptr::null_mut()) as u64;
+            napi_call!(env, napi_create_bigint_uint64(env, p, &mut out))?;
+            Ok(out)
+        }
+        t if t >= TypeIndex::OBJECT => {
+            let obj = a.into_object().expect("object kind");
+            if t == TypeIndex::FUNCTION {
+                if let Some(js) = crate::callback::js_function_of(state, &obj)? {
+                    return Ok(js);
+                }
+            }
+            tie_object(state, obj, None)
+        }
+        t => Err(Fail::Native(Error::type_error(format!(
+            "cannot convert a value of kind {t} to JS"
+        )))),
+    }
+}

@@ -1,0 +1,187 @@
+//! Per-environment state (main thread and each worker_threads env), stored as Node-API
+//! instance data, and the process-wide frontend allocator tag.
+//!
+//! The first environment that loads the addon is the *main* one: it ties objects made by
+//! our allocator through their prefix slot. Every other environment (and the main one for
+//! objects made by another allocator) ties through its own [`SideTable`].
+
+use std::cell::RefCell;
+use std::ffi::c_void;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+use napi::sys;
+use tether_core::tying::SideTable;
+
+use crate::raw::{self, napi_call, Env, JsResult, Ref, Value};
+
+/// A tag no allocator ever has: ties everything through the side table.
+pub const NO_PREFIX_TAG: u32 = u32::MAX;
+
+static FRONTEND_TAG: OnceLock<u32> = OnceLock::new();
+static MAIN_CLAIMED: AtomicBool = AtomicBool::new(false);
+
+/// A small per-thread id (cheaper to read than `std::thread::current().id()`).
+pub fn thread_token() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local!(static TOKEN: u64 = NEXT.fetch_add(1, Ordering::Relaxed));
+    TOKEN.with(|t| *t)
+}
+
+/// JS values the native side needs, kept alive by strong references (JS thread only).
+#[derive(Default)]
+pub struct JsRefs {
+    /// `classFor(typeIndex) -> constructor`, from index.js.
+    pub class_factory: Option<Ref>,
+    /// `makeError(kind, message, backtrace) -> Error`, from index.js.
+    pub error_factory: Option<Ref>,
+    /// `collectionEntries(value)`: `[key, value]` pairs of a JS Map, items of a Set, else
+    /// undefined (from index.js).
+    pub collection_entries: Option<Ref>,
+    /// The sentinel the class constructors recognise as "made by the addon".
+    pub token: Option<Ref>,
+    /// The shared `callAsync` installed on every native function.
+    pub call_async: Option<Ref>,
+    /// Constructors by type index.
+    pub classes: Vec<Option<Ref>>,
+}
+
+pub struct EnvState {
+    pub env: Env,
+    pub is_main: bool,
+    /// The allocator tag whose objects tie through their prefix here.
+    pub tag: u32,
+    pub js_thread: u64,
+    pub side: SideTable,
+    /// Depth of synchronous non-leaf native calls the JS thread is inside right now.
+    pub sync_depth: AtomicU32,
+    /// False once the env started tearing down; guarded so that no other thread uses the
+    /// threadsafe function while it is being released.
+    pub alive: RwLock<bool>,
+    /// Marshals callbacks and releases from other threads onto the JS thread.
+    pub tsfn: AtomicTsfn,
+    /// References to delete on the JS thread (dropped on another thread).
+    pub pending_deletes: Mutex<Vec<usize>>,
+    /// JS-thread-only state.
+    pub refs: RefCell<JsRefs>,
+}
+
+/// The threadsafe function handle (a raw pointer, shared across threads).
+pub struct AtomicTsfn(pub std::sync::atomic::AtomicPtr<sys::napi_threadsafe_function__>);
+
+// SAFETY: `refs` (a RefCell) is only touched on the env's JS thread (every path that reaches it
+// is a Node-API callback of this env); everything else is atomic or locked.
+unsafe impl Sync for EnvState {}
+// SAFETY: as above; the raw `env` is only used on the JS thread.
+unsafe impl Send for EnvState {}
+
+impl EnvState {
+    pub fn on_js_thread(&self) -> bool {
+        thread_token() == self.js_thread
+    }
+
+    /// The constructor cached for `type_index`, if any.
+    pub fn cached_class(&self, type_index: i32) -> Option<Ref> {
+        self.refs.borrow().classes.get(type_index as usize).copied().flatten()
+    }
+
+    pub fn token(&self) -> JsResult<Value> {
+        let r = self.refs.borrow().token.expect("token set at init");
+        raw::reference_value(self.env, r)
+    }
+
+    /// Delete references queued by other threads. JS thread only.
+    pub fn flush_pending_deletes(&self) {
+        let queued = std::mem::take(&mut *self.pending_deletes.lock().unwrap_or_else(|e| e.into_inner()));
+        for r in queued {
+            // SAFETY: a strong reference of this env, queued for deletion exactly once.
+            unsafe { sys::napi_delete_reference(self.env, r as Ref) };
+        }
+    }
+
+    /// Delete a reference of this env from any thread: now on the JS thread, else queued and
+    /// the JS thread is poked. After teardown the env's references are gone already.
+    pub fn delete_reference_anywhere(&self, r: Ref) {
+        if self.on_js_thread() {
+            if *self.alive.read().unwrap_or_else(|e| e.into_inner()) {
+                // SAFETY: our own live env, on its thread.
+                unsafe { sys::napi_delete_reference(self.env, r) };
+            }
+            return;
+        }
+        let alive = self.alive.read().unwrap_or_else(|e| e.into_inner());
+        if !*alive {
+            return;
+        }
+        self.pending_deletes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(r as usize);
+        crate::callback::poke(self);
+    }
+}
+
+/// The env's state (set at module init).
+///
+/// # Safety
+/// Called on `env`'s JS thread after [`init_env`].
+pub unsafe fn state_of<'a>(env: Env) -> &'a EnvState {
+    let mut data = ptr::null_mut();
+    // SAFETY: the caller's guarantee; instance data is an `Arc<EnvState>` raw pointer.
+    unsafe {
+        sys::napi_get_instance_data(env, &mut data);
+        &*(data as *const EnvState)
+    }
+}
+
+unsafe extern "C" fn finalize_instance(_env: Env, data: *mut c_void, _hint: *mut c_void) {
+    // SAFETY: the `Arc` leaked in `init_env`, released once.
+    drop(unsafe { Arc::from_raw(data as *const EnvState) });
+}
+
+unsafe extern "C" fn cleanup_env(arg: *mut c_void) {
+    // SAFETY: `arg` is an `Arc` raw pointer the hook owns (registered in `init_env`).
+    let state = unsafe { Arc::from_raw(arg as *const EnvState) };
+    {
+        let mut alive = state.alive.write().unwrap_or_else(|e| e.into_inner());
+        *alive = false;
+    }
+    // The env deletes its own references as it goes; the threadsafe function is closed by
+    // Node's own cleanup hook, which runs after this one (hooks run in reverse order).
+    state.pending_deletes.lock().unwrap_or_else(|e| e.into_inner()).clear();
+}
+
+/// Set up the per-env state for `env` (called once per env at module load). Installs the
+/// frontend allocator the first time.
+pub fn init_env(env: Env) -> JsResult<Arc<EnvState>> {
+    tether_core::init();
+    let tag = *FRONTEND_TAG.get_or_init(|| {
+        tether_core::alloc::install_frontend_allocator(None, ptr::null_mut())
+            .expect("the Node frontend allocator can be installed")
+    });
+    let is_main = !MAIN_CLAIMED.swap(true, Ordering::AcqRel);
+    let state = Arc::new(EnvState {
+        env,
+        is_main,
+        tag: if is_main { tag } else { NO_PREFIX_TAG },
+        js_thread: thread_token(),
+        side: SideTable::new(),
+        sync_depth: AtomicU32::new(0),
+        alive: RwLock::new(true),
+        tsfn: AtomicTsfn(std::sync::atomic::AtomicPtr::new(ptr::null_mut())),
+        pending_deletes: Mutex::new(Vec::new()),
+        refs: RefCell::new(JsRefs::default()),
+    });
+    let raw_state = Arc::into_raw(state.clone()) as *mut c_void;
+    napi_call!(
+        env,
+        napi_set_instance_data(env, raw_state, Some(finalize_instance), ptr::null_mut())
+    )?;
+    // The tsfn first: its own cleanup hook must run after ours (hooks run in reverse order),
+    // so that no thread uses it once ours marked the env dead.
+    crate::callback::create_tsfn(&state)?;
+    let hook_state = Arc::into_raw(state.clone()) as *mut c_void;
+    napi_call!(env, napi_add_env_cleanup_hook(env, Some(cleanup_env), hook_state))?;
+    Ok(state)
+}

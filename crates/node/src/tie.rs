@@ -1,0 +1,281 @@
+//! Tying native objects to their one canonical JS wrapper per environment.
+//!
+//! The slot word is the weak `napi_ref` (refcount 0) that `napi_wrap` hands back; the
+//! wrapper's finalizer releases its +1, clears the slot through `untie` with the wrapper's
+//! generation, and deletes that reference. The state machine itself is tether-core's
+//! (`tying::tie_any` / `untie_any`); this module only says how to revive and create.
+
+use std::cell::{Cell, RefCell};
+use std::ffi::c_void;
+use std::ptr;
+use std::sync::Arc;
+
+use napi::sys;
+use tether_core::object::{dec_ref, ObjectHeader};
+use tether_core::tying::{self, Previous, TieHost};
+use tether_core::{Error, ObjectRef, TypeIndex};
+
+use crate::env::EnvState;
+use crate::raw::{self, napi_call, Env, Fail, JsResult, Ref, Value};
+
+/// First word of every `napi_wrap` payload this addon makes for a tied wrapper.
+pub const WRAPPER_MAGIC: u64 = 0x7465_7468_6572_5752; // "tetherWR"
+
+/// The native side of one wrapper: owns +1 on `obj` until finalized or disposed.
+#[repr(C)]
+pub struct Wrapper {
+    pub magic: u64,
+    /// Null once disposed.
+    pub obj: Cell<*mut ObjectHeader>,
+    pub generation: u64,
+    /// The wrap's own weak reference (the slot word); deleted by the finalizer.
+    pub reference: Cell<Ref>,
+    /// An `Arc<EnvState>` owned by this wrapper.
+    pub state: *const EnvState,
+}
+
+impl Wrapper {
+    /// The env this wrapper lives in.
+    pub fn state(&self) -> &EnvState {
+        // SAFETY: the wrapper owns one `Arc` count on its state until it is freed.
+        unsafe { &*self.state }
+    }
+
+    /// The object, or a clear error when the wrapper was disposed.
+    pub fn live_object(&self) -> Result<*mut ObjectHeader, Error> {
+        let obj = self.obj.get();
+        if obj.is_null() {
+            Err(Error::runtime(
+                "this tether object was disposed ([Symbol.dispose]() released its native reference)",
+            ))
+        } else {
+            Ok(obj)
+        }
+    }
+}
+
+/// A new `Arc` count on `state` (every `EnvState` lives in an `Arc`).
+pub fn arc_of(state: &EnvState) -> Arc<EnvState> {
+    let p = state as *const EnvState;
+    // SAFETY: `state` came out of an `Arc<EnvState>` that is still alive (the caller borrows it).
+    unsafe {
+        Arc::increment_strong_count(p);
+        Arc::from_raw(p)
+    }
+}
+
+/// The wrapper behind `v`, if `v` is one of ours.
+#[inline]
+pub fn wrapper_of<'a>(env: Env, v: Value) -> Option<&'a Wrapper> {
+    let mut data: *mut c_void = ptr::null_mut();
+    // SAFETY: `v` is an object handle of the current call; a non-wrapped object reports an
+    // error status and leaves `data` null.
+    let status = unsafe { sys::napi_unwrap(env, v, &mut data) };
+    if status != sys::Status::napi_ok || data.is_null() {
+        return None;
+    }
+    // SAFETY: every payload this addon wraps starts with a u64 magic word (Wrapper or
+    // callback::Link); other addons' payloads are not expected on tether objects.
+    (unsafe { *(data as *const u64) } == WRAPPER_MAGIC).then(|| unsafe { &*(data as *const Wrapper) })
+}
+
+/// What JS value a new wrapper is.
+#[derive(Clone, Copy)]
+pub enum Shell {
+    /// An instance of the class for the object's type.
+    Instance(Ref),
+    /// A callable native function.
+    Function,
+    /// A `this` the JS constructor already made.
+    Preset(Value),
+}
+
+struct Host<'a> {
+    state: &'a EnvState,
+    shell: Shell,
+    failure: RefCell<Option<Fail>>,
+}
+
+// SAFETY: `revive` returns a value only when the weak reference still yields the wrapper;
+// `create` returns the wrap's reference (a heap pointer, so bits 0 and 1 are clear) and the
+// wrapper it makes owns the given object reference.
+unsafe impl TieHost for Host<'_> {
+    type Handle = Value;
+
+    unsafe fn revive(&self, word: usize) -> Option<Value> {
+        let mut v = ptr::null_mut();
+        // SAFETY: an Active word is a live wrap reference of this env (the finalizer deletes it
+        // only after clearing the slot or seeing a newer generation there).
+        unsafe { sys::napi_get_reference_value(self.state.env, word as Ref, &mut v) };
+        (!v.is_null()).then_some(v)
+    }
+
+    unsafe fn create(
+        &self,
+        obj: ObjectRef,
+        _previous: Previous,
+        generation: u64,
+    ) -> tether_core::Result<(Value, usize)> {
+        // Previous::Dying: the dying wrapper's finalizer still owns its reference and deletes
+        // it; its generation no longer matches, so it leaves the slot alone.
+        match self.make(obj, generation) {
+            Ok(made) => Ok(made),
+            Err(fail) => {
+                let err = Error::runtime("could not create a JS wrapper");
+                *self.failure.borrow_mut() = Some(fail);
+                Err(err)
+            }
+        }
+    }
+}
+
+impl Host<'_> {
+    fn make(&self, obj: ObjectRef, generation: u64) -> JsResult<(Value, usize)> {
+        let env = self.state.env;
+        let wrapper = Box::into_raw(Box::new(Wrapper {
+            magic: WRAPPER_MAGIC,
+            obj: Cell::new(obj.into_raw()),
+            generation,
+            reference: Cell::new(ptr::null_mut()),
+            state: Arc::into_raw(arc_of(self.state)),
+        }));
+        let js = match self.shell_value(wrapper) {
+            Ok(js) => js,
+            Err(fail) => {
+                // SAFETY: not wrapped yet, so we still own the box.
+                unsafe { free_wrapper(wrapper) };
+                return Err(fail);
+            }
+        };
+        let mut reference = ptr::null_mut();
+        // SAFETY: `js` is a fresh object of this call; the finalizer takes the box.
+        let status = unsafe {
+            sys::napi_wrap(
+                env,
+                js,
+                wrapper as *mut c_void,
+                Some(finalize_wrapper),
+                ptr::null_mut(),
+                &mut reference,
+            )
+        };
+        if let Err(fail) = raw::check(env, status, "napi_wrap") {
+            // SAFETY: the wrap failed, so the box is still ours.
+            unsafe { free_wrapper(wrapper) };
+            return Err(fail);
+        }
+        // SAFETY: the box is live (wrapped) and only this thread touches it.
+        unsafe { (*wrapper).reference.set(reference) };
+        Ok((js, reference as usize))
+    }
+
+    fn shell_value(&self, wrapper: *mut Wrapper) -> JsResult<Value> {
+        let env = self.state.env;
+        match self.shell {
+            Shell::Preset(v) => Ok(v),
+            Shell::Function => crate::call::make_function(self.state, wrapper),
+            Shell::Instance(ctor) => {
+                let ctor = raw::reference_value(env, ctor)?;
+                let token = self.state.token()?;
+                let mut out = ptr::null_mut();
+                napi_call!(env, napi_new_instance(env, ctor, 1, &token, &mut out))?;
+                Ok(out)
+            }
+        }
+    }
+}
+
+/// Free a wrapper box that never got wrapped (drops its +1 and its env count).
+///
+/// # Safety
+/// `wrapper` came from `Box::into_raw` and nothing else owns it.
+unsafe fn free_wrapper(wrapper: *mut Wrapper) {
+    // SAFETY: the caller's guarantee.
+    let w = unsafe { Box::from_raw(wrapper) };
+    // SAFETY: the box owns one Arc count and (unless disposed) one strong reference.
+    unsafe {
+        drop(Arc::from_raw(w.state));
+        if !w.obj.get().is_null() {
+            dec_ref(w.obj.get());
+        }
+    }
+}
+
+unsafe extern "C" fn finalize_wrapper(env: Env, data: *mut c_void, _hint: *mut c_void) {
+    // SAFETY: the box this addon wrapped; the finalizer runs once.
+    let w = unsafe { Box::from_raw(data as *mut Wrapper) };
+    // SAFETY: the wrapper owns one count on its state.
+    let state = unsafe { Arc::from_raw(w.state) };
+    let obj = w.obj.get();
+    if !obj.is_null() {
+        // SAFETY: the wrapper still holds its +1, so `obj` is live.
+        unsafe { release(&state, obj, w.generation) };
+    }
+    // SAFETY: the wrap's own reference, deleted once, here (the documented napi_wrap pattern).
+    unsafe { sys::napi_delete_reference(env, w.reference.get()) };
+}
+
+/// Clear the slot if it still names this wrapper's generation, then drop the +1.
+///
+/// # Safety
+/// The caller owns the wrapper's +1 on the live `obj` and gives it up.
+unsafe fn release(state: &EnvState, obj: *mut ObjectHeader, generation: u64) {
+    // The removed word is this wrapper's own wrap reference: the finalizer deletes it.
+    // SAFETY: `obj` is live (our +1).
+    let _ = unsafe { tying::untie_any(obj, state.tag, &state.side, generation, 0) };
+    // SAFETY: giving up the wrapper's strong reference.
+    unsafe { dec_ref(obj) };
+}
+
+/// `[Symbol.dispose]()`: release the wrapper's native reference now. Idempotent.
+pub fn dispose(w: &Wrapper) {
+    let obj = w.obj.replace(ptr::null_mut());
+    if !obj.is_null() {
+        // SAFETY: we just took the wrapper's +1 out of it.
+        unsafe { release(w.state(), obj, w.generation) };
+    }
+}
+
+/// Make sure the class for `type_index` is known (calls the JS class factory once per type).
+fn ensure_class(state: &EnvState, type_index: i32) -> JsResult<Ref> {
+    if let Some(r) = state.cached_class(type_index) {
+        return Ok(r);
+    }
+    let env = state.env;
+    let factory = state.refs.borrow().class_factory.expect("class factory set at init");
+    let factory = raw::reference_value(env, factory)?;
+    let undefined = raw::undefined(env)?;
+    let index = raw::number(env, type_index as f64)?;
+    let ctor = raw::call(env, undefined, factory, &[index])?;
+    let r = raw::strong_ref(env, ctor)?;
+    let mut refs = state.refs.borrow_mut();
+    let classes = &mut refs.classes;
+    if classes.len() <= type_index as usize {
+        classes.resize(type_index as usize + 1, None);
+    }
+    if let Some(old) = classes[type_index as usize].replace(r) {
+        // SAFETY: a strong reference of this env we no longer need.
+        unsafe { sys::napi_delete_reference(env, old) };
+    }
+    Ok(r)
+}
+
+/// Return `obj` (an owned +1) to JS as its canonical wrapper in this env. With `preset`,
+/// a new wrapper is that value (a JS constructor's `this`).
+pub fn tie_object(state: &EnvState, obj: ObjectRef, preset: Option<Value>) -> JsResult<Value> {
+    let type_index = obj.type_index();
+    let shell = match preset {
+        Some(v) => Shell::Preset(v),
+        None if type_index == TypeIndex::FUNCTION => Shell::Function,
+        None => Shell::Instance(ensure_class(state, type_index)?),
+    };
+    let host = Host {
+        state,
+        shell,
+        failure: RefCell::new(None),
+    };
+    match tying::tie_any(&host, state.tag, &state.side, obj) {
+        Ok(v) => Ok(v),
+        Err(e) => Err(host.failure.into_inner().unwrap_or(Fail::Native(e))),
+    }
+}

@@ -1,0 +1,192 @@
+// The public API beyond the conformance list: packaging, conversions, containers, errors.
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { test } from 'node:test';
+import util from 'node:util';
+
+import tetherDefault, * as tether from 'tether-ffi';
+
+import { collect, expectLiveBackTo, settledBaseline, testing } from './helpers.mjs';
+
+const require = createRequire(import.meta.url);
+const { Pair } = testing;
+
+test('the package loads as ESM and CommonJS, sharing one addon state', () => {
+  const cjs = require('tether-ffi');
+  assert.equal(typeof cjs.getGlobalFunc, 'function');
+  assert.equal(tetherDefault, cjs);
+  assert.equal(tether.getGlobalFunc('testing.echo'), cjs.getGlobalFunc('testing.echo'));
+  assert.equal(cjs.getClass('testing.Pair'), Pair);
+  assert.equal(tether.isMainEnv, true);
+});
+
+test('native functions are plain JS functions with a name', () => {
+  const echo = tether.getGlobalFunc('testing.echo');
+  assert.equal(typeof echo, 'function');
+  assert.equal(echo.name, 'echo');
+  assert.equal(echo.qualifiedName, 'testing.echo');
+  assert.equal(echo.call(null, 3), 3);
+  assert.equal(echo.apply(null, ['x']), 'x');
+  assert.equal(typeof echo.callAsync, 'function');
+});
+
+test('numbers: integers go in as int, others as float; BigInt in and out', () => {
+  assert.equal(testing.add(2, 3), 5);
+  assert.throws(() => testing.add(1.5, 2), { name: 'TetherTypeError', message: /argument 1: expected int, got float/ });
+  assert.equal(testing.add(2n, 3n), 5);
+  assert.equal(testing.add(2n ** 62n, 2n ** 62n - 1n), 2n ** 63n - 1n);
+  assert.equal(typeof testing.add(2 ** 53, 1), 'bigint', 'beyond 2^53 comes back as BigInt');
+  assert.equal(testing.add(2 ** 52, 1), 2 ** 52 + 1);
+  assert.throws(() => testing.echo(2n ** 64n), { name: 'TetherValueError', message: /BigInt/ });
+  assert.equal(testing.sum([1, 2.5, 3n]), 6.5);
+  assert.ok(Number.isNaN(testing.echo(NaN)));
+  assert.equal(testing.echo(Infinity), Infinity);
+  assert.equal(testing.echo(-0), 0);
+});
+
+test('bytes: Buffers and typed arrays go in as bytes and come back as Buffers', () => {
+  assert.deepEqual(testing.echo(new Uint8Array([1, 2, 3])), Buffer.from([1, 2, 3]));
+  assert.deepEqual(testing.echo(new Uint16Array([1]).buffer), Buffer.from([1, 0]));
+  assert.deepEqual(testing.echo(Buffer.alloc(0)), Buffer.alloc(0));
+});
+
+test('symbols cannot cross', () => {
+  assert.throws(() => testing.echo(Symbol('s')), { name: 'TetherTypeError', message: /symbol/ });
+});
+
+test('Array: length, get, iteration, toArray, negative index and range errors', () => {
+  const arr = tether.toNative([1, 'two', [3]]);
+  assert.equal(arr.length, 3);
+  assert.equal(arr.get(1), 'two');
+  assert.equal(arr.get(-3), 1);
+  assert.ok(arr.get(2) instanceof tether.TetherArray);
+  assert.deepEqual(arr.get(2).toArray(), [3]);
+  assert.deepEqual([...arr].slice(0, 2), [1, 'two']);
+  assert.throws(() => arr.get(3), (e) => e instanceof RangeError && e.kind === 'IndexError');
+  assert.equal(util.inspect(tether.toNative([1, 'a'])), "tether.Array [ 1, 'a' ]");
+  assert.equal(String(tether.toNative([1, 'a'])), 'tether.Array(1, "a")');
+  const built = new tether.TetherArray([4, 5]);
+  assert.ok(built instanceof tether.TetherArray);
+  assert.deepEqual(built.toArray(), [4, 5]);
+  assert.equal(testing.sum(built), 9);
+});
+
+test('Map: get, has, keys, values, entries, size, iteration', () => {
+  const p = new Pair(1, 2);
+  const m = tether.toNative({ a: 1, b: p, c: { nested: true } });
+  assert.equal(m.size, 3);
+  assert.equal(m.has('a'), true);
+  assert.equal(m.has('zzz'), false);
+  assert.equal(m.get('zzz'), undefined);
+  assert.equal(m.get('b'), p);
+  assert.ok(m.get('c') instanceof tether.TetherMap);
+  assert.equal(m.get('c').get('nested'), true);
+  assert.deepEqual([...m.keys()], ['a', 'b', 'c']);
+  assert.equal([...m.values()][1], p);
+  assert.deepEqual([...m].map(([k]) => k), ['a', 'b', 'c']);
+  const seen = [];
+  m.forEach((v, k) => seen.push(k));
+  assert.deepEqual(seen, ['a', 'b', 'c']);
+  const fromEntries = new tether.TetherMap([[1, 'one'], [p, 'pair']]);
+  assert.equal(fromEntries.get(1), 'one');
+  assert.equal(fromEntries.get(p), 'pair');
+  assert.equal(util.inspect(tether.toNative({ k: 1 })), "tether.Map Map(1) { 'k' => 1 }");
+  const fromJsMap = tether.toNative(new Map([[p, 'by object'], ['s', [1, 2]]]));
+  assert.ok(fromJsMap instanceof tether.TetherMap);
+  assert.equal(fromJsMap.get(p), 'by object');
+  assert.deepEqual(fromJsMap.get('s').toArray(), [1, 2]);
+  const fromSet = tether.toNative(new Set([p, 3]));
+  assert.ok(fromSet instanceof tether.TetherArray);
+  assert.equal(fromSet.get(0), p);
+});
+
+test('a cyclic JS value is refused, not looped over', () => {
+  const cyclic = [];
+  cyclic.push(cyclic);
+  assert.throws(() => testing.echo(cyclic), { name: 'TetherValueError', message: /nested too deeply/ });
+});
+
+test('callAsync resolves with canonical wrappers and rejects with typed errors', async () => {
+  const p = new Pair(1, 2);
+  assert.equal(await testing.echo.callAsync(p), p);
+  const made = await testing.make_pair.callAsync(p, 'x');
+  assert.equal(made.first, p);
+  await assert.rejects(testing.add.callAsync(1), { name: 'TetherTypeError' });
+  const err = new RangeError('from a pool-thread callback');
+  await assert.rejects(testing.call_in_thread.callAsync(() => {
+    throw err;
+  }), (e) => e === err);
+  assert.throws(() => testing.echo.callAsync.call({}, 1), { name: 'TetherTypeError', message: /callAsync/ });
+});
+
+test('errors carry kind and backtrace and print their class', () => {
+  try {
+    testing.raise_error('KeyError', 'missing');
+    assert.fail('should throw');
+  } catch (e) {
+    assert.equal(e.name, 'TetherKeyError');
+    assert.equal(e.kind, 'KeyError');
+    assert.equal(typeof e.backtrace, 'string');
+    assert.match(String(e), /^TetherKeyError: missing/);
+  }
+  const e = new tether.TetherValueError('made in JS', 'ValueError');
+  assert.ok(e instanceof tether.TetherError);
+  assert.equal(e.kind, 'ValueError');
+});
+
+test('constructor and class checks', () => {
+  assert.throws(() => new tether.TetherObject(), { name: 'TetherTypeError' });
+  assert.throws(() => new Pair(1), { name: 'TetherTypeError', message: /takes 2 arguments but 1 were given/ });
+  assert.equal(tether.getClass('no.such.Type'), undefined);
+  const Aligned = tether.getClass('testing.Aligned');
+  assert.throws(() => new Aligned(), { name: 'TetherTypeError', message: /no constructor/ });
+  class MyPair extends Pair {
+    sum() {
+      return this.first + this.second;
+    }
+  }
+  const mine = new MyPair(2, 3);
+  assert.equal(mine.sum(), 5);
+  assert.equal(testing.echo(mine), mine, 'a JS subclass instance is the canonical wrapper');
+});
+
+test('read-only and unknown attributes', () => {
+  const p = new Pair(1, 2);
+  p.extra = 'js-only property';
+  assert.equal(p.extra, 'js-only property');
+  assert.equal(testing.echo(p).extra, 'js-only property', 'JS properties survive on the canonical wrapper');
+});
+
+test('a wrapper collected but not yet finalized is replaced, and its late finalizer leaves the new one alone', async () => {
+  const baseline = await settledBaseline();
+  await (async () => {
+    for (let i = 0; i < 20; i++) {
+      (() => {
+        testing.stash('dying', testing.make_pair(i, null));
+      })();
+      // Collect synchronously: the old wrapper is gone but its finalizer waits for setImmediate,
+      // so this refetch meets a dying slot (the core's Previous::Dying) and makes a new wrapper.
+      global.gc();
+      const fresh = testing.take('dying');
+      testing.stash('dying', fresh);
+      assert.equal(fresh.first, i);
+      await collect(1); // the old finalizer runs now, with an older generation
+      assert.equal(testing.take('dying'), fresh, 'the new wrapper is still the canonical one');
+    }
+  })();
+  await expectLiveBackTo(baseline);
+});
+
+test('JS callbacks passed to native code are released once native code lets go', async () => {
+  const baseline = await settledBaseline();
+  (() => {
+    for (let i = 0; i < 1000; i++) {
+      const f = (x) => x + i;
+      assert.equal(testing.call(f, 1), 1 + i);
+      testing.stash(`callback-${i % 10}`, f);
+      assert.equal(testing.echo(f), f);
+    }
+    testing.stash_clear();
+  })();
+  await expectLiveBackTo(baseline);
+});

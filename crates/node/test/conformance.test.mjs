@@ -1,0 +1,432 @@
+// The conformance scenarios of docs/conformance.md, one test per id.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import util from 'node:util';
+import { Worker } from 'node:worker_threads';
+import { fileURLToPath } from 'node:url';
+
+import {
+  badAbiPlugin,
+  collect,
+  expectLiveBackTo,
+  samplePlugin,
+  settledBaseline,
+  testing,
+  tether,
+} from './helpers.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const { Pair } = testing;
+
+// ---- identity ----------------------------------------------------------------------------
+
+test('T01 echo identity', () => {
+  const p = testing.make_pair(1, 2);
+  assert.equal(testing.echo(p), p);
+  for (const v of [0, 7, -3, 2 ** 53 - 1, -(2 ** 53) + 1, 1.5, -0.25, true, false, 's', 'a string longer than seven bytes', '', 'ünïcødé ✓']) {
+    assert.equal(testing.echo(v), v);
+  }
+  assert.equal(testing.echo(2n ** 62n), 2n ** 62n, 'ints beyond 2^53 come back as BigInt');
+  assert.equal(testing.echo(5n), 5, 'small BigInt comes back as a number');
+  assert.deepEqual(testing.echo(Buffer.from('abc')), Buffer.from('abc'));
+  assert.deepEqual(testing.echo(Buffer.from('more than seven bytes')), Buffer.from('more than seven bytes'));
+  assert.equal(testing.echo(null), null);
+  assert.equal(testing.echo(undefined), null, 'undefined goes in as None, which comes back as null');
+});
+
+test('T02 field identity', () => {
+  const inner = testing.make_pair('x', 'y');
+  const outer = testing.make_pair(inner, 0);
+  assert.equal(outer.first, inner);
+  assert.equal(outer.first, outer.first);
+  const q = new Pair(1, 2);
+  outer.first = q;
+  assert.equal(outer.first, q);
+  assert.equal(outer.first, outer.first);
+});
+
+test('T03 container gets return the canonical wrappers', () => {
+  const arr = testing.make_array(3);
+  for (let i = 0; i < 3; i++) {
+    assert.equal(arr.get(i), arr.get(i));
+    assert.equal(arr.get(i).first, i);
+  }
+  assert.equal(arr.get(-1), arr.get(2));
+  const [a0, a1, a2] = arr;
+  assert.deepEqual([a0, a1, a2], [arr.get(0), arr.get(1), arr.get(2)]);
+
+  const v = new Pair('v', null);
+  const w = new Pair('w', null);
+  const fromArray = tether.toNative([v, w, 3]);
+  assert.ok(fromArray instanceof tether.TetherArray);
+  assert.equal(fromArray.get(0), v);
+  assert.equal(fromArray.get(1), w);
+  const fromObject = tether.toNative({ k: v, n: 1 });
+  assert.ok(fromObject instanceof tether.TetherMap);
+  assert.equal(fromObject.get('k'), v);
+  const made = testing.make_map(['k', 'j'], [v, w]);
+  assert.equal(made.get('k'), v);
+  assert.equal(made.get('j'), w);
+  assert.equal(testing.make_map([v], ['by object key']).get(v), 'by object key');
+});
+
+test('T04 a callback receives the caller wrapper', () => {
+  const p = new Pair(1, 2);
+  let seen;
+  testing.call((x) => {
+    seen = x;
+  }, p);
+  assert.equal(seen, p);
+  assert.equal(testing.call((x, y) => [x, y], p, 3).get(0), p);
+});
+
+test('T05 a JS function passed twice is the same native Function', () => {
+  const f = (x) => x + 1;
+  assert.equal(testing.echo(f), f);
+  assert.equal(testing.echo(f), f);
+  testing.stash('T05', f);
+  assert.equal(testing.take('T05'), f);
+  const pair = testing.make_pair(f, f);
+  assert.equal(pair.first, f);
+  assert.equal(pair.second, f);
+  assert.equal(pair.first(41), 42, 'it is still the callable JS function');
+  // A native function round-trips as its own wrapper too.
+  assert.equal(testing.echo(testing.echo), testing.echo);
+});
+
+test('T06 constructor builds a tied object', () => {
+  const p = new Pair(1, 2);
+  assert.ok(p instanceof Pair);
+  assert.ok(p instanceof tether.TetherObject);
+  assert.equal(p.first, 1);
+  assert.equal(p.second, 2);
+  assert.equal(testing.echo(p), p);
+  assert.equal(String(p), 'testing.Pair(first=1, second=2)');
+  assert.equal(util.inspect(p), 'testing.Pair { first: 1, second: 2 }');
+  assert.equal(util.inspect(new Pair('a', p)), "testing.Pair { first: 'a', second: testing.Pair { first: 1, second: 2 } }");
+});
+
+test('T07 reflection builds the class', () => {
+  assert.equal(Pair.name, 'Pair');
+  assert.equal(Pair.typeKey, 'testing.Pair');
+  for (const name of ['first', 'second']) {
+    const d = Object.getOwnPropertyDescriptor(Pair.prototype, name);
+    assert.equal(typeof d.get, 'function', `${name} has a getter`);
+    assert.equal(typeof d.set, 'function', `${name} has a setter`);
+  }
+  assert.deepEqual(Pair.fieldInfo.map((f) => [f.name, f.settable]), [['first', true], ['second', true]]);
+  assert.equal(typeof Pair.prototype.swap, 'function');
+  const swapped = new Pair(1, 'b').swap();
+  assert.ok(swapped instanceof Pair);
+  assert.deepEqual([swapped.first, swapped.second], ['b', 1]);
+  const names = tether.listGlobalFuncs();
+  for (const n of ['echo', 'make_pair', 'add', 'add3', 'sum', 'call', 'call_in_thread', 'raise_error', 'panic', 'stash',
+    'take', 'stash_clear', 'drop_in_thread', 'live_objects', 'make_aligned', 'is_aligned', 'make_array', 'make_map']) {
+    assert.ok(names.includes(`testing.${n}`), `listGlobalFuncs has testing.${n}`);
+  }
+  assert.equal(tether.getGlobalFunc('testing.echo').name, 'echo');
+  assert.equal(tether.getGlobalFunc('no.such.function'), undefined);
+});
+
+// ---- lifetime ----------------------------------------------------------------------------
+
+test('T10 wrapper dies, native lives, refetch works', async () => {
+  (() => {
+    const p = testing.make_pair('kept', 42);
+    testing.stash('T10', p);
+  })();
+  await collect();
+  const again = testing.take('T10');
+  assert.ok(again instanceof Pair);
+  assert.equal(again.first, 'kept');
+  assert.equal(again.second, 42);
+  assert.equal(testing.echo(again), again);
+});
+
+test('T11 native dies after the wrapper', async () => {
+  const baseline = await settledBaseline();
+  (() => {
+    const p = new Pair(new Pair(1, 2), 'x');
+    assert.equal(testing.echo(p), p);
+  })();
+  await expectLiveBackTo(baseline);
+});
+
+test('T12 no growth over 100k create/drop cycles', async () => {
+  const baseline = await settledBaseline();
+  for (let round = 0; round < 10; round++) {
+    for (let i = 0; i < 10_000; i++) {
+      const p = new Pair(i, null);
+      if (testing.echo(p) !== p) assert.fail('echo lost identity');
+    }
+    await collect(1);
+  }
+  await expectLiveBackTo(baseline);
+});
+
+test('T13 explicit release with Symbol.dispose', async () => {
+  const baseline = await settledBaseline();
+  const p = testing.make_pair(1, 2);
+  assert.equal(testing.live_objects(), baseline + 1);
+  p[Symbol.dispose]();
+  assert.equal(testing.live_objects(), baseline, 'freed at once when nothing else holds it');
+  assert.ok(tether.isDisposed(p));
+  assert.throws(() => p.first, { name: 'TetherRuntimeError', message: /disposed/ });
+  p[Symbol.dispose](); // idempotent
+
+  const kept = testing.make_pair('still', 'here');
+  testing.stash('T13', kept);
+  kept[Symbol.dispose]();
+  const refetched = testing.take('T13');
+  assert.notEqual(refetched, kept, 'a disposed wrapper is no longer canonical');
+  assert.equal(refetched.first, 'still');
+  assert.equal(String(kept), 'testing.Pair <disposed>');
+});
+
+test('T14 objects made before the frontend loaded get identity through the side table', () => {
+  // The testing functions were made at core init, before the frontend allocator was installed.
+  const echo = tether.getGlobalFunc('testing.echo');
+  assert.equal(tether.getGlobalFunc('testing.echo'), echo);
+  assert.equal(testing.echo(echo), echo);
+  testing.stash('T14', echo);
+  assert.equal(testing.take('T14'), echo);
+  // A Pair holding an init-time function: the field read goes through the side table too.
+  const holder = testing.make_pair(echo, tether.getGlobalFunc('testing.add'));
+  assert.equal(holder.first, echo);
+  assert.equal(holder.second, testing.add);
+  assert.equal(testing.make_array(1).get(0).constructor, Pair);
+});
+
+test('T15 alignment', async () => {
+  const baseline = await settledBaseline();
+  (() => {
+    for (const a of [8, 16, 32, 64, 4096]) {
+      const x = testing.make_aligned(a);
+      assert.equal(testing.is_aligned(x), true, `aligned to ${a}`);
+      assert.equal(testing.echo(x), x);
+    }
+  })();
+  await expectLiveBackTo(baseline);
+});
+
+// ---- threads -----------------------------------------------------------------------------
+
+function runWorker(file, workerData) {
+  return new Promise((resolve, reject) => {
+    const w = new Worker(path.join(here, 'workers', file), { workerData });
+    let result;
+    w.on('message', (m) => {
+      result = m;
+    });
+    w.on('error', reject);
+    w.on('exit', (code) => (code === 0 ? resolve(result) : reject(new Error(`worker exited with ${code}`))));
+  });
+}
+
+test('T20 concurrent fetch, drop and refetch from 8 threads', async () => {
+  const baseline = await settledBaseline();
+  const workers = 8;
+  (() => {
+    const shared = testing.make_array(16);
+    for (let i = 0; i < workers; i++) testing.stash(`T20-${i}`, shared);
+    testing.stash('T20-main', shared);
+  })();
+  const mainLoop = (async () => {
+    const shared = testing.take('T20-main');
+    for (let round = 0; round < 200; round++) {
+      const i = round % 16;
+      const item = shared.get(i);
+      assert.equal(shared.get(i), item);
+      assert.equal(testing.echo(item), item);
+      assert.equal(await testing.echo.callAsync(item), item);
+      assert.equal(item.first, i);
+      if (round % 50 === 0) await collect(1);
+    }
+  })();
+  const results = await Promise.all([
+    mainLoop,
+    ...Array.from({ length: workers }, (_, i) => runWorker('identity.cjs', { key: `T20-${i}`, rounds: 400 })),
+  ]);
+  for (const r of results.slice(1)) {
+    assert.equal(r.mismatches, 0, 'no duplicate wrappers inside a worker');
+    assert.equal(r.isMainEnv, false);
+  }
+  await expectLiveBackTo(baseline);
+});
+
+test('T21 a JS callback called from a new native thread', async () => {
+  // Through callAsync the JS thread is free, so the call is marshalled to it.
+  const p = new Pair(1, 2);
+  assert.equal(await testing.call_in_thread.callAsync((x) => x, p), p);
+  assert.equal(await testing.call_in_thread.callAsync((a, b) => a * b, 6, 7), 42);
+  // Synchronously the JS thread is blocked in call_in_thread: a clear error, not a deadlock.
+  assert.throws(() => testing.call_in_thread((x) => x, 1), {
+    name: 'TetherRuntimeError',
+    message: /blocked in a synchronous native call.*callAsync/,
+  });
+  // A native function needs no JS thread, so it works synchronously.
+  assert.equal(testing.call_in_thread(testing.add, 2, 3), 5);
+});
+
+test('T22 last reference dropped on a foreign native thread', async () => {
+  const baseline = await settledBaseline();
+  (() => {
+    testing.stash('T22', testing.make_pair(testing.make_pair(1, 2), 'x'));
+    testing.call_in_thread(testing.stash_clear);
+    testing.drop_in_thread(testing.make_pair(3, 4));
+    const f = (x) => x;
+    testing.stash('T22-callback', f);
+    testing.call_in_thread(testing.stash_clear);
+  })();
+  await expectLiveBackTo(baseline);
+});
+
+// ---- faults ------------------------------------------------------------------------------
+
+test('T30 wrong argument type', () => {
+  assert.throws(() => testing.add(1, 'x'), (e) => {
+    assert.ok(e instanceof TypeError);
+    assert.ok(e instanceof tether.TetherTypeError);
+    assert.ok(e instanceof tether.TetherError);
+    assert.equal(e.kind, 'TypeError');
+    assert.match(e.message, /argument 2/);
+    assert.match(e.message, /expected int/);
+    assert.match(e.message, /got str/);
+    return true;
+  });
+});
+
+test('T31 wrong arity', () => {
+  assert.throws(() => testing.add(1), { name: 'TetherTypeError', message: /takes 2 arguments but 1 were given/ });
+  assert.throws(() => testing.add(1, 2, 3), { message: /takes 2 arguments but 3 were given/ });
+});
+
+test('T32 a Rust panic', () => {
+  assert.throws(() => testing.panic('boom'), (e) => {
+    assert.ok(e instanceof tether.RustPanic);
+    assert.equal(e.kind, 'RustPanic');
+    assert.equal(e.message, 'boom');
+    assert.equal(typeof e.backtrace, 'string');
+    return true;
+  });
+});
+
+test('T33 a callback that throws', () => {
+  const err = new Error('from JS');
+  assert.throws(() => testing.call(() => {
+    throw err;
+  }), (e) => e === err);
+  const typeErr = new TypeError('bad type in JS');
+  assert.throws(() => testing.call(() => {
+    throw typeErr;
+  }), (e) => e === typeErr);
+  // A tether error thrown by a nested native call keeps its class through the callback.
+  assert.throws(() => testing.call(() => testing.raise_error('KeyError', 'inner')), { name: 'TetherKeyError', message: 'inner' });
+  // A thrown non-Error value comes back as itself too.
+  assert.throws(() => testing.call(() => {
+    throw 'plain string'; // eslint-disable-line no-throw-literal
+  }), (e) => e === 'plain string');
+});
+
+test('T34 error kinds map to documented classes', () => {
+  const expected = {
+    TypeError: [tether.TetherTypeError, TypeError],
+    ValueError: [tether.TetherValueError, tether.TetherError],
+    IndexError: [tether.TetherIndexError, RangeError],
+    KeyError: [tether.TetherKeyError, tether.TetherError],
+    AttributeError: [tether.TetherAttributeError, tether.TetherError],
+    RuntimeError: [tether.TetherRuntimeError, tether.TetherError],
+  };
+  for (const [kind, [cls, base]] of Object.entries(expected)) {
+    assert.throws(() => testing.raise_error(kind, `msg ${kind}`), (e) => {
+      assert.ok(e instanceof cls, `${kind} -> ${cls.name}`);
+      assert.ok(e instanceof base);
+      assert.ok(e instanceof tether.TetherError);
+      assert.ok(e instanceof Error);
+      assert.equal(e.kind, kind);
+      assert.equal(e.message, `msg ${kind}`);
+      return true;
+    });
+  }
+  assert.throws(() => testing.raise_error('SomethingElse', 'x'), (e) => e instanceof tether.TetherRuntimeError && e.kind === 'SomethingElse');
+});
+
+test('T35 a disposed handle used again', () => {
+  const p = new Pair(1, 2);
+  p[Symbol.dispose]();
+  assert.throws(() => testing.echo(p), { name: 'TetherRuntimeError', message: /disposed/ });
+  assert.throws(() => p.swap(), { name: 'TetherRuntimeError', message: /disposed/ });
+  assert.throws(() => {
+    p.first = 3;
+  }, { name: 'TetherRuntimeError', message: /disposed/ });
+});
+
+test('T36 loadModule faults', () => {
+  assert.throws(() => tether.loadModule('/no/such/plugin.so'), (e) => e instanceof tether.TetherError && /plugin\.so/.test(e.message));
+  const notALibrary = path.join(here, 'helpers.mjs');
+  assert.throws(() => tether.loadModule(notALibrary), (e) => e instanceof tether.TetherError && e.message.length > 0);
+  const noInit = path.resolve(here, '..', 'tether.node'); // a shared library without tether_module_init
+  assert.ok(fs.existsSync(noInit));
+  assert.throws(() => tether.loadModule(noInit), (e) => e instanceof tether.TetherError && /not a tether module/.test(e.message));
+  assert.ok(fs.existsSync(badAbiPlugin), `bad-ABI plugin built at ${badAbiPlugin}`);
+  assert.throws(() => tether.loadModule(badAbiPlugin), (e) => e instanceof tether.TetherError && /ABI/i.test(e.message));
+});
+
+test('T37 the process keeps working after faults', async () => {
+  const baseline = await settledBaseline();
+  for (const fault of [
+    () => testing.add(1, 'x'),
+    () => testing.add(1),
+    () => testing.panic('again'),
+    () => testing.call(() => {
+      throw new Error('cb');
+    }, new Pair(1, 2)),
+    () => testing.raise_error('ValueError', 'v'),
+    () => tether.loadModule('/no/such/plugin.so'),
+    () => testing.call_in_thread((x) => x, new Pair(3, 4)),
+    () => testing.take('never stashed'),
+  ]) {
+    assert.throws(fault);
+  }
+  await assert.rejects(testing.panic.callAsync('async panic'), { name: 'RustPanic' });
+  assert.equal(testing.add(2, 3), 5);
+  assert.equal(testing.echo('ok'), 'ok');
+  await expectLiveBackTo(baseline);
+});
+
+// ---- shutdown ----------------------------------------------------------------------------
+
+test('T40 the process exits cleanly with live objects', () => {
+  const script = path.join(here, 'workers', 'exit-with-live-objects.mjs');
+  const run = spawnSync(process.execPath, ['--expose-gc', script], { encoding: 'utf8', timeout: 120_000 });
+  assert.equal(run.signal, null, `no crash: ${run.stderr}`);
+  assert.equal(run.status, 0, `exit code 0: ${run.stderr}`);
+  assert.match(run.stdout, /exiting with \d+ live objects/);
+});
+
+// ---- modules -----------------------------------------------------------------------------
+
+test('T50 loadModule exposes plugin functions and types', () => {
+  assert.ok(fs.existsSync(samplePlugin), `sample plugin built at ${samplePlugin}`);
+  const sample = tether.loadModule(samplePlugin);
+  assert.equal(sample.greet('node'), 'hello, node');
+  assert.equal(sample.functions.greet, sample.greet);
+  const { Counter } = sample;
+  assert.equal(Counter.typeKey, 'sample.Counter');
+  const c = sample.make_counter(5);
+  assert.ok(c instanceof Counter);
+  assert.equal(c.count, 5);
+  assert.equal(c.increment(), 6);
+  assert.equal(c.count, 6);
+  assert.equal(testing.echo(c), c);
+  const made = new Counter(10);
+  assert.equal(made.count, 10);
+  assert.equal(testing.echo(made), made);
+  assert.throws(() => {
+    made.count = 3;
+  }, { name: 'TetherAttributeError' });
+  assert.equal(tether.loadModule(samplePlugin).greet, sample.greet, 'loading twice gives the same functions');
+});
