@@ -190,6 +190,9 @@ pub type Handle = (*mut ffi::PyObject, Option<ObjectRef>);
 // that own the given `ObjectRef`, or the callable a callback Function wraps (kept alive by it).
 unsafe impl TieHost for PyHost {
     type Handle = Handle;
+    /// With the GIL every slot transition happens under it (the free hook only takes
+    /// Inactive words); free-threaded builds lock each slot instead.
+    const SERIALIZED: bool = cfg!(not(Py_GIL_DISABLED));
 
     #[inline]
     unsafe fn revive(&self, word: usize) -> Option<Handle> {
