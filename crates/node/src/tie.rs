@@ -101,6 +101,9 @@ struct Host<'a> {
 // wrapper it makes owns the given object reference.
 unsafe impl TieHost for Host<'_> {
     type Handle = Value;
+    /// An env's slots (the main env's prefixes, a worker's side table) are only ever tied,
+    /// untied and finalized on that env's JS thread.
+    const SERIALIZED: bool = true;
 
     unsafe fn revive(&self, word: usize) -> Option<Value> {
         let mut v = ptr::null_mut();
