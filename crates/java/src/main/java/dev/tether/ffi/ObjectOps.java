@@ -5,6 +5,11 @@ import java.util.StringJoiner;
 
 /** The reflective operations shared by every wrapper class. */
 final class ObjectOps {
+    /** The native reference of a wrapper (every {@link TetherObject} is {@link Tied}). */
+    static NativeRef refOf(TetherObject o) {
+        return ((Tied) o).nativeRef();
+    }
+
     private ObjectOps() {}
 
     static String typeKey(NativeRef ref) {

@@ -115,31 +115,6 @@ public final class TetherMap extends AbstractMap<Object, Object> implements Teth
     }
 
     @Override
-    public String typeKey() {
-        return ObjectOps.typeKey(ref);
-    }
-
-    @Override
-    public TetherType type() {
-        return TetherType.of(ref.typeIndex);
-    }
-
-    @Override
-    public Object call(String method, Object... args) {
-        return ObjectOps.call(this, ref, method, args);
-    }
-
-    @Override
-    public void close() {
-        ref.close();
-    }
-
-    @Override
-    public boolean isClosed() {
-        return ref.isClosed();
-    }
-
-    @Override
     public String toString() {
         return ref.isClosed() ? "<closed tether.Map>" : super.toString();
     }

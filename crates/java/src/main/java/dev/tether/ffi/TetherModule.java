@@ -49,41 +49,6 @@ public final class TetherModule implements TetherObject, Tied {
     }
 
     @Override
-    public String typeKey() {
-        return ObjectOps.typeKey(ref);
-    }
-
-    @Override
-    public TetherType type() {
-        return TetherType.of(ref.typeIndex);
-    }
-
-    @Override
-    public Object get(String field) {
-        return ObjectOps.get(this, ref, field);
-    }
-
-    @Override
-    public void set(String field, Object value) {
-        ObjectOps.set(this, ref, field, value);
-    }
-
-    @Override
-    public Object call(String method, Object... args) {
-        return ObjectOps.call(this, ref, method, args);
-    }
-
-    @Override
-    public void close() {
-        ref.close();
-    }
-
-    @Override
-    public boolean isClosed() {
-        return ref.isClosed();
-    }
-
-    @Override
     public String toString() {
         return ref.isClosed() ? "<closed tether.Module>" : "<tether.Module " + functionNames() + ">";
     }

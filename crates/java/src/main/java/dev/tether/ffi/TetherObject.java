@@ -8,26 +8,43 @@ package dev.tether.ffi;
  * p.get("first")}). A wrapper holds one native reference, released when it is garbage
  * collected (through a {@link java.lang.ref.Cleaner}) or, deterministically, by {@link #close()}.
  * Using a closed wrapper throws {@link IllegalStateException}.
+ *
+ * <p>Every wrapper class implements the reflective operations through these defaults, which
+ * reach the native reference through the package-private {@code Tied} interface.
  */
 public interface TetherObject extends AutoCloseable {
     /** The registered type key, e.g. {@code "testing.Pair"}. */
-    String typeKey();
+    default String typeKey() {
+        return ObjectOps.typeKey(ObjectOps.refOf(this));
+    }
 
     /** Reflection for this object's type. */
-    TetherType type();
+    default TetherType type() {
+        return TetherType.of(ObjectOps.refOf(this).typeIndex);
+    }
 
     /** Read a field through reflection. */
-    Object get(String field);
+    default Object get(String field) {
+        return ObjectOps.get(this, ObjectOps.refOf(this), field);
+    }
 
     /** Write a field through reflection. */
-    void set(String field, Object value);
+    default void set(String field, Object value) {
+        ObjectOps.set(this, ObjectOps.refOf(this), field, value);
+    }
 
     /** Call a method through reflection; the object is passed as {@code self}. */
-    Object call(String method, Object... args);
+    default Object call(String method, Object... args) {
+        return ObjectOps.call(this, ObjectOps.refOf(this), method, args);
+    }
 
     /** Release the native reference now. Idempotent. */
     @Override
-    void close();
+    default void close() {
+        ObjectOps.refOf(this).close();
+    }
 
-    boolean isClosed();
+    default boolean isClosed() {
+        return ObjectOps.refOf(this).isClosed();
+    }
 }
