@@ -194,11 +194,55 @@ pub(crate) fn local_take_last_error() -> Option<ObjectRef> {
     LAST_ERROR.with(|slot| slot.borrow_mut().take())
 }
 
-/// Run `f`, turning a panic into a `RustPanic` error with the panic's message.
+thread_local! {
+    /// How many `catch_panic` frames this thread is inside (panics there become errors).
+    static CATCH_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// Where the last caught panic happened, with its backtrace, for the `RustPanic` error.
+    static PANIC_TRACE: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Route panics inside `catch_panic` into the error instead of stderr: a caught panic is an
+/// ordinary error for the caller, so printing it as if the process were dying misleads.
+/// Panics elsewhere still reach the previous hook.
+fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if CATCH_DEPTH.with(|d| d.get()) == 0 {
+                return previous(info);
+            }
+            let location = info.location().map(|l| format!("panicked at {l}\n")).unwrap_or_default();
+            let trace = std::backtrace::Backtrace::capture();
+            let trace = match trace.status() {
+                std::backtrace::BacktraceStatus::Captured => trace.to_string(),
+                _ => String::new(),
+            };
+            PANIC_TRACE.with(|t| *t.borrow_mut() = Some(format!("{location}{trace}")));
+        }));
+    });
+}
+
+/// Run `f`, turning a panic into a `RustPanic` error with the panic's message (and where it
+/// happened as the error's backtrace).
+#[inline]
 pub fn catch_panic<R>(f: impl FnOnce() -> Result<R>) -> Result<R> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+    install_panic_hook();
+    CATCH_DEPTH.with(|d| d.set(d.get() + 1));
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    CATCH_DEPTH.with(|d| d.set(d.get() - 1));
+    match outcome {
         Ok(r) => r,
-        Err(panic) => Err(Error::of_kind(ErrorKind::RustPanic, panic_message(&*panic))),
+        Err(panic) => {
+            let trace = PANIC_TRACE.with(|t| t.borrow_mut().take()).unwrap_or_default();
+            let err = Error(ObjectArc::new(ErrorObj {
+                kind: Any::str(ErrorKind::RustPanic.as_str()),
+                message: Any::str(&panic_message(&*panic)),
+                backtrace: Any::str(&trace),
+                payload: Any::none(),
+            }));
+            Err(err)
+        }
     }
 }
 

@@ -60,6 +60,8 @@ fn the_raised_slot_is_per_thread_and_taken_once() {
 fn panics_become_rust_panic_errors_with_their_message() {
     let _g = common::serial();
     let r: tether_core::Result<()> = catch_panic(|| panic!("static message"));
+    let err = r.as_ref().unwrap_err();
+    assert!(err.backtrace().contains("tests/errors.rs"), "the panic's location is kept: {:?}", err.backtrace());
     let e = r.unwrap_err();
     assert_eq!((e.kind(), e.message()), ("RustPanic", "static message"));
     let r: tether_core::Result<()> = catch_panic(|| panic!("formatted {}", 42));
