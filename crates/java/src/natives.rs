@@ -142,6 +142,74 @@ pub extern "system" fn Java_dev_tether_ffi_Native_call1(
     })
 }
 
+/// Two and three arguments without arrays: the common arities skip the array encoding.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "system" fn Java_dev_tether_ffi_Native_call2(
+    env: *mut JNIEnv,
+    _c: jclass,
+    func: jlong,
+    k0: jint,
+    b0: jlong,
+    r0: jobject,
+    k1: jint,
+    b1: jlong,
+    r1: jobject,
+) -> jobject {
+    let env = Env(env);
+    guard(env, null(), || {
+        let mut hold = [Any::none(), Any::none()];
+        let [h0, h1] = &mut hold;
+        // SAFETY: as in call1, for each argument.
+        let args = unsafe { [decode(env, k0, b0, r0, h0)?, decode(env, k1, b1, r1, h1)?] };
+        // SAFETY: as in call0.
+        unsafe { call_function(env, func, &args) }
+    })
+}
+
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "system" fn Java_dev_tether_ffi_Native_call3(
+    env: *mut JNIEnv,
+    _c: jclass,
+    func: jlong,
+    k0: jint,
+    b0: jlong,
+    r0: jobject,
+    k1: jint,
+    b1: jlong,
+    r1: jobject,
+    k2: jint,
+    b2: jlong,
+    r2: jobject,
+) -> jobject {
+    let env = Env(env);
+    guard(env, null(), || {
+        let mut hold = [Any::none(), Any::none(), Any::none()];
+        let [h0, h1, h2] = &mut hold;
+        // SAFETY: as in call1, for each argument.
+        let args = unsafe { [decode(env, k0, b0, r0, h0)?, decode(env, k1, b1, r1, h1)?, decode(env, k2, b2, r2, h2)?] };
+        // SAFETY: as in call0.
+        unsafe { call_function(env, func, &args) }
+    })
+}
+
+/// The getter Function of field `name` of a type (or an ancestor), 0 if there is none. The
+/// registry never frees getters, so the pointer stays valid for the process's life.
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_fieldGetter<'l>(
+    mut jenv: EnvUnowned<'l>,
+    _c: JClass<'l>,
+    type_index: jint,
+    name: JString<'l>,
+) -> jlong {
+    let env = Env(jenv.as_raw());
+    guard(env, 0, || {
+        let name = rust_string(&mut jenv, &name, "field name")?;
+        Ok(types::find_field(info(type_index)?, &name).map_or(0, |f| f.getter as jlong))
+    })
+}
+
 #[no_mangle]
 pub extern "system" fn Java_dev_tether_ffi_Native_call(
     env: *mut JNIEnv,

@@ -40,20 +40,27 @@ final class Marshal {
             args = new Object[] {null};
         }
         Encoded e = new Encoded(args.length);
+        encodeInto(args, e.kinds, e.bits, e.refs);
+        return e;
+    }
+
+    /**
+     * Encode every argument into the arrays (at least {@code args.length} long); on failure
+     * give back the owned references already made, since the call never happens.
+     */
+    static void encodeInto(Object[] args, int[] kinds, long[] bits, Object[] refs) {
         try {
             for (int i = 0; i < args.length; i++) {
-                encode(args[i], e.kinds, e.bits, e.refs, i);
+                encode(args[i], kinds, bits, refs, i);
             }
         } catch (RuntimeException | Error failure) {
-            // Give back the owned references already made; the call never happens.
             for (int i = 0; i < args.length; i++) {
-                if (e.kinds[i] == OWNED) {
-                    Native.release(e.bits[i], 0);
+                if (kinds[i] == OWNED) {
+                    Native.release(bits[i], 0);
                 }
             }
             throw failure;
         }
-        return e;
     }
 
     /** Encode {@code v} at index {@code i}; throws {@link TetherTypeError} for unsupported values. */

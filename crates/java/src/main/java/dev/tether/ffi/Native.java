@@ -67,7 +67,15 @@ final class Native {
 
     static native Object call1(long function, int kind, long bits, Object ref);
 
+    static native Object call2(long function, int k0, long b0, Object r0, int k1, long b1, Object r1);
+
+    static native Object call3(long function, int k0, long b0, Object r0, int k1, long b1, Object r1,
+            int k2, long b2, Object r2);
+
     static native Object call(long function, int[] kinds, long[] bits, Object[] refs);
+
+    /** The getter Function of a field of a type (or an ancestor), 0 if none. */
+    static native long fieldGetter(int typeIndex, String name);
 
     static native long callbackFunction(Object callable, int identityHash);
 

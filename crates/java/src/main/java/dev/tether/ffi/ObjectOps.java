@@ -18,7 +18,12 @@ final class ObjectOps {
 
     static Object get(Object wrapper, NativeRef ref, String field) {
         try {
-            return Native.getField(ref.handle(), wrapper, field);
+            long getter = TetherType.of(ref.typeIndex).getter(field);
+            if (getter != 0) {
+                // The getter is a Function taking the object: the same fast path as a call.
+                return Native.call1(getter, Marshal.OBJECT, ref.handle(), wrapper);
+            }
+            return Native.getField(ref.handle(), wrapper, field); // raises AttributeError
         } finally {
             Reference.reachabilityFence(wrapper);
         }

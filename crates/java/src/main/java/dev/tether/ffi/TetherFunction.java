@@ -45,6 +45,17 @@ public final class TetherFunction implements TetherObject, Tied {
                     Marshal.encode(a, kinds, bits, refs, 0);
                     return Native.call1(fn, kinds[0], bits[0], refs[0]);
                 }
+                case 2:
+                case 3: {
+                    // Small arrays that never escape: the JIT keeps them in registers.
+                    int[] k = new int[3];
+                    long[] b = new long[3];
+                    Object[] r = new Object[3];
+                    Marshal.encodeInto(args, k, b, r);
+                    return args.length == 2
+                            ? Native.call2(fn, k[0], b[0], r[0], k[1], b[1], r[1])
+                            : Native.call3(fn, k[0], b[0], r[0], k[1], b[1], r[1], k[2], b[2], r[2]);
+                }
                 default: {
                     Marshal.Encoded e = Marshal.encodeAll(args);
                     return Native.call(fn, e.kinds, e.bits, e.refs);

@@ -75,6 +75,9 @@ public final class TetherType {
 
     private static final ConcurrentHashMap<Integer, TetherType> CACHE = new ConcurrentHashMap<>();
 
+    /** Field name to its native getter Function (0: no such field), filled on first read. */
+    private final ConcurrentHashMap<String, Long> getters = new ConcurrentHashMap<>();
+
     private final int index;
     private final String key;
     private final String doc;
@@ -103,6 +106,15 @@ public final class TetherType {
 
     static TetherType of(int index) {
         return CACHE.computeIfAbsent(index, TetherType::new);
+    }
+
+    /** The native getter of {@code field}, or 0 when the type has no such field. */
+    long getter(String field) {
+        Long g = getters.get(field);
+        if (g == null) {
+            g = getters.computeIfAbsent(field, name -> Native.fieldGetter(index, name));
+        }
+        return g;
     }
 
     public String key() {
