@@ -138,7 +138,7 @@ pub(crate) fn register() {
         .field_doc("The second value.", "Any")
         .method("swap", |p: ObjectArc<Pair>| Pair::new(p.second(), p.first()))
         .method_doc("A new Pair with the values swapped.")
-        .constructor(Pair::new)
+        .leaf_constructor(Pair::new)
         .register();
     TypeBuilder::<AlignedMarker>::new().doc("An object whose body has a requested alignment.").register();
 
@@ -147,7 +147,7 @@ pub(crate) fn register() {
         register_global(&name, f, true).expect("testing registration")
     };
     reg(Function::from_typed("testing.echo", |x: Any| x).leaf().with_doc("Return x (the same native object, for objects)."));
-    reg(Function::from_typed("testing.make_pair", Pair::new).with_doc("A new testing.Pair."));
+    reg(Function::from_typed("testing.make_pair", Pair::new).leaf().with_doc("A new testing.Pair."));
     reg(Function::from_typed("testing.add", |a: i64, b: i64| a.wrapping_add(b)).leaf().with_doc("a + b"));
     reg(Function::from_typed("testing.add3", |a: i64, b: i64, c: i64| a.wrapping_add(b).wrapping_add(c)).leaf().with_doc("a + b + c"));
     reg(Function::from_typed("testing.sum", sum).with_doc("The sum of an Array of numbers, as a float."));

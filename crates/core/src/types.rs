@@ -556,6 +556,13 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
         self
     }
 
+    /// A constructor that neither blocks nor calls back ([`crate::function::FUNC_LEAF`]), so
+    /// frontends may keep their interpreter lock across it: most constructors.
+    pub fn leaf_constructor<M, F: TypedFn<M>>(mut self, f: F) -> Self {
+        self.constructor = Some(Function::from_typed(T::TYPE_KEY, f).leaf());
+        self
+    }
+
     /// Publish. Idempotent: a type already reflected keeps its first registration.
     pub fn register(self) -> i32 {
         let index = T::type_index();

@@ -22,6 +22,9 @@ use crate::errors::PyErrSet;
 use crate::pending::{self, Release};
 use crate::{convert, errors};
 
+/// Native name of every Function made from a Python callable (at most 7 bytes: stored inline).
+const CALLABLE_NAME: &str = "py.call";
+
 static CALLABLES: Mutex<Option<HashMap<usize, WeakObjectArc<FunctionObj>>>> = Mutex::new(None);
 
 fn lookup(callable: *mut ffi::PyObject) -> Option<ObjectArc<FunctionObj>> {
@@ -36,8 +39,6 @@ pub unsafe fn function_for(callable: *mut ffi::PyObject) -> Result<ObjectRef, Py
     if let Some(f) = lookup(callable) {
         return Ok(f.into());
     }
-    // SAFETY: GIL held (caller).
-    let name = unsafe { callable_name(callable) };
     let mut guard = CALLABLES.lock().unwrap_or_else(|e| e.into_inner());
     let map = guard.get_or_insert_with(HashMap::new);
     if let Some(f) = map.get(&(callable as usize)).and_then(WeakObjectArc::upgrade) {
@@ -47,32 +48,13 @@ pub unsafe fn function_for(callable: *mut ffi::PyObject) -> Result<ObjectRef, Py
     // SAFETY: the Function owns this reference; `drop_callable` releases it.
     unsafe { ffi::Py_INCREF(callable) };
     // SAFETY: `call_callable` follows the call ABI and attaches to Python itself.
-    let f = unsafe { Function::from_raw_parts(call_callable, callable as *mut c_void, Some(drop_callable), &name, -1, 0) };
+    // The native name is never shown for these (the tie returns the callable itself), so it
+    // is a short inline string: no allocation per callable passed.
+    let f = unsafe { Function::from_raw_parts(call_callable, callable as *mut c_void, Some(drop_callable), CALLABLE_NAME, -1, 0) };
     let stale = map.insert(callable as usize, ObjectArc::downgrade(&f.0));
     drop(guard);
     drop(stale);
     Ok(f.0.into())
-}
-
-unsafe fn callable_name(callable: *mut ffi::PyObject) -> String {
-    // SAFETY: GIL held (caller).
-    unsafe {
-        let q = ffi::PyObject_GetAttrString(callable, c"__qualname__".as_ptr());
-        if q.is_null() {
-            ffi::PyErr_Clear();
-            return "<python callable>".into();
-        }
-        let mut len = 0;
-        let p = ffi::PyUnicode_AsUTF8AndSize(q, &mut len);
-        let name = if p.is_null() {
-            ffi::PyErr_Clear();
-            "<python callable>".into()
-        } else {
-            String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len as usize)).into_owned()
-        };
-        ffi::Py_DECREF(q);
-        name
-    }
 }
 
 /// The callable a Function wraps, if it was made by [`function_for`].

@@ -49,7 +49,23 @@ pub unsafe fn class_for(index: i32) -> *mut ffi::PyTypeObject {
 /// The native type index of one of our classes (walking up to the nearest generated class
 /// for a user subclass), or None.
 pub unsafe fn index_of(cls: *mut ffi::PyTypeObject) -> Option<i32> {
+    // Generated classes live as long as the process, so a hit in this lock-free cache (one
+    // word: class address << 16 | type index) cannot be stale. Python subclasses, which can be
+    // freed and their address reused, are never cached and take the locked path below.
+    const WAYS: usize = 256;
+    static CACHE: [std::sync::atomic::AtomicU64; WAYS] = [const { std::sync::atomic::AtomicU64::new(0) }; WAYS];
+    let way = &CACHE[(cls as usize >> 4) % WAYS];
+    let hit = way.load(std::sync::atomic::Ordering::Relaxed);
+    if hit != 0 && hit >> 16 == cls as u64 {
+        return Some((hit & 0xffff) as i32);
+    }
     let map = INDEX_OF.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&i) = map.as_ref().and_then(|m| m.get(&(cls as usize))) {
+        if (0..=0xffff).contains(&i) && (cls as u64) < (1 << 47) {
+            way.store((cls as u64) << 16 | i as u64, std::sync::atomic::Ordering::Relaxed);
+        }
+        return Some(i);
+    }
     let map = map.as_ref()?;
     let mut t = cls;
     while !t.is_null() {
