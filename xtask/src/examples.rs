@@ -1,9 +1,17 @@
 //! The examples suite and the demo: the scene plugin (examples/scene) built with cargo, then one
-//! app per language that loads it. Every app gets the plugin's absolute path in the environment
-//! variable `TETHER_SCENE_PLUGIN`.
+//! app per language that loads it (examples/python/app.py, examples/node/app.mjs,
+//! examples/java). Every app gets the plugin's absolute path in the environment variable
+//! `TETHER_SCENE_PLUGIN`, exits nonzero when an identity fact fails, and prints the scene's tree
+//! between `--- tree ---` and `--- end tree ---`; the runs must print the same tree.
+//!
+//! The suite runs the apps twice: against the workspace builds (the dev venv, crates/node,
+//! the frontend installed by `mvn install`), then from the packages (debug builds in
+//! target/dist-test) installed like a user would: `pip install` into an empty venv, `npm install`
+//! into an empty folder, the jar installed into the local Maven repository.
 
 use std::path::{Path, PathBuf};
 
+use crate::dist::{self, Packages, Profile};
 use crate::util::{fail, report_failure, skipped, step, Cmd, Failure, Result, Status};
 use crate::workspace::Ctx;
 use crate::{java, node, python};
@@ -12,13 +20,17 @@ const SUITE: &str = "examples";
 
 pub const SCENE_MANIFEST: &str = "examples/scene/Cargo.toml";
 const PYTHON_APP: &str = "examples/python/app.py";
-const NODE_APP: &str = "examples/node/app.mjs";
-const JAVA_APP: &str = "examples/java/pom.xml";
+const NODE_APP_DIR: &str = "examples/node";
+const NODE_APP: &str = "app.mjs";
+const JAVA_POM: &str = "examples/java/pom.xml";
 /// The environment variable through which every app finds the scene plugin.
 pub const PLUGIN_ENV: &str = "TETHER_SCENE_PLUGIN";
+/// The lines around the tree each app prints.
+const TREE_START: &str = "--- tree ---";
+const TREE_END: &str = "--- end tree ---";
 
-/// One app (or the Rust demo binary): runs it with the scene plugin, or skips it when missing.
-type App = fn(&Ctx, &str, &Path) -> Result<Status>;
+/// One app run against the workspace builds; returns what it printed.
+type App = fn(&Ctx, &str, &Path) -> Result<String>;
 
 /// The language apps, in the order they run.
 const APPS: [(&str, App); 3] = [
@@ -27,29 +39,108 @@ const APPS: [(&str, App); 3] = [
     ("java app", java_app),
 ];
 
-/// `cargo xtask test --only examples`: builds the plugin, runs every app that exists.
+/// One app run from an installed package; returns what it printed.
+type PackageRun = fn(&Ctx, &Packages) -> Result<String>;
+
+const PACKAGE_RUNS: [(&str, PackageRun); 3] = [
+    ("python package", python_package),
+    ("node package", node_package),
+    ("java package", java_package),
+];
+
+/// What one part printed, kept to compare the trees.
+struct Report {
+    name: &'static str,
+    stdout: String,
+}
+
+/// Collects the outcome of every part: reports of the ones that ran, names of the failed ones.
+#[derive(Default)]
+struct Outcomes {
+    reports: Vec<Report>,
+    failed: Vec<&'static str>,
+    rows: Vec<String>,
+}
+
+impl Outcomes {
+    fn record(&mut self, label: &str, name: &'static str, result: Result<String>) {
+        let line = match result {
+            Ok(stdout) => {
+                self.reports.push(Report { name, stdout });
+                "passed".to_string()
+            }
+            Err(f) => {
+                report_failure(
+                    label,
+                    &Failure {
+                        what: format!("{name}: {}", f.what),
+                        hint: f.hint,
+                    },
+                );
+                self.failed.push(name);
+                "failed".to_string()
+            }
+        };
+        self.rows.push(format!("    {name:<15} {line}"));
+    }
+
+    /// Checks that every report printed the same tree; adds a summary row.
+    fn compare_trees(&mut self, label: &str) {
+        if self.reports.is_empty() {
+            return;
+        }
+        let result = same_tree(&self.reports);
+        let line = match &result {
+            Ok(lines) => format!(
+                "the same {lines}-line tree in all {} runs",
+                self.reports.len()
+            ),
+            Err(f) => {
+                report_failure(label, f);
+                self.failed.push("tree dumps");
+                "differ (see the error above)".to_string()
+            }
+        };
+        self.rows.push(format!("    {:<15} {line}", "tree dumps"));
+    }
+
+    fn finish(self, label: &str) -> Result {
+        println!("==> [{label}] summary");
+        self.rows.iter().for_each(|r| println!("{r}"));
+        if self.failed.is_empty() {
+            Ok(())
+        } else {
+            Err(fail(format!("{label} failed: {}", self.failed.join(", "))))
+        }
+    }
+}
+
+/// `cargo xtask test --only examples`: the plugin, the apps against the workspace builds, then
+/// the packages installed into empty environments and the apps run from them.
 pub fn run(ctx: &Ctx) -> Result<Status> {
     if !ctx.path(SCENE_MANIFEST).is_file() {
         return Ok(skipped(SUITE, format!("{SCENE_MANIFEST} not present yet")));
     }
     let plugin = build_scene(ctx, SUITE)?;
-    let results: Vec<_> = APPS
-        .iter()
-        .map(|(name, app)| (*name, run_part(SUITE, name, *app, ctx, &plugin)))
-        .collect();
-    let failed: Vec<&str> = results
-        .iter()
-        .filter(|(_, ok)| !ok)
-        .map(|(name, _)| *name)
-        .collect();
-    if !failed.is_empty() {
-        return Err(fail(format!("example apps failed: {}", failed.join(", "))));
+    let mut outcomes = Outcomes::default();
+    for (name, app) in APPS {
+        outcomes.record(SUITE, name, app(ctx, SUITE, &plugin));
     }
+    match dist::build(ctx, Profile::Debug, SUITE) {
+        Ok(packages) => {
+            for (name, run) in PACKAGE_RUNS {
+                outcomes.record(SUITE, name, run(ctx, &packages));
+            }
+        }
+        Err(f) => outcomes.record(SUITE, "packages", Err(f)),
+    }
+    outcomes.compare_trees(SUITE);
+    outcomes.finish(SUITE)?;
     Ok(Status::Passed)
 }
 
 /// `cargo xtask demo`: the plugin, then the Rust demo binary and each language's app.
-/// Prints one line per part; fails if any part failed or if there is nothing to demo.
+/// Prints one line per part; fails if any part failed or the apps' trees differ.
 pub fn demo(ctx: &Ctx) -> Result {
     const DEMO: &str = "demo";
     if !ctx.path(SCENE_MANIFEST).is_file() {
@@ -57,46 +148,27 @@ pub fn demo(ctx: &Ctx) -> Result {
             .hint("the demo needs the example plugin in examples/scene; run `cargo xtask test` meanwhile"));
     }
     let plugin = build_scene(ctx, DEMO)?;
-    let parts: Vec<(&str, App)> = std::iter::once(("rust demo", rust_demo as App))
-        .chain(APPS)
-        .collect();
-    let mut ok = true;
-    let mut summary = Vec::new();
-    for (name, part) in parts {
-        let line = match part(ctx, DEMO, &plugin) {
-            Ok(Status::Passed) => "passed".to_string(),
-            Ok(Status::Skipped(why)) => format!("skipped ({why})"),
-            Err(f) => {
-                report_failure(DEMO, &f);
-                ok = false;
-                "failed".to_string()
-            }
-        };
-        summary.push(format!("    {name:<12} {line}"));
-    }
-    println!("==> [demo] summary");
-    summary.iter().for_each(|l| println!("{l}"));
-    if ok {
-        Ok(())
-    } else {
-        Err(fail("some parts of the demo failed (see the errors above)"))
-    }
-}
-
-fn run_part(suite: &str, name: &str, app: App, ctx: &Ctx, plugin: &Path) -> bool {
-    match app(ctx, suite, plugin) {
-        Ok(_) => true,
+    let mut outcomes = Outcomes::default();
+    match rust_demo(ctx, DEMO, &plugin) {
+        Ok(Status::Passed) => outcomes
+            .rows
+            .push(format!("    {:<15} passed", "rust demo")),
+        Ok(Status::Skipped(why)) => outcomes
+            .rows
+            .push(format!("    {:<15} skipped ({why})", "rust demo")),
         Err(f) => {
-            report_failure(
-                suite,
-                &Failure {
-                    what: format!("{name}: {}", f.what),
-                    hint: f.hint,
-                },
-            );
-            false
+            report_failure(DEMO, &f);
+            outcomes.failed.push("rust demo");
+            outcomes
+                .rows
+                .push(format!("    {:<15} failed", "rust demo"));
         }
     }
+    for (name, app) in APPS {
+        outcomes.record(DEMO, name, app(ctx, DEMO, &plugin));
+    }
+    outcomes.compare_trees(DEMO);
+    outcomes.finish(DEMO)
 }
 
 /// `cargo build -p scene`; returns the plugin's absolute path.
@@ -136,75 +208,284 @@ fn rust_demo(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<Status> {
     Ok(Status::Passed)
 }
 
-/// examples/python/app.py with the venv's python (the extension built by the python suite).
-fn python_app(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<Status> {
-    if !ctx.path(PYTHON_APP).is_file() {
-        return Ok(skipped(
-            "python app",
-            format!("{PYTHON_APP} not present yet"),
-        ));
-    }
+// ---- the apps against the workspace builds ----------------------------------------------------
+
+/// examples/python/app.py with the dev venv's python (the extension from `maturin develop`).
+fn python_app(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<String> {
     let python = python::prepare(ctx, suite)?;
-    step(suite, format!("python {PYTHON_APP}"));
-    Cmd::new(python)
-        .arg(PYTHON_APP)
-        .env(PLUGIN_ENV, plugin)
-        .cwd(&ctx.root)
-        .hint(format!(
-            "reproduce with: {PLUGIN_ENV}={} target/venv/bin/python {PYTHON_APP}",
-            plugin.display()
-        ))
-        .run()?;
-    Ok(Status::Passed)
+    run_python(ctx, suite, &python, plugin)
 }
 
-/// examples/node/app.mjs with node (the addon built by the node suite).
-fn node_app(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<Status> {
-    if !ctx.path(NODE_APP).is_file() {
-        return Ok(skipped("node app", format!("{NODE_APP} not present yet")));
-    }
+/// examples/node/app.mjs, which depends on crates/node through `file:` (a symlink in its
+/// node_modules, made by `npm ci` the first time).
+fn node_app(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<String> {
     node::prepare(ctx, suite)?;
-    step(suite, format!("node {NODE_APP}"));
+    let dir = ctx.path(NODE_APP_DIR);
+    if !dir.join("node_modules/tether-ffi/package.json").is_file() {
+        step(
+            suite,
+            format!("npm ci (in {NODE_APP_DIR}: links crates/node as tether-ffi)"),
+        );
+        Cmd::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .cwd(&dir)
+            .hint(format!(
+                "npm could not link tether-ffi; check {NODE_APP_DIR}/package.json and package-lock.json"
+            ))
+            .run()?;
+    }
+    run_node(ctx, suite, &dir, plugin)
+}
+
+/// examples/java with Maven, after dev.tether:tether-ffi is installed by `mvn install`; the
+/// library is the freshly built one (`-Dtether.library.path`).
+fn java_app(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<String> {
+    let lib = java::install(ctx, suite)?;
+    run_java(ctx, suite, plugin, Some(&lib))
+}
+
+fn run_python(ctx: &Ctx, suite: &str, python: &Path, plugin: &Path) -> Result<String> {
+    step(suite, format!("{} {PYTHON_APP}", ctx.rel(python)));
+    Cmd::new(python)
+        .arg(ctx.path(PYTHON_APP))
+        .env(PLUGIN_ENV, plugin)
+        .env_remove("PYTHONPATH")
+        .cwd(&ctx.root)
+        .hint(format!(
+            "reproduce with: {PLUGIN_ENV}={} {} {PYTHON_APP}",
+            plugin.display(),
+            python.display()
+        ))
+        .run_echo()
+}
+
+/// `node app.mjs` in `dir` (tether-ffi resolves from that folder's node_modules).
+fn run_node(ctx: &Ctx, suite: &str, dir: &Path, plugin: &Path) -> Result<String> {
+    step(suite, format!("node {NODE_APP} (in {})", ctx.rel(dir)));
     Cmd::new("node")
         .arg(NODE_APP)
         .env(PLUGIN_ENV, plugin)
-        .cwd(&ctx.root)
+        .cwd(dir)
         .hint(format!(
-            "reproduce with: {PLUGIN_ENV}={} node {NODE_APP}",
+            "reproduce with: cd {} && {PLUGIN_ENV}={} node {NODE_APP}",
+            dir.display(),
             plugin.display()
         ))
-        .run()?;
-    Ok(Status::Passed)
+        .run_echo()
 }
 
-/// examples/java (a Maven project whose pom sets the `exec.mainClass` property), run with
-/// `mvn compile exec:java` after dev.tether:tether-ffi is installed into the local repository.
-fn java_app(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<Status> {
-    if !ctx.path(JAVA_APP).is_file() {
-        return Ok(skipped("java app", format!("{JAVA_APP} not present yet")));
-    }
-    let lib = java::install(ctx, suite)?;
-    step(suite, format!("mvn compile exec:java -f {JAVA_APP}"));
-    Cmd::new("mvn")
+/// `mvn compile exec:java` on examples/java; `library` overrides the jar's packed library.
+fn run_java(ctx: &Ctx, suite: &str, plugin: &Path, library: Option<&Path>) -> Result<String> {
+    step(suite, format!("mvn compile exec:java -f {JAVA_POM}"));
+    let library_arg = library.map(java::library_property);
+    let mut cmd = Cmd::new("mvn")
         .args([
             "-B",
             "-q",
             "-Dstyle.color=never",
             "-f",
-            JAVA_APP,
+            JAVA_POM,
             "compile",
             "exec:java",
         ])
-        .arg(java::library_property(&lib))
-        .arg(format!("-Dtether.scene.plugin={}", plugin.display()))
         .env(PLUGIN_ENV, plugin)
-        .cwd(&ctx.root)
-        .hint(format!(
-            "examples/java/pom.xml must set the `exec.mainClass` property; reproduce with: \
-             {PLUGIN_ENV}={} mvn -B -f {JAVA_APP} compile exec:java {}",
-            plugin.display(),
-            java::library_property(&lib)
-        ))
+        .cwd(&ctx.root);
+    if let Some(arg) = &library_arg {
+        cmd = cmd.arg(arg);
+    }
+    cmd.hint(format!(
+        "reproduce with: {PLUGIN_ENV}={} mvn -B -f {JAVA_POM} compile exec:java {}",
+        plugin.display(),
+        library_arg.as_deref().unwrap_or("")
+    ))
+    .run_echo()
+}
+
+// ---- the apps from the installed packages -----------------------------------------------------
+
+/// An empty venv (target/pkg-venv), `pip install` of the wheel, then the app with that python.
+fn python_package(ctx: &Ctx, packages: &Packages) -> Result<String> {
+    let venv = ctx.target_dir.join("pkg-venv");
+    let python = python::fresh_venv(ctx, SUITE, &venv)?;
+    step(
+        SUITE,
+        format!(
+            "pip install {} (into {})",
+            ctx.rel(&packages.wheel),
+            ctx.rel(&venv)
+        ),
+    );
+    Cmd::new(&python)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--no-index",
+            "--disable-pip-version-check",
+            "-q",
+        ])
+        .arg(&packages.wheel)
+        .hint("the wheel does not install into an empty venv; see pip's message above")
         .run()?;
-    Ok(Status::Passed)
+    let location = Cmd::new(&python)
+        .args(["-c", "import tether_ffi; print(tether_ffi.__file__)"])
+        .env_remove("PYTHONPATH")
+        .cwd(&venv)
+        .hint("the installed wheel does not import")
+        .output()?;
+    let imported = PathBuf::from(location.trim());
+    if !canonical(&imported).starts_with(canonical(&venv)) {
+        return Err(fail(format!(
+            "the package venv imported tether_ffi from {}, not from the installed wheel",
+            imported.display()
+        )));
+    }
+    run_python(ctx, SUITE, &python, &packages.plugin)
+}
+
+/// An empty folder (target/pkg-node) with a bare package.json, `npm install` of the tarball,
+/// then app.mjs copied there and run.
+fn node_package(ctx: &Ctx, packages: &Packages) -> Result<String> {
+    let dir = ctx.target_dir.join("pkg-node");
+    dist::reset_dir(&dir)?;
+    let manifest = dir.join("package.json");
+    std::fs::write(
+        &manifest,
+        "{ \"name\": \"tether-package-test\", \"version\": \"0.0.0\", \"private\": true }\n",
+    )
+    .map_err(|e| fail(format!("cannot write {}: {e}", manifest.display())))?;
+    dist::copy_file(&ctx.path(NODE_APP_DIR).join(NODE_APP), &dir.join(NODE_APP))?;
+    step(
+        SUITE,
+        format!(
+            "npm install {} (in {})",
+            ctx.rel(&packages.npm),
+            ctx.rel(&dir)
+        ),
+    );
+    Cmd::new("npm")
+        .args(["install", "--no-audit", "--no-fund"])
+        .arg(&packages.npm)
+        .cwd(&dir)
+        .hint("the tarball does not install into an empty folder; see npm's message above")
+        .run()?;
+    let addon = dir.join("node_modules/tether-ffi").join(node::ADDON_NAME);
+    let installed = addon
+        .symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_file());
+    if !installed {
+        return Err(fail(format!(
+            "npm install did not unpack the addon as a file at {}",
+            addon.display()
+        )));
+    }
+    run_node(ctx, SUITE, &dir, &packages.plugin)
+}
+
+/// The jar installed into the local Maven repository (`install:install-file` with the
+/// frontend's pom), then examples/java built against it; the library comes out of the jar.
+fn java_package(ctx: &Ctx, packages: &Packages) -> Result<String> {
+    step(
+        SUITE,
+        format!("mvn install:install-file -Dfile={}", ctx.rel(&packages.jar)),
+    );
+    let jar_dir = packages.jar.parent().unwrap_or(&ctx.target_dir);
+    Cmd::new("mvn")
+        .args([
+            "-B",
+            "-q",
+            "--no-transfer-progress",
+            "-Dstyle.color=never",
+            "install:install-file",
+        ])
+        .arg(format!("-Dfile={}", packages.jar.display()))
+        .arg(format!("-DpomFile={}", packages.pom.display()))
+        .cwd(jar_dir)
+        .hint("Maven could not install the jar into the local repository (~/.m2)")
+        .run()?;
+    run_java(ctx, SUITE, &packages.plugin, None)
+}
+
+fn canonical(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+// ---- comparing the reports --------------------------------------------------------------------
+
+/// The lines between TREE_START and TREE_END.
+fn tree_of(stdout: &str) -> Option<Vec<&str>> {
+    let mut lines = stdout.lines().skip_while(|l| *l != TREE_START);
+    lines.next()?;
+    let tree: Vec<&str> = lines.by_ref().take_while(|l| *l != TREE_END).collect();
+    // `take_while` consumed the end marker only if it was there.
+    stdout.contains(TREE_END).then_some(tree)
+}
+
+/// Ok(line count) when every report printed the same non-empty tree.
+fn same_tree(reports: &[Report]) -> Result<usize> {
+    let mut trees = Vec::new();
+    for r in reports {
+        let tree = tree_of(&r.stdout)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| {
+                fail(format!(
+                    "{} printed no tree between `{TREE_START}` and `{TREE_END}`",
+                    r.name
+                ))
+            })?;
+        trees.push((r.name, tree));
+    }
+    let (first_name, first) = &trees[0];
+    for (name, tree) in &trees[1..] {
+        if tree != first {
+            return Err(fail(format!(
+                "{name} printed another tree than {first_name}:\n{}\n  vs\n{}",
+                tree.join("\n"),
+                first.join("\n")
+            )));
+        }
+    }
+    Ok(first.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(name: &'static str, stdout: &str) -> Report {
+        Report {
+            name,
+            stdout: stdout.to_string(),
+        }
+    }
+
+    #[test]
+    fn tree_is_read_between_the_markers() {
+        let out = "x\n--- tree ---\nworld\n  house\n--- end tree ---\ny\n";
+        assert_eq!(tree_of(out), Some(vec!["world", "  house"]));
+        assert_eq!(tree_of("--- tree ---\nworld\n"), None);
+        assert_eq!(tree_of("no tree"), None);
+    }
+
+    #[test]
+    fn different_trees_are_reported() {
+        let one = "--- tree ---\nworld\n--- end tree ---\n";
+        let two = "--- tree ---\nworld\n  door\n--- end tree ---\n";
+        assert_eq!(
+            same_tree(&[report("a", one), report("c", one)]).ok(),
+            Some(1)
+        );
+        let err = same_tree(&[report("a", one), report("b", two)]).unwrap_err();
+        assert!(
+            err.what.contains("b printed another tree than a"),
+            "{}",
+            err.what
+        );
+    }
+
+    #[test]
+    fn a_missing_tree_fails() {
+        let err = same_tree(&[report("a", "nothing")]).unwrap_err();
+        assert!(err.what.contains("a printed no tree"), "{}", err.what);
+    }
 }

@@ -12,10 +12,12 @@ use crate::workspace::Ctx;
 const SUITE: &str = "java";
 
 pub const POM: &str = "crates/java/pom.xml";
+/// The frontend's Maven project folder.
+pub const DIR: &str = "crates/java";
 
 /// Maven in batch mode without download progress. Not `-q`: Surefire's "Tests run:" lines
 /// stay visible, so a run shows how many tests it ran.
-fn mvn(pom: &str) -> Cmd {
+pub fn mvn(pom: &str) -> Cmd {
     Cmd::new("mvn").args([
         "-B",
         "--no-transfer-progress",

@@ -1,5 +1,7 @@
 //! `cargo xtask <command>`: the workspace's developer tasks (alias in .cargo/config.toml).
 
+mod bench;
+mod dist;
 mod examples;
 mod java;
 mod json;
@@ -23,8 +25,8 @@ commands:
                                    suites: rust, c, python, node, java, examples
   demo                             build the example plugin and run the demo in every language
   miri                             run tether-core's tests under Miri (nightly)
-  build-all                        build release artifacts for every language (not implemented yet)
-  bench [--quick]                  run the benchmarks against the peers (not implemented yet)
+  build-all                        release-build the wheel, npm tarball, jar, plugin and tether.h into target/dist
+  bench [--quick]                  run the benchmarks against the peers (--quick: CI smoke run)
   help                             show this text";
 
 type Suite = fn(&Ctx) -> Result<Status>;
@@ -51,8 +53,10 @@ fn main() -> ExitCode {
             .and_then(|()| Ctx::load())
             .and_then(|ctx| examples::demo(&ctx)),
         "miri" => no_args(rest).and_then(|()| single("miri", miri::run)),
-        "build-all" => no_args(rest).and_then(|()| not_implemented("build-all", 6)),
-        "bench" => parse_bench(rest).and_then(|_quick| not_implemented("bench", 7)),
+        "build-all" => no_args(rest)
+            .and_then(|()| Ctx::load())
+            .and_then(|ctx| dist::build_all(&ctx)),
+        "bench" => parse_bench(rest).and_then(bench::run),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -116,12 +120,6 @@ fn parse_bench(rest: &[String]) -> Result<bool> {
         [q] if q == "--quick" => Ok(true),
         [arg, ..] => Err(usage_error(format!("unexpected argument `{arg}`"))),
     }
-}
-
-fn not_implemented(command: &str, issue: u32) -> Result {
-    Err(fail(format!(
-        "not implemented yet: `cargo xtask {command}` is tracked in issue {issue}"
-    )))
 }
 
 /// Runs the selected suites (all when `only` is empty), then prints one line per suite.

@@ -10,10 +10,12 @@ use crate::workspace::Ctx;
 const SUITE: &str = "node";
 
 pub const PACKAGE_JSON: &str = "crates/node/package.json";
-const DIR: &str = "crates/node";
+pub const DIR: &str = "crates/node";
 const TEST_DIR: &str = "crates/node/test";
 /// Where index.js loads the addon from.
 pub const ADDON: &str = "crates/node/tether.node";
+/// The addon's file name inside the package.
+pub const ADDON_NAME: &str = "tether.node";
 
 pub fn run(ctx: &Ctx) -> Result<Status> {
     if !ctx.path(PACKAGE_JSON).is_file() {

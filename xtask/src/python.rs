@@ -1,7 +1,7 @@
 //! The python suite: a venv in target/venv, the extension built in debug mode with
 //! `maturin develop`, then pytest over crates/python/tests.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::util::{fail, require_tool, skipped, step, Cmd, Result, Status};
 use crate::workspace::Ctx;
@@ -12,7 +12,7 @@ const SUITE: &str = "python";
 const PINS: [(&str, &str); 2] = [("maturin", "1.16.0"), ("pytest", "9.2.0")];
 
 pub const PYPROJECT: &str = "crates/python/pyproject.toml";
-const MANIFEST: &str = "crates/python/Cargo.toml";
+pub const MANIFEST: &str = "crates/python/Cargo.toml";
 const TESTS: &str = "crates/python/tests";
 
 pub fn run(ctx: &Ctx) -> Result<Status> {
@@ -70,15 +70,54 @@ fn venv_dir(ctx: &Ctx) -> PathBuf {
 }
 
 fn venv_bin(ctx: &Ctx) -> PathBuf {
-    venv_dir(ctx).join(if cfg!(windows) { "Scripts" } else { "bin" })
+    bin_dir(&venv_dir(ctx))
 }
 
-/// Creates the venv, installs the pinned tools, builds and installs the extension (debug).
-/// Returns the venv's python. Done once per xtask run; `suite` labels the progress lines.
-pub fn prepare(ctx: &Ctx, suite: &str) -> Result<PathBuf> {
-    if let Some(python) = ctx.python_ready.borrow().clone() {
-        return Ok(python);
+/// Where a venv keeps its executables.
+fn bin_dir(venv: &Path) -> PathBuf {
+    venv.join(if cfg!(windows) { "Scripts" } else { "bin" })
+}
+
+/// Creates an empty venv at `dir` (replacing whatever was there) and returns its python.
+pub fn fresh_venv(ctx: &Ctx, suite: &str, dir: &Path) -> Result<PathBuf> {
+    require_tool(suite, "python3")?;
+    step(suite, format!("creating an empty virtualenv {}", ctx.rel(dir)));
+    Cmd::new("python3")
+        .args(["-m", "venv", "--clear"])
+        .arg(dir)
+        .hint("python3 cannot create a venv; install the venv module (Debian/Ubuntu: apt-get install python3-venv)")
+        .run()?;
+    Ok(bin_dir(dir).join("python"))
+}
+
+/// The dev venv (target/venv) with the pinned tools installed: what `maturin` needs to run.
+pub struct ToolVenv {
+    pub dir: PathBuf,
+    pub python: PathBuf,
+    pub bin: PathBuf,
+}
+
+impl ToolVenv {
+    /// `maturin` from the venv, with the venv activated (VIRTUAL_ENV, PATH) and stray PyO3
+    /// settings of the caller's environment removed.
+    pub fn maturin(&self) -> Result<Cmd> {
+        let path = std::env::join_paths(std::iter::once(self.bin.clone()).chain(
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+        ))
+        .map_err(|e| fail(format!("cannot build PATH: {e}")))?;
+        Ok(Cmd::new(self.bin.join("maturin"))
+            .env("VIRTUAL_ENV", &self.dir)
+            .env("PATH", path)
+            .env_remove("CONDA_PREFIX")
+            .env_remove("PYO3_CONFIG_FILE")
+            .env_remove("PYO3_PYTHON")
+            .env("PIP_DISABLE_PIP_VERSION_CHECK", "1"))
     }
+}
+
+/// Creates the venv if needed and installs the pinned tools (maturin, pytest) that are missing.
+/// `suite` labels the progress lines.
+pub fn tool_venv(ctx: &Ctx, suite: &str) -> Result<ToolVenv> {
     if !ctx.path(PYPROJECT).is_file() {
         return Err(fail(format!(
             "{PYPROJECT} not present yet, so the Python frontend cannot be built"
@@ -117,30 +156,33 @@ pub fn prepare(ctx: &Ctx, suite: &str) -> Result<PathBuf> {
             ))
             .run()?;
     }
+    Ok(ToolVenv {
+        dir: venv,
+        python,
+        bin,
+    })
+}
 
+/// The tool venv, then the extension built and installed into it (debug, `maturin develop`).
+/// Returns the venv's python. Done once per xtask run; `suite` labels the progress lines.
+pub fn prepare(ctx: &Ctx, suite: &str) -> Result<PathBuf> {
+    if let Some(python) = ctx.python_ready.borrow().clone() {
+        return Ok(python);
+    }
+    let venv = tool_venv(ctx, suite)?;
     step(suite, "building extension (maturin develop, debug)");
-    let path = std::env::join_paths(std::iter::once(bin.clone()).chain(std::env::split_paths(
-        &std::env::var_os("PATH").unwrap_or_default(),
-    )))
-    .map_err(|e| fail(format!("cannot build PATH: {e}")))?;
-    Cmd::new(bin.join("maturin"))
+    venv.maturin()?
         .args(["develop", "--manifest-path", MANIFEST])
-        .env("VIRTUAL_ENV", &venv)
-        .env("PATH", path)
-        .env_remove("CONDA_PREFIX")
-        .env_remove("PYO3_CONFIG_FILE")
-        .env_remove("PYO3_PYTHON")
-        .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
         .cwd(&ctx.root)
         .hint(format!(
             "the Python extension does not build; reproduce with: \
              VIRTUAL_ENV={0} {0}/bin/maturin develop --manifest-path {MANIFEST}",
-            venv.display()
+            venv.dir.display()
         ))
         .run()?;
 
-    *ctx.python_ready.borrow_mut() = Some(python.clone());
-    Ok(python)
+    *ctx.python_ready.borrow_mut() = Some(venv.python.clone());
+    Ok(venv.python)
 }
 
 /// `name==version` for every pin that is not installed at exactly that version.

@@ -43,6 +43,8 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
         .iter()
         .map(|p| p.name.as_str())
         .filter(|name| *name != "tether-core" && !FRONTENDS.contains(name))
+        // Benchmark peers (benches/peers/*) are built only by `cargo xtask bench`.
+        .filter(|name| !name.starts_with(crate::bench::PEER_PACKAGE_PREFIX))
         .collect();
     if !others.is_empty() {
         step(

@@ -216,6 +216,22 @@ impl Cmd {
         })
     }
 
+    /// Runs capturing stdout, echoes it, and returns it; fails on a nonzero exit after the echo,
+    /// so the output that explains a failure is still shown. Stderr is inherited.
+    pub fn run_echo(&self) -> Result<String> {
+        let out = self
+            .command()
+            .stderr(Stdio::inherit())
+            .output()
+            .map_err(|e| self.spawn_error(e))?;
+        let text = strip_ansi(&String::from_utf8_lossy(&out.stdout));
+        print!("{text}");
+        if !out.status.success() {
+            return Err(self.exit_error(out.status.code()));
+        }
+        Ok(text)
+    }
+
     /// Runs capturing stdout and stderr; Ok(None) when it fails or cannot start.
     pub fn probe(&self) -> Option<String> {
         let out = self.command().stderr(Stdio::null()).output().ok()?;
@@ -224,6 +240,26 @@ impl Cmd {
         }
         String::from_utf8(out.stdout).ok()
     }
+}
+
+/// `text` without ANSI escape sequences (`ESC [ ... letter`); Maven prints colour resets even
+/// with `-B -Dstyle.color=never`.
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' && chars.peek() == Some(&'[') {
+            chars.next();
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn quote(s: &OsStr) -> String {
@@ -332,6 +368,14 @@ mod tests {
     fn cdylib_name_uses_underscores() {
         let name = cdylib_file_name("tether-node");
         assert!(name.contains("tether_node"), "{name}");
+    }
+
+    #[test]
+    fn ansi_sequences_are_stripped() {
+        assert_eq!(
+            strip_ansi("\u{1b}[0m\u{1b}[1;31mred\u{1b}[0m text\n"),
+            "red text\n"
+        );
     }
 
     #[test]

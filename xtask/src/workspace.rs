@@ -92,13 +92,13 @@ impl Ctx {
         self.root.join(rel)
     }
 
-    /// The debug-profile output directory: target/debug.
-    pub fn debug_dir(&self) -> PathBuf {
-        self.target_dir.join("debug")
-    }
-
     /// target/debug/lib<name>.so for the cdylib target of `package`.
     pub fn cdylib_path(&self, package: &str) -> Result<PathBuf> {
+        self.cdylib_path_in(package, "debug")
+    }
+
+    /// target/<profile_dir>/lib<name>.so for the cdylib target of `package` (`debug`, `release`).
+    pub fn cdylib_path_in(&self, package: &str, profile_dir: &str) -> Result<PathBuf> {
         let pkg = self
             .packages
             .iter()
@@ -114,7 +114,10 @@ impl Ctx {
                     "set `[lib] crate-type = [\"cdylib\", ...]` in {package}'s Cargo.toml"
                 ))
             })?;
-        Ok(self.debug_dir().join(crate::util::cdylib_file_name(lib)))
+        Ok(self
+            .target_dir
+            .join(profile_dir)
+            .join(crate::util::cdylib_file_name(lib)))
     }
 
     /// Path relative to the root for messages, falling back to the absolute path.

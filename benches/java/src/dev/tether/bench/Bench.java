@@ -1,0 +1,184 @@
+package dev.tether.bench;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.CyclicBarrier;
+
+/**
+ * One JVM fork measuring one peer: {@code java dev.tether.bench.Bench PEER OUT.json [--quick]}.
+ * Each workload is a warmed loop timed with System.nanoTime; the fork prints and writes the
+ * median ns/op of its repeats. cargo xtask bench runs several forks per peer.
+ */
+public final class Bench {
+    private static final int THREADS = Integer.getInteger("bench.threads", 8);
+
+    private final Workloads w;
+    private final boolean quick;
+    private final List<String> records = new ArrayList<>();
+    private final String peer;
+    /** Results land here so the JIT cannot drop the measured calls. */
+    private static volatile Object sink;
+
+    private Bench(String peer, Workloads w, boolean quick) {
+        this.peer = peer;
+        this.w = w;
+        this.quick = quick;
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length < 2) {
+            System.err.println("usage: Bench PEER OUT.json [--quick]");
+            System.exit(2);
+        }
+        String peer = args[0];
+        boolean quick = args.length > 2 && args[2].equals("--quick");
+        Workloads w = load(peer);
+        Bench b = new Bench(peer, w, quick);
+        b.runAll();
+        String versions = String.format(Locale.ROOT, "{\"java\":\"%s\",\"jvm\":\"%s %s\"}",
+                System.getProperty("java.version"), System.getProperty("java.vm.name"),
+                System.getProperty("java.vm.version"));
+        Files.writeString(Path.of(args[1]), "{\"records\":[" + String.join(",\n", b.records)
+                + "],\n\"versions\":" + versions + "}\n");
+    }
+
+    private static Workloads load(String peer) throws Exception {
+        switch (peer) {
+            case "jni":
+                System.load(System.getProperty("bench.peer.lib"));
+                return new JniWorkloads();
+            case "jni_raw":
+                System.load(System.getProperty("bench.peer.lib"));
+                return new JniRawWorkloads();
+            case "tether":
+                // Compiled separately against the tether jar (benches/java/tether).
+                return (Workloads) Class.forName("dev.tether.bench.TetherWorkloads")
+                        .getDeclaredConstructor()
+                        .newInstance();
+            default:
+                throw new IllegalArgumentException("unknown peer " + peer);
+        }
+    }
+
+    /** A timed body: runs the workload n times, returns elapsed ns. */
+    private interface Body {
+        long run(int n) throws Exception;
+    }
+
+    private void runAll() throws Exception {
+        Object x = w.sample();
+        if (w.has("W1")) measure("W1", n -> loopEcho(x, n));
+        if (w.has("W2")) {
+            Object pair = w.makePair(x, null);
+            measure("W2", n -> loopFirst(pair, x, n));
+        }
+        if (w.has("W3")) measure("W3", this::loopAdd3);
+        if (w.has("W4")) measure("W4", n -> loopConstruct(x, n));
+        if (w.has("W6")) measure("W6", n -> threadedEcho(x, n));
+        if (w.has("W7")) {
+            Object cb = w.callback(x);
+            measure("W7", n -> loopCall(cb, x, n));
+        }
+    }
+
+    private long loopEcho(Object x, int n) {
+        long t0 = System.nanoTime();
+        for (int i = 0; i < n; i++) {
+            if (w.echo(x) != x) throw new AssertionError("echo(x) is not x");
+        }
+        return System.nanoTime() - t0;
+    }
+
+    private long loopFirst(Object pair, Object x, int n) {
+        long t0 = System.nanoTime();
+        for (int i = 0; i < n; i++) {
+            if (w.first(pair) != x) throw new AssertionError("pair.first is not the stored object");
+        }
+        return System.nanoTime() - t0;
+    }
+
+    private long loopAdd3(int n) {
+        long acc = 0;
+        long t0 = System.nanoTime();
+        for (int i = 0; i < n; i++) acc += w.add3(i, 2, 3);
+        long dt = System.nanoTime() - t0;
+        sink = acc;
+        return dt;
+    }
+
+    private long loopConstruct(Object x, int n) {
+        Object last = null;
+        long t0 = System.nanoTime();
+        for (int i = 0; i < n; i++) last = w.makePair(x, x);
+        long dt = System.nanoTime() - t0;
+        sink = last;
+        return dt;
+    }
+
+    private long loopCall(Object cb, Object x, int n) {
+        long t0 = System.nanoTime();
+        for (int i = 0; i < n; i++) {
+            if (w.call(cb) != x) throw new AssertionError("call(cb) did not return cb()");
+        }
+        return System.nanoTime() - t0;
+    }
+
+    /**
+     * W6: THREADS threads each run n / THREADS echoes; returns the wall time from the first
+     * thread's start to the last thread's end (each thread reads the clock itself, so a
+     * descheduled main thread cannot distort the span).
+     */
+    private long threadedEcho(Object x, int n) throws Exception {
+        int perThread = Math.max(1, n / THREADS);
+        CyclicBarrier start = new CyclicBarrier(THREADS);
+        long[] begin = new long[THREADS];
+        long[] finish = new long[THREADS];
+        Thread[] threads = new Thread[THREADS];
+        for (int t = 0; t < THREADS; t++) {
+            int id = t;
+            threads[t] = new Thread(() -> {
+                try {
+                    start.await();
+                } catch (Exception e) {
+                    throw new RuntimeException(e);
+                }
+                begin[id] = System.nanoTime();
+                loopEcho(x, perThread);
+                finish[id] = System.nanoTime();
+            });
+            threads[t].start();
+        }
+        for (Thread t : threads) t.join();
+        long dt = Arrays.stream(finish).max().getAsLong() - Arrays.stream(begin).min().getAsLong();
+        // Per operation over all threads, scaled back to n operations.
+        return dt * n / ((long) perThread * THREADS);
+    }
+
+    /** Calibrates n to ~target ns per repeat, warms up, then takes the median of the repeats. */
+    private void measure(String workload, Body body) throws Exception {
+        long target = quick ? 2_000_000L : 50_000_000L;
+        int repeats = quick ? 3 : 15;
+        long warmupNs = quick ? 20_000_000L : 1_000_000_000L;
+        int n = 1000;
+        long warmEnd = System.nanoTime() + warmupNs;
+        while (System.nanoTime() < warmEnd) body.run(n);
+        long dt;
+        while ((dt = body.run(n)) < target / 4 && n < (1 << 28)) n *= 2;
+        n = (int) Math.max(1, Math.min(1L << 28, n * target / Math.max(dt, 1)));
+        double[] perOp = new double[repeats];
+        for (int r = 0; r < repeats; r++) perOp[r] = (double) body.run(n) / n;
+        Arrays.sort(perOp);
+        double median = perOp[repeats / 2];
+        System.out.printf(Locale.ROOT, "java %-3s %-8s %9.2f ns/op  (n=%d, %d repeats)%n",
+                workload, peer, median, n, repeats);
+        records.add(String.format(Locale.ROOT,
+                "{\"lang\":\"java\",\"workload\":\"%s\",\"peer\":\"%s\",\"value\":%.4f,"
+                        + "\"unit\":\"ns/op\",\"n\":%d,\"repeats\":%d,\"min\":%.4f,\"max\":%.4f}",
+                workload, peer, median, n, repeats, perOp[0], perOp[repeats - 1]));
+    }
+}

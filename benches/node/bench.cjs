@@ -1,0 +1,134 @@
+// Node workloads for `cargo xtask bench`: tether-ffi against napi-rs and raw Node-API.
+// usage: node --expose-gc bench.cjs --out FILE --peers DIR --tether DIR [--quick]
+// Each (peer, workload) gets its own loop function (new Function), so every call site sees one
+// callee and stays monomorphic, as in hand-written code. Loops are warmed, then timed with
+// process.hrtime.bigint; rounds interleave the peers so drift hits all of them alike.
+'use strict';
+const fs = require('fs');
+const path = require('path');
+
+const args = process.argv.slice(2);
+const opt = (name) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+};
+const quick = args.includes('--quick');
+const out = opt('--out');
+const peersDir = path.resolve(opt('--peers'));
+const tetherDir = path.resolve(opt('--tether'));
+
+const TARGET_NS = quick ? 2e6 : 40e6; // one repeat
+const REPEATS = quick ? 3 : 15;
+const WARMUP_NS = quick ? 20e6 : 500e6;
+
+/** The loop bodies; `f` is the peer's function or class, `x` an object, `p` a pair. */
+const BODIES = {
+  W1: 'if (f(x) !== x) throw new Error("echo(x) is not x");',
+  W2: 'if (p.first !== x) throw new Error("p.first is not the stored object");',
+  W3: 'acc += f(i, 2, 3);',
+  W4: 'last = new f(x, x);',
+  W7: 'if (f(cb) !== x) throw new Error("call(cb) did not return cb()");',
+};
+
+function makeLoop(body) {
+  // A fresh function per (peer, workload): its own type feedback.
+  return new Function('f', 'x', 'p', 'cb', `
+    return function loop(n) {
+      let acc = 0, last = null;
+      const t0 = process.hrtime.bigint();
+      for (let i = 0; i < n; i++) { ${body} }
+      const dt = Number(process.hrtime.bigint() - t0);
+      if (acc === -1 || last === 0) throw new Error('unreachable');
+      return dt;
+    };`);
+}
+
+/** Peers: name -> { W1..W7: [f, x, p, cb] } for the workloads it can express. */
+function loadPeers() {
+  const peers = {};
+  const skipped = [];
+  const add = (name, load) => {
+    try {
+      peers[name] = load();
+    } catch (e) {
+      skipped.push([name, e.message.split('\n')[0]]);
+    }
+  };
+  add('napi_raw', () => {
+    const raw = require(path.join(peersDir, 'peer_napi_raw.node'));
+    const x = {};
+    return { W1: [raw.echo, x], W3: [raw.add3], W7: [raw.call, x, null, () => x] };
+  });
+  add('napi', () => {
+    const napi = require(path.join(peersDir, 'peer_napi.node'));
+    const x = new napi.Pair(null, null);
+    return {
+      W1: [napi.echo, x],
+      W2: [null, x, new napi.Pair(x, null)],
+      W3: [napi.add3],
+      W4: [napi.Pair, x],
+      W7: [napi.call, x, null, () => x],
+    };
+  });
+  add('tether', loadTether);
+  return { peers, skipped };
+}
+
+/** tether's side, through the public API of the tether-ffi package (crates/node). */
+function loadTether() {
+  let testing;
+  try {
+    testing = require('./tether_api.cjs').testing(require(tetherDir));
+  } catch (e) {
+    throw new Error(`tether node frontend not built or not loadable (${e.message.split('\n')[0]})`);
+  }
+  const x = testing.make_pair(null, null);
+  return {
+    W1: [testing.echo, x],
+    W2: [null, x, testing.make_pair(x, null)],
+    W3: [testing.add3],
+    W4: [testing.Pair, x],
+    W7: [testing.call, x, null, () => x],
+  };
+}
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[s.length >> 1];
+}
+
+function main() {
+  const { peers, skipped } = loadPeers();
+  for (const [name, why] of skipped) console.log(`node skipped: ${name}: ${why}`);
+  const records = [];
+  for (const w of Object.keys(BODIES)) {
+    const runs = [];
+    for (const [name, peer] of Object.entries(peers)) {
+      if (!peer[w]) continue;
+      const [f, x, p, cb] = peer[w];
+      const loop = makeLoop(BODIES[w])(f, x, p, cb);
+      const end = Date.now() + WARMUP_NS / 1e6;
+      let n = 1000;
+      while (Date.now() < end) loop(n);
+      let dt;
+      while ((dt = loop(n)) < TARGET_NS / 4 && n < 2 ** 28) n *= 2;
+      n = Math.max(1, Math.min(2 ** 28, Math.round((n * TARGET_NS) / Math.max(dt, 1))));
+      runs.push({ name, loop, n, samples: [] });
+    }
+    for (let r = 0; r < REPEATS; r++) {
+      for (const run of runs) run.samples.push(run.loop(run.n) / run.n);
+    }
+    for (const run of runs) {
+      const value = median(run.samples);
+      console.log(`node ${w.padEnd(3)} ${run.name.padEnd(8)} ${value.toFixed(2).padStart(9)} ns/op  (n=${run.n}, ${REPEATS} repeats)`);
+      records.push({
+        lang: 'node', workload: w, peer: run.name, value, unit: 'ns/op', n: run.n,
+        repeats: REPEATS, min: Math.min(...run.samples), max: Math.max(...run.samples),
+      });
+    }
+  }
+  const versions = { node: process.version, 'node-api': process.versions.napi };
+  fs.writeFileSync(out, JSON.stringify({ records, versions, skipped }, null, 1));
+}
+
+main();

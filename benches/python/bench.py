@@ -1,0 +1,230 @@
+"""Python workloads for `cargo xtask bench`: tether_ffi against pyo3, nanobind, pybind11, tvm-ffi.
+
+usage: python bench.py --peers DIR --out FILE [--quick]
+       python bench.py --peers DIR --w5 PEER      (one W5 measurement, run in a fresh process)
+
+Timing is timeit's: a statement compiled into a `for` loop, the loop's time divided by its
+count; repeats are interleaved across the peers (round r runs repeat r of every peer), and the
+median is reported. Every loop also checks its result, so a wrong answer fails loudly.
+"""
+
+import argparse
+import gc
+import json
+import os
+import platform
+import subprocess
+import sys
+import threading
+import time
+import timeit
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+W5_OBJECTS = 1_000_000
+W5_OBJECTS_QUICK = 20_000
+THREADS = 8
+
+# Statements per workload; names come from the peer's namespace (see peers.py).
+STATEMENTS = {
+    "W1": "echo(x)",
+    "W2": "pair.{first_attr}",
+    "W3": "add3(1, 2, 3)",
+    "W4": "Pair(x, x)",
+    "W7": "call(cb)",
+}
+
+
+def same_object(ns, r):
+    """`r` is the peer's `x`: the same wrapper, or (tvm-ffi, which has no identity) a new
+    wrapper of the same native object."""
+    return r is ns["x"] or (hasattr(r, "same_as") and r.same_as(ns["x"]))
+
+
+# What each statement must give, checked once before timing.
+CHECKS = {
+    "W1": same_object,
+    "W2": same_object,
+    "W3": lambda ns, r: r == 6,
+    "W4": lambda ns, r: r is not None,
+    "W7": same_object,
+}
+
+
+def load_peers(peers_dir, only=None):
+    sys.path.insert(0, peers_dir)
+    sys.path.insert(0, HERE)
+    import peers
+
+    loaded, skipped = {}, []
+    for name, loader in peers.LOADERS.items():
+        if only and name != only:
+            continue
+        try:
+            loaded[name] = loader(peers_dir)
+        except Exception as e:  # noqa: BLE001 - report and skip the peer
+            skipped.append((name, str(e).splitlines()[0] if str(e) else type(e).__name__))
+    return loaded, skipped
+
+
+def timer_for(workload, ns):
+    stmt = STATEMENTS[workload].format(first_attr=ns.get("first_attr", "first"))
+    value = eval(stmt, {}, dict(ns))  # noqa: S307 - our own fixed statements
+    if not CHECKS[workload](ns, value):
+        raise AssertionError(f"{workload}: `{stmt}` gave {value!r}")
+    return timeit.Timer(stmt, globals=dict(ns))
+
+
+def calibrate(timer, target_s):
+    n = 1
+    while True:
+        dt = timer.timeit(n)
+        if dt >= target_s / 4 or n >= 1 << 26:
+            return max(1, int(n * target_s / max(dt, 1e-9)))
+        n *= 2
+
+
+def threaded_echo(ns, total):
+    """W6: THREADS threads each run total/THREADS echoes; per-op time over the whole span."""
+    echo, x = ns["echo"], ns["x"]
+    per = max(1, total // THREADS)
+    start = threading.Barrier(THREADS)
+    spans = [None] * THREADS
+
+    def worker(i):
+        start.wait()
+        t0 = time.perf_counter_ns()
+        for _ in range(per):
+            echo(x)
+        spans[i] = (t0, time.perf_counter_ns())
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    span = max(e for _, e in spans) - min(s for s, _ in spans)
+    return span / (per * THREADS)
+
+
+def median(xs):
+    s = sorted(xs)
+    return s[len(s) // 2]
+
+
+def run_timed(peers_, quick):
+    target = 0.002 if quick else 0.04
+    repeats = 3 if quick else 15
+    records = []
+    for workload in STATEMENTS:
+        runs = []
+        for name, ns in peers_.items():
+            try:
+                timer = timer_for(workload, ns)
+            except Exception as e:  # noqa: BLE001 - report and skip this peer's workload
+                print(f"python {workload:<3} {name:<8} skipped: {type(e).__name__}: {e}")
+                continue
+            timer.timeit(max(1, calibrate(timer, target / 4)))  # warm-up
+            runs.append((name, timer, calibrate(timer, target), []))
+        for _ in range(repeats):
+            for name, timer, n, samples in runs:
+                samples.append(timer.timeit(n) / n * 1e9)
+        for name, _, n, samples in runs:
+            records.append(record(workload, name, median(samples), n, samples))
+    # W6: W1 with 8 threads (the GIL serialises them; this measures the switching cost too).
+    total = 20_000 if quick else 400_000
+    for name, ns in peers_.items():
+        samples = [threaded_echo(ns, total) for _ in range(3 if quick else 7)]
+        records.append(record("W6", name, median(samples), total, samples))
+    return records
+
+
+def record(workload, peer, value, n, samples, unit="ns/op"):
+    print(f"python {workload:<3} {peer:<8} {value:9.2f} {unit}  (n={n}, {len(samples)} repeats)")
+    return dict(lang="python", workload=workload, peer=peer, value=value, unit=unit, n=n,
+                repeats=len(samples), min=min(samples), max=max(samples))
+
+
+def rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def w5_child(peers_dir, peer, count):
+    """Bytes per live object: RSS growth while `count` fresh objects are alive, divided by count.
+
+    The list that holds them is allocated before the baseline, so only the objects (native
+    allocation + Python wrapper + allocator overhead) are counted.
+    """
+    loaded, skipped = load_peers(peers_dir, only=peer)
+    if peer not in loaded:
+        print(json.dumps({"error": skipped[0][1] if skipped else "not loaded"}))
+        return
+    new_obj = loaded[peer]["new_obj"]
+    for _ in range(1000):  # warm caches and type objects
+        new_obj()
+    keep = [None] * count
+    gc.collect()
+    gc.disable()
+    before = rss_bytes()
+    for i in range(count):
+        keep[i] = new_obj()
+    after = rss_bytes()
+    print(json.dumps({"bytes_per_object": (after - before) / count, "objects": count}))
+
+
+def run_w5(peers_dir, names, quick):
+    records = []
+    count = W5_OBJECTS_QUICK if quick else W5_OBJECTS
+    for name in names:
+        out = subprocess.run(
+            [sys.executable, os.path.abspath(__file__), "--peers", peers_dir, "--w5", name,
+             "--w5-count", str(count)],
+            capture_output=True, text=True, check=False)
+        try:
+            result = json.loads(out.stdout.strip().splitlines()[-1])
+        except (IndexError, json.JSONDecodeError):
+            print(f"python W5  {name:<8} failed: {out.stderr.strip()[-300:]}")
+            continue
+        if "error" in result:
+            print(f"python W5  {name:<8} failed: {result['error']}")
+            continue
+        records.append(record("W5", name, result["bytes_per_object"], count, [result["bytes_per_object"]],
+                              unit="bytes/object"))
+    return records
+
+
+def versions():
+    from importlib import metadata
+
+    v = {"python": platform.python_version()}
+    for dist in ("nanobind", "pybind11", "apache-tvm-ffi", "tether-ffi"):
+        try:
+            v[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    return v
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--peers", required=True)
+    ap.add_argument("--out")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--w5")
+    ap.add_argument("--w5-count", type=int, default=W5_OBJECTS)
+    a = ap.parse_args()
+    peers_dir = os.path.abspath(a.peers)
+    if a.w5:
+        w5_child(peers_dir, a.w5, a.w5_count)
+        return
+    loaded, skipped = load_peers(peers_dir)
+    for name, why in skipped:
+        print(f"python skipped: {name}: {why}")
+    records = run_timed(loaded, a.quick)
+    records += run_w5(peers_dir, list(loaded), a.quick)
+    with open(a.out, "w") as f:
+        json.dump({"records": records, "versions": versions(), "skipped": skipped}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

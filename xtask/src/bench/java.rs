@@ -1,0 +1,135 @@
+//! Java: the jni 0.22 and raw jni-sys peers built with cargo, tether's Java frontend compiled
+//! with Maven, the harness (benches/java) compiled with javac, then one JVM per peer and fork.
+//! A fork measures one peer only, so every call site in the harness stays monomorphic.
+
+use std::path::{Path, PathBuf};
+
+use super::report::{self, Record};
+use super::Bench;
+use crate::json::Json;
+use crate::util::{fail, require_tool, step, Cmd, Result};
+
+const LANG: &str = "bench java";
+
+/// JVM forks per peer (the reported value is the median of the forks' medians).
+const FORKS: usize = 3;
+
+pub fn run(b: &Bench) -> Result<PathBuf> {
+    require_tool(LANG, "java")?;
+    require_tool(LANG, "javac")?;
+    let dir = b.dir.join("java");
+    let classes = dir.join("classes");
+    let _ = std::fs::remove_dir_all(&classes);
+    step(LANG, "javac benches/java/src");
+    Cmd::new("javac")
+        .arg("-d")
+        .arg(&classes)
+        .args(java_files(&b.ctx.path("benches/java/src"))?)
+        .cwd(&b.ctx.root)
+        .run()?;
+
+    // (peer, extra -D properties, classpath additions)
+    let mut peers: Vec<(&str, Vec<String>, Vec<PathBuf>)> = Vec::new();
+    if b.attempt("java peers (cargo build)", || {
+        step(LANG, "building the jni and jni_raw peers");
+        b.cargo_build(&["tether-bench-jni", "tether-bench-jni-raw"])
+    })
+    .is_some()
+    {
+        for (peer, package) in [("jni_raw", "tether-bench-jni-raw"), ("jni", "tether-bench-jni")] {
+            let lib = b.cdylib(package)?;
+            peers.push((peer, vec![format!("-Dbench.peer.lib={}", lib.display())], vec![]));
+        }
+    }
+    if b.ctx.path(crate::java::POM).is_file() {
+        if let Some((lib, cp)) = b.attempt("tether java frontend", || tether(b, &classes)) {
+            peers.push(("tether", vec![crate::java::library_property(&lib)], cp));
+        }
+    } else {
+        println!("skipped: tether java frontend not built ({} not present yet)", crate::java::POM);
+    }
+
+    let forks = if b.quick { 1 } else { FORKS };
+    let mut records: Vec<Record> = Vec::new();
+    let mut versions = Json::Obj(vec![]);
+    for (peer, props, extra_cp) in &peers {
+        let mut per_fork = Vec::new();
+        for fork in 0..forks {
+            let out = dir.join(format!("{peer}-{fork}.json"));
+            step(LANG, format!("java Bench {peer} (fork {}/{forks})", fork + 1));
+            let cp = std::env::join_paths(std::iter::once(classes.clone()).chain(extra_cp.iter().cloned()))
+                .map_err(|e| fail(format!("bad classpath: {e}")))?;
+            let mut cmd = Cmd::new("java")
+                .args(props)
+                .arg("-cp")
+                .arg(cp)
+                .args(["dev.tether.bench.Bench", peer])
+                .arg(&out)
+                .cwd(&b.ctx.root);
+            if b.quick {
+                cmd = cmd.arg("--quick");
+            }
+            if b.attempt(&format!("java peer {peer}"), || cmd.run()).is_none() {
+                break;
+            }
+            let json = report::read_json(&out)?;
+            if let Some(v) = json.get("versions") {
+                versions = v.clone();
+            }
+            per_fork.push(report::records(&json)?);
+        }
+        records.extend(report::median_of_forks(&per_fork));
+    }
+    let out = dir.join("java.json");
+    report::write_language_file(&out, &records, versions)?;
+    Ok(out)
+}
+
+/// Builds libtether_java and the dev.tether.ffi classes (Maven), compiles the tether workloads
+/// against them; returns the library and the classpath entries to add.
+fn tether(b: &Bench, bench_classes: &Path) -> Result<(PathBuf, Vec<PathBuf>)> {
+    require_tool(LANG, "mvn")?;
+    step(LANG, "building tether-java");
+    b.cargo_build(&["tether-java"])?;
+    let lib = b.cdylib("tether-java")?;
+    step(LANG, format!("mvn compile -f {}", crate::java::POM));
+    Cmd::new("mvn")
+        .args(["-B", "-q", "--no-transfer-progress", "-f", crate::java::POM, "compile"])
+        .cwd(&b.ctx.root)
+        .run()?;
+    let ffi_classes = b.ctx.path("crates/java/target/classes");
+    let out = b.dir.join("java/tether-classes");
+    let _ = std::fs::remove_dir_all(&out);
+    let cp = std::env::join_paths([bench_classes, &ffi_classes])
+        .map_err(|e| fail(format!("bad classpath: {e}")))?;
+    Cmd::new("javac")
+        .arg("-d")
+        .arg(&out)
+        .arg("-cp")
+        .arg(cp)
+        .args(java_files(&b.ctx.path("benches/java/tether"))?)
+        .cwd(&b.ctx.root)
+        .hint("benches/java/tether/.../TetherWorkloads.java no longer matches tether's Java API")
+        .run()?;
+    Ok((lib, vec![out, ffi_classes]))
+}
+
+fn java_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|e| e == "java") {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, &mut out);
+    out.sort();
+    if out.is_empty() {
+        return Err(fail(format!("no .java files under {}", dir.display())));
+    }
+    Ok(out)
+}
