@@ -123,6 +123,7 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
     }
     let plugin = build_scene(ctx, SUITE)?;
     let mut outcomes = Outcomes::default();
+    outcomes.record(SUITE, "rust demo", rust_demo(ctx, SUITE, &plugin));
     for (name, app) in APPS {
         outcomes.record(SUITE, name, app(ctx, SUITE, &plugin));
     }
@@ -149,21 +150,7 @@ pub fn demo(ctx: &Ctx) -> Result {
     }
     let plugin = build_scene(ctx, DEMO)?;
     let mut outcomes = Outcomes::default();
-    match rust_demo(ctx, DEMO, &plugin) {
-        Ok(Status::Passed) => outcomes
-            .rows
-            .push(format!("    {:<15} passed", "rust demo")),
-        Ok(Status::Skipped(why)) => outcomes
-            .rows
-            .push(format!("    {:<15} skipped ({why})", "rust demo")),
-        Err(f) => {
-            report_failure(DEMO, &f);
-            outcomes.failed.push("rust demo");
-            outcomes
-                .rows
-                .push(format!("    {:<15} failed", "rust demo"));
-        }
-    }
+    outcomes.record(DEMO, "rust demo", rust_demo(ctx, DEMO, &plugin));
     for (name, app) in APPS {
         outcomes.record(DEMO, name, app(ctx, DEMO, &plugin));
     }
@@ -194,18 +181,14 @@ fn build_scene(ctx: &Ctx, suite: &str) -> Result<PathBuf> {
 }
 
 /// `cargo run -p tether-demo` (the Rust side of the demo), when that package exists.
-fn rust_demo(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<Status> {
-    if !ctx.has_package("tether-demo") {
-        return Ok(skipped("rust demo", "package tether-demo not present yet"));
-    }
+fn rust_demo(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<String> {
     step(suite, "cargo run -p tether-demo");
     Cmd::cargo()
-        .args(["run", "-p", "tether-demo"])
+        .args(["run", "-q", "-p", "tether-demo"])
         .env(PLUGIN_ENV, plugin)
         .cwd(&ctx.root)
         .hint("reproduce with: cargo build -p scene && TETHER_SCENE_PLUGIN=target/debug/libscene.so cargo run -p tether-demo")
-        .run()?;
-    Ok(Status::Passed)
+        .run_echo()
 }
 
 // ---- the apps against the workspace builds ----------------------------------------------------

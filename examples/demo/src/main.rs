@@ -19,6 +19,16 @@ fn call_method(obj: &ObjectRef, name: &str, args: &[AnyView<'_>]) -> Result<Any>
     method.func().call(&all)
 }
 
+/// Make node `child` at position `xyz` and attach it under `parent` (found by name).
+fn add_node(scene: &ObjectRef, parent: &str, child: &str, xyz: [f64; 3]) -> Result<ObjectRef> {
+    let p = object(call_method(scene, "find", &[AnyView::raw_str(parent)])?);
+    let c = construct("scene.Node", &[AnyView::raw_str(child)])?;
+    let t = construct("scene.Transform", &xyz.map(AnyView::float))?;
+    tether_core::types::set_field(&c, "transform", AnyView::object(&t))?;
+    call_method(scene, "add", &[AnyView::object(&p), AnyView::object(&c)])?;
+    Ok(c)
+}
+
 fn object(a: Any) -> ObjectRef {
     a.into_object().expect("an object")
 }
@@ -37,14 +47,17 @@ fn main() -> Result<()> {
     println!("loaded {} (types: {})", module.path(), module.types().iter().filter_map(|&i| type_info(i)).map(|t| t.key()).collect::<Vec<_>>().join(", "));
 
     let baseline = tether_core::alloc::live_objects();
+    // The same scene as the Python, Node and Java apps: world -> house -> (door, window),
+    // world -> tree, world -> lamp, with the same positions (so the tree dumps match).
     let scene = construct("scene.Scene", &[AnyView::raw_str("world")])?;
     let root = object(get_field(&scene, "root")?);
-    for (parent, child) in [("world", "house"), ("house", "door"), ("world", "tree")] {
-        let p = object(call_method(&scene, "find", &[AnyView::raw_str(parent)])?);
-        let c = construct("scene.Node", &[AnyView::raw_str(child)])?;
-        call_method(&scene, "add", &[AnyView::object(&p), AnyView::object(&c)])?;
+    for (parent, child, [x, y, z]) in [
+        ("world", "house", [4.0, 0.0, -2.0]),
+        ("house", "door", [4.5, 0.0, -1.5]),
+        ("world", "tree", [-3.0, 0.0, 6.0]),
+    ] {
+        add_node(&scene, parent, child, [x, y, z])?;
     }
-
     let a = object(call_method(&scene, "find", &[AnyView::raw_str("door")])?);
     let b = object(call_method(&scene, "find", &[AnyView::raw_str("door")])?);
     fact(&mut ok, "find('door') twice -> same native object", a.ptr_eq(&b));
@@ -62,9 +75,9 @@ fn main() -> Result<()> {
     });
     let listener_obj = ObjectRef::from(listener.0.clone());
     call_method(&scene, "on", &[AnyView::raw_str("added"), AnyView::object(&listener_obj)])?;
-    let window = construct("scene.Node", &[AnyView::raw_str("window")])?;
-    call_method(&scene, "add", &[AnyView::object(&a), AnyView::object(&window)])?;
+    let window = add_node(&scene, "house", "window", [5.0, 1.5, -2.0])?;
     let removed = call_method(&scene, "off", &[AnyView::raw_str("added"), AnyView::object(&listener_obj)])?;
+    add_node(&scene, "world", "lamp", [-1.0, 2.5, 0.0])?;
     println!("listener heard {} event(s)", heard.lock().unwrap().len());
     fact(&mut ok, "off(listener) found it by identity", removed.view().as_bool() == Some(true));
 
@@ -76,7 +89,9 @@ fn main() -> Result<()> {
         println!("{what} -> {}: {}", err.kind(), err.message());
     }
 
+    println!("--- tree ---");
     print!("{}", call_method(&scene, "dump", &[])?.view().as_str().unwrap_or(""));
+    println!("--- end tree ---");
     drop((scene, root, a, b, t1, t2, window, listener_obj, listener));
     fact(&mut ok, "live objects back to baseline after dropping everything", tether_core::alloc::live_objects() == baseline);
     if !ok {
