@@ -32,7 +32,8 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
         return Ok(skipped(SUITE, format!("{POM} not present yet")));
     }
     let lib = build(ctx, SUITE)?;
-    let (plugin, bad_abi) = build_test_plugins(ctx)?;
+    let plugins = ctx.test_plugins(SUITE)?;
+    let (plugin, bad_abi) = (&plugins.sample, &plugins.bad_abi);
     step(SUITE, format!("mvn test -f {POM}"));
     mvn(POM)
         .arg("test")
@@ -40,8 +41,8 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
         .arg(native_dir_property(&lib))
         .arg(format!("-Dtether.test.plugin={}", plugin.display()))
         .arg(format!("-Dtether.test.pluginBadAbi={}", bad_abi.display()))
-        .env("TETHER_TEST_PLUGIN", &plugin)
-        .env("TETHER_TEST_PLUGIN_BAD_ABI", &bad_abi)
+        .env("TETHER_TEST_PLUGIN", plugin)
+        .env("TETHER_TEST_PLUGIN_BAD_ABI", bad_abi)
         .cwd(&ctx.root)
         .hint(format!(
             "rerun one test class with: mvn -B test -f {POM} {} -Dtest=<Class>",
@@ -63,22 +64,6 @@ pub fn native_dir_property(lib: &std::path::Path) -> String {
     format!("-Dtether.native.dir={}", dir.display())
 }
 
-/// Builds the sample and bad-ABI test plugins; returns their absolute paths.
-fn build_test_plugins(ctx: &Ctx) -> Result<(PathBuf, PathBuf)> {
-    step(
-        SUITE,
-        "building the test plugins (cargo build -p tether-test-plugin -p tether-test-plugin-bad-abi)",
-    );
-    Cmd::cargo()
-        .args(["build", "-p", "tether-test-plugin", "-p", "tether-test-plugin-bad-abi"])
-        .cwd(&ctx.root)
-        .hint("reproduce with: cargo build -p tether-test-plugin -p tether-test-plugin-bad-abi")
-        .run()?;
-    Ok((
-        ctx.cdylib_path("tether-test-plugin")?,
-        ctx.cdylib_path("tether-test-plugin-bad-abi")?,
-    ))
-}
 
 /// Builds libtether_java (once per run) and returns its absolute path.
 pub fn build(ctx: &Ctx, suite: &str) -> Result<PathBuf> {

@@ -22,7 +22,8 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
         return Ok(skipped(SUITE, format!("{PACKAGE_JSON} not present yet")));
     }
     prepare(ctx, SUITE)?;
-    let (plugin, bad_abi) = build_test_plugins(ctx)?;
+    let plugins = ctx.test_plugins(SUITE)?;
+    let (plugin, bad_abi) = (&plugins.sample, &plugins.bad_abi);
     let dir = ctx.path(DIR);
     let tests = test_files(&ctx.path(TEST_DIR), &dir);
     if tests.is_empty() {
@@ -41,8 +42,8 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
     Cmd::new("node")
         .args(["--expose-gc", "--test"])
         .args(&tests)
-        .env("TETHER_TEST_PLUGIN", &plugin)
-        .env("TETHER_TEST_PLUGIN_BAD_ABI", &bad_abi)
+        .env("TETHER_TEST_PLUGIN", plugin)
+        .env("TETHER_TEST_PLUGIN_BAD_ABI", bad_abi)
         .cwd(&dir)
         .hint(format!(
             "rerun one file with: cd {DIR} && node --expose-gc --test test/<file>"
@@ -51,22 +52,6 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
     Ok(Status::Passed)
 }
 
-/// Builds the sample and bad-ABI test plugins; returns their absolute paths.
-fn build_test_plugins(ctx: &Ctx) -> Result<(PathBuf, PathBuf)> {
-    step(
-        SUITE,
-        "building the test plugins (cargo build -p tether-test-plugin -p tether-test-plugin-bad-abi)",
-    );
-    Cmd::cargo()
-        .args(["build", "-p", "tether-test-plugin", "-p", "tether-test-plugin-bad-abi"])
-        .cwd(&ctx.root)
-        .hint("reproduce with: cargo build -p tether-test-plugin -p tether-test-plugin-bad-abi")
-        .run()?;
-    Ok((
-        ctx.cdylib_path("tether-test-plugin")?,
-        ctx.cdylib_path("tether-test-plugin-bad-abi")?,
-    ))
-}
 
 /// Installs npm dependencies, builds tether-node and copies it to crates/node/tether.node.
 /// Done once per xtask run; `suite` labels the progress lines.

@@ -26,12 +26,13 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
             format!("extension built, but {TESTS} not present yet"),
         ));
     }
-    let (plugin, bad_abi) = build_test_plugins(ctx)?;
+    let plugins = ctx.test_plugins(SUITE)?;
+    let (plugin, bad_abi) = (&plugins.sample, &plugins.bad_abi);
     step(SUITE, format!("python -m pytest {TESTS} -q"));
     let code = Cmd::new(&python)
         .args(["-m", "pytest", TESTS, "-q"])
-        .env("TETHER_TEST_PLUGIN", &plugin)
-        .env("TETHER_TEST_PLUGIN_BAD_ABI", &bad_abi)
+        .env("TETHER_TEST_PLUGIN", plugin)
+        .env("TETHER_TEST_PLUGIN_BAD_ABI", bad_abi)
         .cwd(&ctx.root)
         .run_code()?;
     match code {
@@ -47,22 +48,6 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
             )),
         ),
     }
-}
-
-/// Builds the test plugins (debug) and returns the paths of the good and the bad-ABI one.
-fn build_test_plugins(ctx: &Ctx) -> Result<(PathBuf, PathBuf)> {
-    step(SUITE, "cargo build -p tether-test-plugin -p tether-test-plugin-bad-abi");
-    Cmd::cargo()
-        .args(["build", "-p", "tether-test-plugin", "-p", "tether-test-plugin-bad-abi"])
-        .cwd(&ctx.root)
-        .hint("the test plugins in tests/plugins do not build")
-        .run()?;
-    let lib = |name: &str| {
-        ctx.target_dir
-            .join("debug")
-            .join(format!("{}{name}{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX))
-    };
-    Ok((lib("tether_test_plugin"), lib("tether_test_plugin_bad_abi")))
 }
 
 fn venv_dir(ctx: &Ctx) -> PathBuf {

@@ -128,3 +128,28 @@ impl Ctx {
         }
     }
 }
+
+/// The sample and bad-ABI test plugins every frontend suite loads (T36, T50).
+pub struct TestPlugins {
+    pub sample: PathBuf,
+    pub bad_abi: PathBuf,
+}
+
+impl Ctx {
+    /// Builds both test plugins; `suite` labels the progress line.
+    pub fn test_plugins(&self, suite: &str) -> Result<TestPlugins> {
+        crate::util::step(
+            suite,
+            "building the test plugins (cargo build -p tether-test-plugin -p tether-test-plugin-bad-abi)",
+        );
+        Cmd::cargo()
+            .args(["build", "-p", "tether-test-plugin", "-p", "tether-test-plugin-bad-abi"])
+            .cwd(&self.root)
+            .hint("reproduce with: cargo build -p tether-test-plugin -p tether-test-plugin-bad-abi")
+            .run()?;
+        Ok(TestPlugins {
+            sample: self.cdylib_path("tether-test-plugin")?,
+            bad_abi: self.cdylib_path("tether-test-plugin-bad-abi")?,
+        })
+    }
+}

@@ -23,7 +23,7 @@ fn current_env(vm: *mut JavaVM) -> Option<Env> {
     // SAFETY: `vm` is the VM handed to JNI_OnLoad, valid for the process; GetEnv only writes
     // `penv`.
     let rc = unsafe { ((**vm).v1_4.GetEnv)(vm, &mut penv, JNI_VERSION_1_8) };
-    (rc == JNI_OK && !penv.is_null()).then(|| Env(penv as *mut jni_sys::JNIEnv))
+    (rc == JNI_OK && !penv.is_null()).then_some(Env(penv as *mut jni_sys::JNIEnv))
 }
 
 /// Run `f` with an env for this thread, attaching it first if needed.

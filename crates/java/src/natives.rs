@@ -56,6 +56,31 @@ unsafe fn call_function(env: Env, func: jlong, args: &[AnyView<'_>]) -> Result<j
     to_java(env, result)
 }
 
+/// Decode up to three `(kind, bits, ref)` arguments and call `func` with them. Every argument
+/// is decoded even after a failure, so owned handles are always consumed.
+///
+/// # Safety
+/// Java encoded the arguments with `Marshal`, keeps each `ref` and the function reachable.
+unsafe fn call_encoded(env: Env, func: jlong, args: &[(jint, jlong, jobject)]) -> Result<jobject> {
+    let mut hold: [Any; 3] = Default::default();
+    let mut views = [AnyView::none(); 3];
+    let mut first_error = None;
+    for ((view, h), &(k, b, r)) in views.iter_mut().zip(hold.iter_mut()).zip(args) {
+        // SAFETY: forwarded.
+        match unsafe { decode(env, k, b, r, h) } {
+            Ok(v) => *view = v,
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    // SAFETY: forwarded.
+    unsafe { call_function(env, func, &views[..args.len()]) }
+}
+
 fn string_array(env: Env, items: &[&str]) -> Result<jobjectArray> {
     let array = env.new_object_array(items.len() as i32, classes::get().string);
     if array.is_null() {
@@ -133,13 +158,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_call1(
     r: jobject,
 ) -> jobject {
     let env = Env(env);
-    guard(env, null(), || {
-        let mut hold = Any::none();
-        // SAFETY: Java encodes with `Marshal` and keeps `r` (the wrapper) reachable.
-        let arg = unsafe { decode(env, kind, bits, r, &mut hold) }?;
-        // SAFETY: as in call0.
-        unsafe { call_function(env, func, &[arg]) }
-    })
+    // SAFETY: Java encodes with `Marshal` and keeps `r` (the wrapper) and the function reachable.
+    guard(env, null(), || unsafe { call_encoded(env, func, &[(kind, bits, r)]) })
 }
 
 /// Two and three arguments without arrays: the common arities skip the array encoding.
@@ -157,14 +177,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_call2(
     r1: jobject,
 ) -> jobject {
     let env = Env(env);
-    guard(env, null(), || {
-        let mut hold = [Any::none(), Any::none()];
-        let [h0, h1] = &mut hold;
-        // SAFETY: as in call1, for each argument.
-        let args = unsafe { [decode(env, k0, b0, r0, h0)?, decode(env, k1, b1, r1, h1)?] };
-        // SAFETY: as in call0.
-        unsafe { call_function(env, func, &args) }
-    })
+    // SAFETY: as in call1.
+    guard(env, null(), || unsafe { call_encoded(env, func, &[(k0, b0, r0), (k1, b1, r1)]) })
 }
 
 #[no_mangle]
@@ -184,14 +198,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_call3(
     r2: jobject,
 ) -> jobject {
     let env = Env(env);
-    guard(env, null(), || {
-        let mut hold = [Any::none(), Any::none(), Any::none()];
-        let [h0, h1, h2] = &mut hold;
-        // SAFETY: as in call1, for each argument.
-        let args = unsafe { [decode(env, k0, b0, r0, h0)?, decode(env, k1, b1, r1, h1)?, decode(env, k2, b2, r2, h2)?] };
-        // SAFETY: as in call0.
-        unsafe { call_function(env, func, &args) }
-    })
+    // SAFETY: as in call1.
+    guard(env, null(), || unsafe { call_encoded(env, func, &[(k0, b0, r0), (k1, b1, r1), (k2, b2, r2)]) })
 }
 
 /// The getter Function of field `name` of a type (or an ancestor), 0 if there is none. The
