@@ -127,13 +127,20 @@ fn test(only: &[&str]) -> Result {
     let ctx = Ctx::load()?;
     let mut rows = Vec::new();
     let mut failed = Vec::new();
+    let (mut passed, mut skipped) = (0, 0);
     for (name, suite) in SUITES {
         if !only.is_empty() && !only.contains(&name) {
             continue;
         }
         let line = match suite(&ctx) {
-            Ok(Status::Passed) => "passed".to_string(),
-            Ok(Status::Skipped(why)) => format!("skipped ({why})"),
+            Ok(Status::Passed) => {
+                passed += 1;
+                "passed".to_string()
+            }
+            Ok(Status::Skipped(why)) => {
+                skipped += 1;
+                format!("skipped ({why})")
+            }
             Err(f) => {
                 report_failure(name, &f);
                 failed.push(name);
@@ -144,6 +151,8 @@ fn test(only: &[&str]) -> Result {
     }
     println!("==> summary");
     rows.iter().for_each(|r| println!("{r}"));
+    // The plain closing line CI readers understand, counting suites.
+    println!("suites: {passed} passed, {} failed, {skipped} skipped", failed.len());
     if failed.is_empty() {
         println!("==> every suite that exists passed");
         Ok(())
