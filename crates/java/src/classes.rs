@@ -4,7 +4,7 @@
 use std::ffi::CStr;
 use std::sync::OnceLock;
 
-use jni_sys::{jclass, jmethodID};
+use jni_sys::{jclass, jmethodID, jobject};
 
 use crate::jenv::Env;
 
@@ -23,7 +23,13 @@ pub struct Classes {
     pub callbacks_invoke: jmethodID,
     pub errors: jclass,
     pub errors_create: jmethodID,
+    /// Global refs to `Long.valueOf(i)` for i in [`SMALL_LONG_MIN`, `SMALL_LONG_MAX`]: the very
+    /// objects Java's own boxing cache returns, handed out without an upcall per result.
+    pub small_longs: Vec<jobject>,
 }
+
+pub const SMALL_LONG_MIN: i64 = -128;
+pub const SMALL_LONG_MAX: i64 = 127;
 
 // SAFETY: the class handles are JNI global references and the method IDs are VM-wide
 // constants; both are valid on every thread.
@@ -71,11 +77,23 @@ pub fn init(env: Env) -> Result<(), String> {
     let wrappers = global_class(env, c"dev/tether/ffi/Wrappers")?;
     let callbacks = global_class(env, c"dev/tether/ffi/Callbacks")?;
     let errors = global_class(env, c"dev/tether/ffi/Errors")?;
+    let long_value_of = static_method(env, long, c"valueOf", c"(J)Ljava/lang/Long;")?;
+    let mut small_longs = Vec::with_capacity((SMALL_LONG_MAX - SMALL_LONG_MIN + 1) as usize);
+    for i in SMALL_LONG_MIN..=SMALL_LONG_MAX {
+        // SAFETY: `valueOf(J)` resolved on Long with this signature just above.
+        let boxed = unsafe { env.call_static_object(long, long_value_of, &[jni_sys::jvalue { j: i }]) };
+        if boxed.is_null() {
+            env.clear_exception();
+            return Err(format!("Long.valueOf({i}) failed"));
+        }
+        small_longs.push(env.new_global_ref(boxed));
+        env.delete_local_ref(boxed);
+    }
     let classes = Classes {
         object: global_class(env, c"java/lang/Object")?,
         string: global_class(env, c"java/lang/String")?,
         long,
-        long_value_of: static_method(env, long, c"valueOf", c"(J)Ljava/lang/Long;")?,
+        long_value_of,
         double,
         double_value_of: static_method(env, double, c"valueOf", c"(D)Ljava/lang/Double;")?,
         boolean,
@@ -96,6 +114,7 @@ pub fn init(env: Env) -> Result<(), String> {
             c"create",
             c"(Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;)Ljava/lang/Throwable;",
         )?,
+        small_longs,
     };
     let _ = CLASSES.set(classes);
     Ok(())

@@ -97,7 +97,13 @@ pub fn to_java(env: Env, value: Any) -> Result<jobject> {
     // SAFETY (all static calls below): the method IDs were resolved with these signatures.
     let out = match value.type_index() {
         TypeIndex::NONE => std::ptr::null_mut(),
-        TypeIndex::INT => unsafe { env.call_static_object(c.long, c.long_value_of, &[jvalue { j: view.as_int().unwrap_or(0) }]) },
+        TypeIndex::INT => match view.as_int().unwrap_or(0) {
+            i @ classes::SMALL_LONG_MIN..=classes::SMALL_LONG_MAX => {
+                env.new_local_ref(c.small_longs[(i - classes::SMALL_LONG_MIN) as usize])
+            }
+            // SAFETY: `valueOf(J)` was resolved on Long with this signature.
+            i => unsafe { env.call_static_object(c.long, c.long_value_of, &[jvalue { j: i }]) },
+        },
         TypeIndex::FLOAT => unsafe {
             env.call_static_object(c.double, c.double_value_of, &[jvalue { d: view.as_float().unwrap_or(0.0) }])
         },

@@ -41,6 +41,15 @@ fn rust_string(env: &mut EnvUnowned<'_>, s: &JString<'_>, what: &str) -> Result<
 /// # Safety
 /// `func` is a live Function handle.
 unsafe fn call_function(env: Env, func: jlong, args: &[AnyView<'_>]) -> Result<jobject> {
+    // SAFETY: forwarded.
+    to_java(env, unsafe { call_result(func, args) }?)
+}
+
+/// Call `func` and return its owned result.
+///
+/// # Safety
+/// `func` is the handle of a Function that Java keeps reachable for the call.
+unsafe fn call_result(func: jlong, args: &[AnyView<'_>]) -> Result<Any> {
     let handle = func as *mut ObjectHeader;
     if handle.is_null() || !convert::is_function(handle) {
         return Err(Error::type_error("not a tether Function handle"));
@@ -53,7 +62,7 @@ unsafe fn call_function(env: Env, func: jlong, args: &[AnyView<'_>]) -> Result<j
     if rc != 0 {
         return Err(tether_core::error::take_last_error());
     }
-    to_java(env, result)
+    Ok(result)
 }
 
 /// Decode up to three `(kind, bits, ref)` arguments and call `func` with them. Every argument
@@ -77,8 +86,20 @@ unsafe fn call_encoded(env: Env, func: jlong, args: &[(jint, jlong, jobject)]) -
     if let Some(e) = first_error {
         return Err(e);
     }
+    let views = &views[..args.len()];
     // SAFETY: forwarded.
-    unsafe { call_function(env, func, &views[..args.len()]) }
+    let result = unsafe { call_result(func, views) }?;
+    // A function returning one of its object arguments (`echo(p)`) gets that argument's
+    // wrapper back without a tie: a wrapper Java can still pass is strongly reachable and not
+    // closed, so it is the one in the slot (a slot only moves on once its weak ref is cleared).
+    if let Some(ptr) = result.view().as_object_ptr() {
+        for (view, &(kind, _, r)) in views.iter().zip(args) {
+            if kind == convert::KIND_OBJECT && !r.is_null() && view.as_object_ptr() == Some(ptr) {
+                return Ok(env.new_local_ref(r));
+            }
+        }
+    }
+    to_java(env, result)
 }
 
 fn string_array(env: Env, items: &[&str]) -> Result<jobjectArray> {
