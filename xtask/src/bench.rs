@@ -37,9 +37,7 @@ pub struct Bench<'a> {
 impl Bench<'_> {
     /// Cargo's profile: release for real numbers, debug for the smoke run (reuses test builds).
     pub fn profile_dir(&self) -> PathBuf {
-        self.ctx
-            .target_dir
-            .join(if self.quick { "debug" } else { "release" })
+        self.ctx.target_dir.join(if self.quick { "debug" } else { "release" })
     }
 
     /// `cargo build [--release] -p <packages>`.
@@ -84,14 +82,8 @@ impl Bench<'_> {
 /// `cargo xtask bench [--quick]`.
 pub fn run(quick: bool) -> Result {
     let ctx = Ctx::load()?;
-    let bench = Bench {
-        dir: ctx.target_dir.join("bench"),
-        ctx: &ctx,
-        quick,
-        problems: Default::default(),
-    };
-    std::fs::create_dir_all(&bench.dir)
-        .map_err(|e| fail(format!("cannot create {}: {e}", bench.dir.display())))?;
+    let bench = Bench { dir: ctx.target_dir.join("bench"), ctx: &ctx, quick, problems: Default::default() };
+    std::fs::create_dir_all(&bench.dir).map_err(|e| fail(format!("cannot create {}: {e}", bench.dir.display())))?;
     step(
         SUITE,
         if quick {
@@ -110,16 +102,9 @@ pub fn run(quick: bool) -> Result {
         println!("==> bench: done");
         Ok(())
     } else if quick {
-        println!(
-            "==> bench: done with {} problem(s) (reported above, not fatal with --quick)",
-            problems.len()
-        );
+        println!("==> bench: done with {} problem(s) (reported above, not fatal with --quick)", problems.len());
         Ok(())
     } else {
-        Err(fail(format!(
-            "bench finished with {} problem(s): {}",
-            problems.len(),
-            problems.join("; ")
-        )))
+        Err(fail(format!("bench finished with {} problem(s): {}", problems.len(), problems.join("; "))))
     }
 }

@@ -104,10 +104,7 @@ pub fn build_all(ctx: &Ctx) -> Result {
         println!("==> [{LABEL}] every package is in {}", ctx.rel(&job.out));
         Ok(())
     } else {
-        Err(fail(format!(
-            "build-all: failed to build {}",
-            failed.join(", ")
-        )))
+        Err(fail(format!("build-all: failed to build {}", failed.join(", "))))
     }
 }
 
@@ -116,22 +113,12 @@ pub fn build(ctx: &Ctx, profile: Profile, label: &str) -> Result<Packages> {
     let job = Job::new(ctx, profile, label)?;
     let mut paths = Vec::new();
     for (name, build) in STEPS {
-        step(
-            label,
-            format!("package: {name} (into {})", ctx.rel(&job.out)),
-        );
+        step(label, format!("package: {name} (into {})", ctx.rel(&job.out)));
         paths.push(build(&job)?);
     }
-    let [_header, plugin, wheel, npm, jar]: [PathBuf; 5] =
-        paths.try_into().expect("one path per step");
+    let [_header, plugin, wheel, npm, jar]: [PathBuf; 5] = paths.try_into().expect("one path per step");
     let pom = jar.with_extension("pom");
-    Ok(Packages {
-        plugin,
-        wheel,
-        npm,
-        jar,
-        pom,
-    })
+    Ok(Packages { plugin, wheel, npm, jar, pom })
 }
 
 impl<'a> Job<'a> {
@@ -140,13 +127,7 @@ impl<'a> Job<'a> {
         let out = profile.out_dir(ctx);
         let work = ctx.target_dir.join("dist-work").join(profile.dir_name());
         reset_dir(&out)?;
-        Ok(Job {
-            ctx,
-            profile,
-            out,
-            work,
-            label,
-        })
+        Ok(Job { ctx, profile, out, work, label })
     }
 
     /// `cargo build [--release] -p <package>`; returns the built cdylib's path.
@@ -155,11 +136,7 @@ impl<'a> Job<'a> {
             self.label,
             format!(
                 "cargo build {}-p {package} ({why})",
-                self.profile
-                    .flags()
-                    .iter()
-                    .map(|f| format!("{f} "))
-                    .collect::<String>()
+                self.profile.flags().iter().map(|f| format!("{f} ")).collect::<String>()
             ),
         );
         Cmd::cargo()
@@ -174,10 +151,7 @@ impl<'a> Job<'a> {
             .run()?;
         let lib = self.ctx.cdylib_path_in(package, self.profile.dir_name())?;
         if !lib.is_file() {
-            return Err(fail(format!(
-                "cargo built {package} but {} is missing",
-                lib.display()
-            )));
+            return Err(fail(format!("cargo built {package} but {} is missing", lib.display())));
         }
         Ok(lib)
     }
@@ -194,8 +168,9 @@ impl<'a> Job<'a> {
 fn header(job: &Job) -> Result<PathBuf> {
     let src = job.ctx.path(HEADER);
     if !src.is_file() {
-        return Err(fail(format!("{HEADER} is missing"))
-            .hint("the C header ships with tether-core in crates/core/include"));
+        return Err(
+            fail(format!("{HEADER} is missing")).hint("the C header ships with tether-core in crates/core/include")
+        );
     }
     copy_into(&src, &job.out)
 }
@@ -203,9 +178,7 @@ fn header(job: &Job) -> Result<PathBuf> {
 /// The example plugin (libscene.so).
 fn scene_plugin(job: &Job) -> Result<PathBuf> {
     if !job.ctx.has_package("scene") {
-        return Err(fail(format!(
-            "package `scene` ({SCENE_MANIFEST}) is not a workspace member"
-        )));
+        return Err(fail(format!("package `scene` ({SCENE_MANIFEST}) is not a workspace member")));
     }
     let lib = job.cargo_cdylib("scene", "the example plugin")?;
     copy_into(&lib, &job.out)
@@ -240,15 +213,9 @@ fn wheel(job: &Job) -> Result<PathBuf> {
         ))
         .run()?;
     let wheel = only_file(&job.out, "tether_ffi-", ".whl")?;
-    let listing = Cmd::new(&venv.python)
-        .args(["-m", "zipfile", "-l"])
-        .arg(&wheel)
-        .output()?;
+    let listing = Cmd::new(&venv.python).args(["-m", "zipfile", "-l"]).arg(&wheel).output()?;
     if !listing.contains("tether_ffi/_native") {
-        return Err(fail(format!(
-            "{} has no tether_ffi/_native extension inside",
-            wheel.display()
-        )));
+        return Err(fail(format!("{} has no tether_ffi/_native extension inside", wheel.display())));
     }
     Ok(wheel)
 }
@@ -278,10 +245,7 @@ fn npm_tarball(job: &Job) -> Result<PathBuf> {
         copy_file(&package_dir.join(file), &dest)?;
     }
     copy_file(&addon, &stage.join(node::ADDON_NAME))?;
-    step(
-        job.label,
-        format!("npm pack (staged in {})", job.ctx.rel(&stage)),
-    );
+    step(job.label, format!("npm pack (staged in {})", job.ctx.rel(&stage)));
     Cmd::new("npm")
         .args(["pack", "--pack-destination"])
         .arg(&job.out)
@@ -290,23 +254,15 @@ fn npm_tarball(job: &Job) -> Result<PathBuf> {
         .output()?;
     let tarball = only_file(&job.out, "tether-ffi-", ".tgz")?;
     let entries = Cmd::new("tar").arg("tzf").arg(&tarball).output()?;
-    if !entries
-        .lines()
-        .any(|l| l == format!("package/{}", node::ADDON_NAME))
-    {
-        return Err(fail(format!(
-            "{} has no {} inside",
-            tarball.display(),
-            node::ADDON_NAME
-        )));
+    if !entries.lines().any(|l| l == format!("package/{}", node::ADDON_NAME)) {
+        return Err(fail(format!("{} has no {} inside", tarball.display(), node::ADDON_NAME)));
     }
     Ok(tarball)
 }
 
 /// The file paths in `npm pack --dry-run --json` output.
 fn packed_files(listing: &str) -> Result<Vec<String>> {
-    let parsed =
-        json::parse(listing).map_err(|e| fail(format!("cannot read `npm pack --json`: {e}")))?;
+    let parsed = json::parse(listing).map_err(|e| fail(format!("cannot read `npm pack --json`: {e}")))?;
     let files: Vec<String> = parsed
         .as_array()
         .first()
@@ -337,13 +293,7 @@ fn jar(job: &Job) -> Result<PathBuf> {
     copy_file(&java_dir.join("pom.xml"), &stage.join("pom.xml"))?;
     copy_tree(&java_dir.join("src/main"), &stage.join("src/main"))?;
     let pom = stage.join("pom.xml");
-    step(
-        job.label,
-        format!(
-            "mvn package -Dmaven.test.skip=true (staged in {})",
-            job.ctx.rel(&stage)
-        ),
-    );
+    step(job.label, format!("mvn package -Dmaven.test.skip=true (staged in {})", job.ctx.rel(&stage)));
     java::mvn(&pom.to_string_lossy())
         .args(["-q", "package", "-Dmaven.test.skip=true"])
         .arg(java::native_dir_property(&lib))
@@ -356,19 +306,10 @@ fn jar(job: &Job) -> Result<PathBuf> {
         .run()?;
     let built = only_file(&stage.join("target"), "tether-ffi-", ".jar")?;
     let entries = Cmd::new("jar").arg("tf").arg(&built).output()?;
-    let lib_name = lib
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    if !entries
-        .lines()
-        .any(|e| e.starts_with("native/") && e.ends_with(&lib_name))
-    {
-        return Err(fail(format!(
-            "{} has no native/<platform>/{lib_name} inside",
-            built.display()
-        ))
-        .hint("the pom packs ${tether.native.dir}/libtether_java.so; check that property in crates/java/pom.xml"));
+    let lib_name = lib.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    if !entries.lines().any(|e| e.starts_with("native/") && e.ends_with(&lib_name)) {
+        return Err(fail(format!("{} has no native/<platform>/{lib_name} inside", built.display()))
+            .hint("the pom packs ${tether.native.dir}/libtether_java.so; check that property in crates/java/pom.xml"));
     }
     let jar = copy_into(&built, &job.out)?;
     copy_file(&pom, &jar.with_extension("pom"))?;
@@ -383,30 +324,21 @@ fn only_file(dir: &Path, prefix: &str, suffix: &str) -> Result<PathBuf> {
         .map(|e| e.path())
         .filter(|p| {
             p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-                n.starts_with(prefix)
-                    && n.ends_with(suffix)
-                    && !n.ends_with(&format!("-sources{suffix}"))
+                n.starts_with(prefix) && n.ends_with(suffix) && !n.ends_with(&format!("-sources{suffix}"))
             })
         })
         .collect();
     match found.as_slice() {
         [one] => Ok(one.clone()),
-        [] => Err(fail(format!(
-            "no {prefix}*{suffix} was written to {}",
-            dir.display()
-        ))),
-        _ => Err(fail(format!(
-            "more than one {prefix}*{suffix} in {}",
-            dir.display()
-        ))),
+        [] => Err(fail(format!("no {prefix}*{suffix} was written to {}", dir.display()))),
+        _ => Err(fail(format!("more than one {prefix}*{suffix} in {}", dir.display()))),
     }
 }
 
 /// Removes `dir` with everything in it and creates it empty.
 pub fn reset_dir(dir: &Path) -> Result {
     if dir.exists() {
-        std::fs::remove_dir_all(dir)
-            .map_err(|e| fail(format!("cannot remove {}: {e}", dir.display())))?;
+        std::fs::remove_dir_all(dir).map_err(|e| fail(format!("cannot remove {}: {e}", dir.display())))?;
     }
     make_dir(dir)
 }
@@ -416,13 +348,9 @@ fn make_dir(dir: &Path) -> Result {
 }
 
 pub fn copy_file(src: &Path, dest: &Path) -> Result {
-    std::fs::copy(src, dest).map(drop).map_err(|e| {
-        fail(format!(
-            "cannot copy {} to {}: {e}",
-            src.display(),
-            dest.display()
-        ))
-    })
+    std::fs::copy(src, dest)
+        .map(drop)
+        .map_err(|e| fail(format!("cannot copy {} to {}: {e}", src.display(), dest.display())))
 }
 
 /// Copies `src` into the folder `dir` under its own name; returns the copy's path.
@@ -435,8 +363,7 @@ fn copy_into(src: &Path, dir: &Path) -> Result<PathBuf> {
 /// Copies the folder `src` to `dest` recursively.
 fn copy_tree(src: &Path, dest: &Path) -> Result {
     make_dir(dest)?;
-    let entries =
-        std::fs::read_dir(src).map_err(|e| fail(format!("cannot list {}: {e}", src.display())))?;
+    let entries = std::fs::read_dir(src).map_err(|e| fail(format!("cannot list {}: {e}", src.display())))?;
     for entry in entries.flatten() {
         let path = entry.path();
         let target = dest.join(entry.file_name());

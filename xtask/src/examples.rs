@@ -33,20 +33,13 @@ const TREE_END: &str = "--- end tree ---";
 type App = fn(&Ctx, &str, &Path) -> Result<String>;
 
 /// The language apps, in the order they run.
-const APPS: [(&str, App); 3] = [
-    ("python app", python_app),
-    ("node app", node_app),
-    ("java app", java_app),
-];
+const APPS: [(&str, App); 3] = [("python app", python_app), ("node app", node_app), ("java app", java_app)];
 
 /// One app run from an installed package; returns what it printed.
 type PackageRun = fn(&Ctx, &Packages) -> Result<String>;
 
-const PACKAGE_RUNS: [(&str, PackageRun); 3] = [
-    ("python package", python_package),
-    ("node package", node_package),
-    ("java package", java_package),
-];
+const PACKAGE_RUNS: [(&str, PackageRun); 3] =
+    [("python package", python_package), ("node package", node_package), ("java package", java_package)];
 
 /// What one part printed, kept to compare the trees.
 struct Report {
@@ -70,13 +63,7 @@ impl Outcomes {
                 "passed".to_string()
             }
             Err(f) => {
-                report_failure(
-                    label,
-                    &Failure {
-                        what: format!("{name}: {}", f.what),
-                        hint: f.hint,
-                    },
-                );
+                report_failure(label, &Failure { what: format!("{name}: {}", f.what), hint: f.hint });
                 self.failed.push(name);
                 "failed".to_string()
             }
@@ -91,10 +78,7 @@ impl Outcomes {
         }
         let result = same_tree(&self.reports);
         let line = match &result {
-            Ok(lines) => format!(
-                "the same {lines}-line tree in all {} runs",
-                self.reports.len()
-            ),
+            Ok(lines) => format!("the same {lines}-line tree in all {} runs", self.reports.len()),
             Err(f) => {
                 report_failure(label, f);
                 self.failed.push("tree dumps");
@@ -161,8 +145,9 @@ pub fn demo(ctx: &Ctx) -> Result {
 /// `cargo build -p scene`; returns the plugin's absolute path.
 fn build_scene(ctx: &Ctx, suite: &str) -> Result<PathBuf> {
     if !ctx.has_package("scene") {
-        return Err(fail(format!("{SCENE_MANIFEST} exists but package `scene` is not a workspace member"))
-            .hint("add \"examples/scene\" to [workspace] members in the root Cargo.toml (and name the package `scene`)"));
+        return Err(fail(format!("{SCENE_MANIFEST} exists but package `scene` is not a workspace member")).hint(
+            "add \"examples/scene\" to [workspace] members in the root Cargo.toml (and name the package `scene`)",
+        ));
     }
     step(suite, "building the scene plugin (cargo build -p scene)");
     Cmd::cargo()
@@ -172,10 +157,7 @@ fn build_scene(ctx: &Ctx, suite: &str) -> Result<PathBuf> {
         .run()?;
     let plugin = ctx.cdylib_path("scene")?;
     if !plugin.is_file() {
-        return Err(fail(format!(
-            "cargo built scene but {} is missing",
-            plugin.display()
-        )));
+        return Err(fail(format!("cargo built scene but {} is missing", plugin.display())));
     }
     Ok(plugin)
 }
@@ -205,16 +187,11 @@ fn node_app(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<String> {
     node::prepare(ctx, suite)?;
     let dir = ctx.path(NODE_APP_DIR);
     if !dir.join("node_modules/tether-ffi/package.json").is_file() {
-        step(
-            suite,
-            format!("npm ci (in {NODE_APP_DIR}: links crates/node as tether-ffi)"),
-        );
+        step(suite, format!("npm ci (in {NODE_APP_DIR}: links crates/node as tether-ffi)"));
         Cmd::new("npm")
             .args(["ci", "--no-audit", "--no-fund"])
             .cwd(&dir)
-            .hint(format!(
-                "npm could not link tether-ffi; check {NODE_APP_DIR}/package.json and package-lock.json"
-            ))
+            .hint(format!("npm could not link tether-ffi; check {NODE_APP_DIR}/package.json and package-lock.json"))
             .run()?;
     }
     run_node(ctx, suite, &dir, plugin)
@@ -234,11 +211,7 @@ fn run_python(ctx: &Ctx, suite: &str, python: &Path, plugin: &Path) -> Result<St
         .env(PLUGIN_ENV, plugin)
         .env_remove("PYTHONPATH")
         .cwd(&ctx.root)
-        .hint(format!(
-            "reproduce with: {PLUGIN_ENV}={} {} {PYTHON_APP}",
-            plugin.display(),
-            python.display()
-        ))
+        .hint(format!("reproduce with: {PLUGIN_ENV}={} {} {PYTHON_APP}", plugin.display(), python.display()))
         .run_echo()
 }
 
@@ -249,11 +222,7 @@ fn run_node(ctx: &Ctx, suite: &str, dir: &Path, plugin: &Path) -> Result<String>
         .arg(NODE_APP)
         .env(PLUGIN_ENV, plugin)
         .cwd(dir)
-        .hint(format!(
-            "reproduce with: cd {} && {PLUGIN_ENV}={} node {NODE_APP}",
-            dir.display(),
-            plugin.display()
-        ))
+        .hint(format!("reproduce with: cd {} && {PLUGIN_ENV}={} node {NODE_APP}", dir.display(), plugin.display()))
         .run_echo()
 }
 
@@ -262,15 +231,7 @@ fn run_java(ctx: &Ctx, suite: &str, plugin: &Path, library: Option<&Path>) -> Re
     step(suite, format!("mvn compile exec:java -f {JAVA_POM}"));
     let library_arg = library.map(java::library_property);
     let mut cmd = Cmd::new("mvn")
-        .args([
-            "-B",
-            "-q",
-            "-Dstyle.color=never",
-            "-f",
-            JAVA_POM,
-            "compile",
-            "exec:java",
-        ])
+        .args(["-B", "-q", "-Dstyle.color=never", "-f", JAVA_POM, "compile", "exec:java"])
         .env(PLUGIN_ENV, plugin)
         .cwd(&ctx.root);
     if let Some(arg) = &library_arg {
@@ -290,23 +251,9 @@ fn run_java(ctx: &Ctx, suite: &str, plugin: &Path, library: Option<&Path>) -> Re
 fn python_package(ctx: &Ctx, packages: &Packages) -> Result<String> {
     let venv = ctx.target_dir.join("pkg-venv");
     let python = python::fresh_venv(ctx, SUITE, &venv)?;
-    step(
-        SUITE,
-        format!(
-            "pip install {} (into {})",
-            ctx.rel(&packages.wheel),
-            ctx.rel(&venv)
-        ),
-    );
+    step(SUITE, format!("pip install {} (into {})", ctx.rel(&packages.wheel), ctx.rel(&venv)));
     Cmd::new(&python)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--no-index",
-            "--disable-pip-version-check",
-            "-q",
-        ])
+        .args(["-m", "pip", "install", "--no-index", "--disable-pip-version-check", "-q"])
         .arg(&packages.wheel)
         .hint("the wheel does not install into an empty venv; see pip's message above")
         .run()?;
@@ -332,20 +279,10 @@ fn node_package(ctx: &Ctx, packages: &Packages) -> Result<String> {
     let dir = ctx.target_dir.join("pkg-node");
     dist::reset_dir(&dir)?;
     let manifest = dir.join("package.json");
-    std::fs::write(
-        &manifest,
-        "{ \"name\": \"tether-package-test\", \"version\": \"0.0.0\", \"private\": true }\n",
-    )
-    .map_err(|e| fail(format!("cannot write {}: {e}", manifest.display())))?;
+    std::fs::write(&manifest, "{ \"name\": \"tether-package-test\", \"version\": \"0.0.0\", \"private\": true }\n")
+        .map_err(|e| fail(format!("cannot write {}: {e}", manifest.display())))?;
     dist::copy_file(&ctx.path(NODE_APP_DIR).join(NODE_APP), &dir.join(NODE_APP))?;
-    step(
-        SUITE,
-        format!(
-            "npm install {} (in {})",
-            ctx.rel(&packages.npm),
-            ctx.rel(&dir)
-        ),
-    );
+    step(SUITE, format!("npm install {} (in {})", ctx.rel(&packages.npm), ctx.rel(&dir)));
     Cmd::new("npm")
         .args(["install", "--no-audit", "--no-fund"])
         .arg(&packages.npm)
@@ -353,14 +290,9 @@ fn node_package(ctx: &Ctx, packages: &Packages) -> Result<String> {
         .hint("the tarball does not install into an empty folder; see npm's message above")
         .run()?;
     let addon = dir.join("node_modules/tether-ffi").join(node::ADDON_NAME);
-    let installed = addon
-        .symlink_metadata()
-        .is_ok_and(|m| m.file_type().is_file());
+    let installed = addon.symlink_metadata().is_ok_and(|m| m.file_type().is_file());
     if !installed {
-        return Err(fail(format!(
-            "npm install did not unpack the addon as a file at {}",
-            addon.display()
-        )));
+        return Err(fail(format!("npm install did not unpack the addon as a file at {}", addon.display())));
     }
     run_node(ctx, SUITE, &dir, &packages.plugin)
 }
@@ -368,19 +300,10 @@ fn node_package(ctx: &Ctx, packages: &Packages) -> Result<String> {
 /// The jar installed into the local Maven repository (`install:install-file` with the
 /// frontend's pom), then examples/java built against it; the library comes out of the jar.
 fn java_package(ctx: &Ctx, packages: &Packages) -> Result<String> {
-    step(
-        SUITE,
-        format!("mvn install:install-file -Dfile={}", ctx.rel(&packages.jar)),
-    );
+    step(SUITE, format!("mvn install:install-file -Dfile={}", ctx.rel(&packages.jar)));
     let jar_dir = packages.jar.parent().unwrap_or(&ctx.target_dir);
     Cmd::new("mvn")
-        .args([
-            "-B",
-            "-q",
-            "--no-transfer-progress",
-            "-Dstyle.color=never",
-            "install:install-file",
-        ])
+        .args(["-B", "-q", "--no-transfer-progress", "-Dstyle.color=never", "install:install-file"])
         .arg(format!("-Dfile={}", packages.jar.display()))
         .arg(format!("-DpomFile={}", packages.pom.display()))
         .cwd(jar_dir)
@@ -410,12 +333,7 @@ fn same_tree(reports: &[Report]) -> Result<usize> {
     for r in reports {
         let tree = tree_of(&r.stdout)
             .filter(|t| !t.is_empty())
-            .ok_or_else(|| {
-                fail(format!(
-                    "{} printed no tree between `{TREE_START}` and `{TREE_END}`",
-                    r.name
-                ))
-            })?;
+            .ok_or_else(|| fail(format!("{} printed no tree between `{TREE_START}` and `{TREE_END}`", r.name)))?;
         trees.push((r.name, tree));
     }
     let (first_name, first) = &trees[0];
@@ -436,10 +354,7 @@ mod tests {
     use super::*;
 
     fn report(name: &'static str, stdout: &str) -> Report {
-        Report {
-            name,
-            stdout: stdout.to_string(),
-        }
+        Report { name, stdout: stdout.to_string() }
     }
 
     #[test]
@@ -454,16 +369,9 @@ mod tests {
     fn different_trees_are_reported() {
         let one = "--- tree ---\nworld\n--- end tree ---\n";
         let two = "--- tree ---\nworld\n  door\n--- end tree ---\n";
-        assert_eq!(
-            same_tree(&[report("a", one), report("c", one)]).ok(),
-            Some(1)
-        );
+        assert_eq!(same_tree(&[report("a", one), report("c", one)]).ok(), Some(1));
         let err = same_tree(&[report("a", one), report("b", two)]).unwrap_err();
-        assert!(
-            err.what.contains("b printed another tree than a"),
-            "{}",
-            err.what
-        );
+        assert!(err.what.contains("b printed another tree than a"), "{}", err.what);
     }
 
     #[test]

@@ -18,13 +18,7 @@ pub const DIR: &str = "crates/java";
 /// Maven in batch mode without download progress. Not `-q`: Surefire's "Tests run:" lines
 /// stay visible, so a run shows how many tests it ran.
 pub fn mvn(pom: &str) -> Cmd {
-    Cmd::new("mvn").args([
-        "-B",
-        "--no-transfer-progress",
-        "-Dstyle.color=never",
-        "-f",
-        pom,
-    ])
+    Cmd::new("mvn").args(["-B", "--no-transfer-progress", "-Dstyle.color=never", "-f", pom])
 }
 
 pub fn run(ctx: &Ctx) -> Result<Status> {
@@ -44,10 +38,7 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
         .env("TETHER_TEST_PLUGIN", plugin)
         .env("TETHER_TEST_PLUGIN_BAD_ABI", bad_abi)
         .cwd(&ctx.root)
-        .hint(format!(
-            "rerun one test class with: mvn -B test -f {POM} {} -Dtest=<Class>",
-            library_property(&lib)
-        ))
+        .hint(format!("rerun one test class with: mvn -B test -f {POM} {} -Dtest=<Class>", library_property(&lib)))
         .run()?;
     Ok(Status::Passed)
 }
@@ -64,23 +55,17 @@ pub fn native_dir_property(lib: &std::path::Path) -> String {
     format!("-Dtether.native.dir={}", dir.display())
 }
 
-
 /// Builds libtether_java (once per run) and returns its absolute path.
 pub fn build(ctx: &Ctx, suite: &str) -> Result<PathBuf> {
     if !ctx.path(POM).is_file() {
-        return Err(fail(format!(
-            "{POM} not present yet, so the Java frontend cannot be built"
-        )));
+        return Err(fail(format!("{POM} not present yet, so the Java frontend cannot be built")));
     }
     require_tool(suite, "java")?;
     require_tool(suite, "javac")?;
     require_tool(suite, "mvn")?;
     let lib = ctx.cdylib_path("tether-java")?;
     if !ctx.java_built.get() {
-        step(
-            suite,
-            "building native library (cargo build -p tether-java)",
-        );
+        step(suite, "building native library (cargo build -p tether-java)");
         Cmd::cargo()
             .args(["build", "-p", "tether-java"])
             .cwd(&ctx.root)
@@ -96,18 +81,13 @@ pub fn build(ctx: &Ctx, suite: &str) -> Result<PathBuf> {
 pub fn install(ctx: &Ctx, suite: &str) -> Result<PathBuf> {
     let lib = build(ctx, suite)?;
     if !ctx.java_installed.get() {
-        step(
-            suite,
-            format!("mvn install -DskipTests -f {POM} (for the examples)"),
-        );
+        step(suite, format!("mvn install -DskipTests -f {POM} (for the examples)"));
         mvn(POM)
             .args(["-q", "install", "-DskipTests"])
             .arg(library_property(&lib))
             .arg(native_dir_property(&lib))
             .cwd(&ctx.root)
-            .hint(format!(
-                "reproduce with: mvn -B install -DskipTests -f {POM}"
-            ))
+            .hint(format!("reproduce with: mvn -B install -DskipTests -f {POM}"))
             .run()?;
         ctx.java_installed.set(true);
     }

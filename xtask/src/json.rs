@@ -34,10 +34,7 @@ impl Json {
 }
 
 pub fn parse(text: &str) -> Result<Json, String> {
-    let mut p = Parser {
-        s: text.as_bytes(),
-        i: 0,
-    };
+    let mut p = Parser { s: text.as_bytes(), i: 0 };
     let value = p.value()?;
     p.ws();
     if p.i != p.s.len() {
@@ -135,10 +132,7 @@ impl Parser<'_> {
     }
 
     fn hex4(&mut self) -> Result<u32, String> {
-        let digits = self
-            .s
-            .get(self.i..self.i + 4)
-            .ok_or_else(|| self.err("short \\u escape"))?;
+        let digits = self.s.get(self.i..self.i + 4).ok_or_else(|| self.err("short \\u escape"))?;
         let text = std::str::from_utf8(digits).map_err(|_| self.err("bad \\u escape"))?;
         let v = u32::from_str_radix(text, 16).map_err(|_| self.err("bad \\u escape"))?;
         self.i += 4;
@@ -192,12 +186,7 @@ impl Parser<'_> {
 
     fn number(&mut self) -> Result<Json, String> {
         let start = self.i;
-        while self.i < self.s.len()
-            && matches!(
-                self.s[self.i],
-                b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'
-            )
-        {
+        while self.i < self.s.len() && matches!(self.s[self.i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
             self.i += 1;
         }
         std::str::from_utf8(&self.s[start..self.i])
@@ -214,8 +203,7 @@ mod tests {
 
     #[test]
     fn parses_nested_values() {
-        let v = parse(r#"{"a": [1, -2.5e1, true, null], "b": "x\"\u00e9\ud83d\ude00\n", "c": {}}"#)
-            .unwrap();
+        let v = parse(r#"{"a": [1, -2.5e1, true, null], "b": "x\"\u00e9\ud83d\ude00\n", "c": {}}"#).unwrap();
         assert_eq!(v.get("a").unwrap().as_array().len(), 4);
         assert_eq!(v.get("a").unwrap().as_array()[1], Json::Num(-25.0));
         assert_eq!(v.get("b").unwrap().as_str(), Some("x\"é😀\n"));

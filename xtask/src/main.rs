@@ -49,13 +49,9 @@ fn main() -> ExitCode {
     };
     let result = match command.as_str() {
         "test" => parse_only(rest).and_then(|only| test(&only)),
-        "demo" => no_args(rest)
-            .and_then(|()| Ctx::load())
-            .and_then(|ctx| examples::demo(&ctx)),
+        "demo" => no_args(rest).and_then(|()| Ctx::load()).and_then(|ctx| examples::demo(&ctx)),
         "miri" => no_args(rest).and_then(|()| single("miri", miri::run)),
-        "build-all" => no_args(rest)
-            .and_then(|()| Ctx::load())
-            .and_then(|ctx| dist::build_all(&ctx)),
+        "build-all" => no_args(rest).and_then(|()| Ctx::load()).and_then(|ctx| dist::build_all(&ctx)),
         "bench" => parse_bench(rest).and_then(bench::run),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
@@ -93,9 +89,7 @@ fn parse_only(rest: &[String]) -> Result<Vec<&'static str>> {
     let mut it = rest.iter();
     while let Some(arg) = it.next() {
         let value = if arg == "--only" {
-            it.next()
-                .ok_or_else(|| usage_error("`--only` needs a suite name".into()))?
-                .as_str()
+            it.next().ok_or_else(|| usage_error("`--only` needs a suite name".into()))?.as_str()
         } else if let Some(v) = arg.strip_prefix("--only=") {
             v
         } else {

@@ -11,15 +11,9 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
         return Ok(skipped(SUITE, "crates/core/Cargo.toml not present yet"));
     }
     if which("rustup").is_none() {
-        return Ok(skipped(
-            SUITE,
-            "rustup not found; Miri needs a nightly toolchain managed by rustup",
-        ));
+        return Ok(skipped(SUITE, "rustup not found; Miri needs a nightly toolchain managed by rustup"));
     }
-    let toolchains = Cmd::new("rustup")
-        .args(["toolchain", "list"])
-        .probe()
-        .unwrap_or_default();
+    let toolchains = Cmd::new("rustup").args(["toolchain", "list"]).probe().unwrap_or_default();
     if !toolchains.lines().any(|l| l.starts_with("nightly")) {
         return Ok(skipped(
             SUITE,
@@ -32,17 +26,9 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
         .probe()
         .unwrap_or_default();
     // Lines look like `miri-x86_64-unknown-linux-gnu` and `rust-src`.
-    let has = |c: &str| {
-        installed
-            .lines()
-            .map(str::trim)
-            .any(|l| l == c || l.starts_with(&format!("{c}-")))
-    };
+    let has = |c: &str| installed.lines().map(str::trim).any(|l| l == c || l.starts_with(&format!("{c}-")));
     if !has("miri") || !has("rust-src") {
-        step(
-            SUITE,
-            "rustup component add --toolchain nightly miri rust-src",
-        );
+        step(SUITE, "rustup component add --toolchain nightly miri rust-src");
         Cmd::new("rustup")
             .args(["component", "add", "--toolchain", "nightly", "miri", "rust-src"])
             .hint("this nightly may lack Miri; try: rustup toolchain install nightly --component miri rust-src")

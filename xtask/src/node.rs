@@ -27,31 +27,19 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
     let dir = ctx.path(DIR);
     let tests = test_files(&ctx.path(TEST_DIR), &dir);
     if tests.is_empty() {
-        return Ok(skipped(
-            SUITE,
-            format!("addon built, but no {TEST_DIR}/*.test.mjs or *.test.js yet"),
-        ));
+        return Ok(skipped(SUITE, format!("addon built, but no {TEST_DIR}/*.test.mjs or *.test.js yet")));
     }
-    step(
-        SUITE,
-        format!(
-            "node --expose-gc --test ({} files in {TEST_DIR})",
-            tests.len()
-        ),
-    );
+    step(SUITE, format!("node --expose-gc --test ({} files in {TEST_DIR})", tests.len()));
     Cmd::new("node")
         .args(["--expose-gc", "--test"])
         .args(&tests)
         .env("TETHER_TEST_PLUGIN", plugin)
         .env("TETHER_TEST_PLUGIN_BAD_ABI", bad_abi)
         .cwd(&dir)
-        .hint(format!(
-            "rerun one file with: cd {DIR} && node --expose-gc --test test/<file>"
-        ))
+        .hint(format!("rerun one file with: cd {DIR} && node --expose-gc --test test/<file>"))
         .run()?;
     Ok(Status::Passed)
 }
-
 
 /// Installs npm dependencies, builds tether-node and copies it to crates/node/tether.node.
 /// Done once per xtask run; `suite` labels the progress lines.
@@ -60,9 +48,7 @@ pub fn prepare(ctx: &Ctx, suite: &str) -> Result {
         return Ok(());
     }
     if !ctx.path(PACKAGE_JSON).is_file() {
-        return Err(fail(format!(
-            "{PACKAGE_JSON} not present yet, so the Node frontend cannot be built"
-        )));
+        return Err(fail(format!("{PACKAGE_JSON} not present yet, so the Node frontend cannot be built")));
     }
     require_tool(suite, "node")?;
     require_tool(suite, "npm")?;
@@ -71,10 +57,7 @@ pub fn prepare(ctx: &Ctx, suite: &str) -> Result {
     let lock = dir.join("package-lock.json");
     let install = if lock.is_file() { "ci" } else { "install" };
     if install == "ci" && node_modules_current(&dir) {
-        step(
-            suite,
-            "npm dependencies up to date (node_modules newer than package-lock.json)",
-        );
+        step(suite, "npm dependencies up to date (node_modules newer than package-lock.json)");
     } else {
         step(suite, format!("npm {install} (in {DIR})"));
         Cmd::new("npm")
@@ -122,11 +105,11 @@ fn test_files(test_dir: &Path, base: &Path) -> Vec<PathBuf> {
                 if path.file_name().is_some_and(|n| n != "node_modules") {
                     walk(&path, out);
                 }
-            } else if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-                [".test.mjs", ".test.js", ".test.cjs"]
-                    .iter()
-                    .any(|ext| n.ends_with(ext))
-            }) {
+            } else if path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| [".test.mjs", ".test.js", ".test.cjs"].iter().any(|ext| n.ends_with(ext)))
+            {
                 out.push(path);
             }
         }
@@ -134,7 +117,5 @@ fn test_files(test_dir: &Path, base: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     walk(test_dir, &mut out);
     out.sort();
-    out.into_iter()
-        .map(|p| p.strip_prefix(base).map(Path::to_path_buf).unwrap_or(p))
-        .collect()
+    out.into_iter().map(|p| p.strip_prefix(base).map(Path::to_path_buf).unwrap_or(p)).collect()
 }

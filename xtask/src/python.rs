@@ -21,10 +21,7 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
     }
     let python = prepare(ctx, SUITE)?;
     if !ctx.path(TESTS).is_dir() {
-        return Ok(skipped(
-            SUITE,
-            format!("extension built, but {TESTS} not present yet"),
-        ));
+        return Ok(skipped(SUITE, format!("extension built, but {TESTS} not present yet")));
     }
     let plugins = ctx.test_plugins(SUITE)?;
     let (plugin, bad_abi) = (&plugins.sample, &plugins.bad_abi);
@@ -39,14 +36,10 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
         Some(0) => Ok(Status::Passed),
         Some(5) => Err(fail(format!("pytest collected no tests in {TESTS}"))
             .hint("add test_*.py files (functions named test_*) to that directory")),
-        Some(c) => Err(fail(format!("pytest failed (exit code {c})")).hint(format!(
-            "rerun one test with: target/venv/bin/python -m pytest {TESTS} -q -k <name>"
-        ))),
-        None => Err(
-            fail("pytest was killed by a signal (a crash in the extension?)").hint(format!(
-                "rerun under gdb: gdb --args target/venv/bin/python -m pytest {TESTS} -q -x"
-            )),
-        ),
+        Some(c) => Err(fail(format!("pytest failed (exit code {c})"))
+            .hint(format!("rerun one test with: target/venv/bin/python -m pytest {TESTS} -q -k <name>"))),
+        None => Err(fail("pytest was killed by a signal (a crash in the extension?)")
+            .hint(format!("rerun under gdb: gdb --args target/venv/bin/python -m pytest {TESTS} -q -x"))),
     }
 }
 
@@ -86,9 +79,10 @@ impl ToolVenv {
     /// `maturin` from the venv, with the venv activated (VIRTUAL_ENV, PATH) and stray PyO3
     /// settings of the caller's environment removed.
     pub fn maturin(&self) -> Result<Cmd> {
-        let path = std::env::join_paths(std::iter::once(self.bin.clone()).chain(
-            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
-        ))
+        let path = std::env::join_paths(
+            std::iter::once(self.bin.clone())
+                .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+        )
         .map_err(|e| fail(format!("cannot build PATH: {e}")))?;
         Ok(Cmd::new(self.bin.join("maturin"))
             .env("VIRTUAL_ENV", &self.dir)
@@ -104,9 +98,7 @@ impl ToolVenv {
 /// `suite` labels the progress lines.
 pub fn tool_venv(ctx: &Ctx, suite: &str) -> Result<ToolVenv> {
     if !ctx.path(PYPROJECT).is_file() {
-        return Err(fail(format!(
-            "{PYPROJECT} not present yet, so the Python frontend cannot be built"
-        )));
+        return Err(fail(format!("{PYPROJECT} not present yet, so the Python frontend cannot be built")));
     }
     require_tool(suite, "python3")?;
     let venv = venv_dir(ctx);
@@ -124,14 +116,7 @@ pub fn tool_venv(ctx: &Ctx, suite: &str) -> Result<ToolVenv> {
 
     let missing = missing_pins(&python)?;
     if !missing.is_empty() {
-        step(
-            suite,
-            format!(
-                "pip install {} (into {})",
-                missing.join(" "),
-                ctx.rel(&venv)
-            ),
-        );
+        step(suite, format!("pip install {} (into {})", missing.join(" "), ctx.rel(&venv)));
         Cmd::new(&python)
             .args(["-m", "pip", "install", "--disable-pip-version-check", "-q"])
             .args(&missing)
@@ -141,11 +126,7 @@ pub fn tool_venv(ctx: &Ctx, suite: &str) -> Result<ToolVenv> {
             ))
             .run()?;
     }
-    Ok(ToolVenv {
-        dir: venv,
-        python,
-        bin,
-    })
+    Ok(ToolVenv { dir: venv, python, bin })
 }
 
 /// The tool venv, then the extension built and installed into it (debug, `maturin develop`).
@@ -183,10 +164,7 @@ fn missing_pins(python: &PathBuf) -> Result<Vec<String>> {
         .output()?;
     Ok(PINS
         .iter()
-        .filter(|(name, version)| {
-            !out.lines()
-                .any(|line| line.split_once(' ') == Some((name, version)))
-        })
+        .filter(|(name, version)| !out.lines().any(|line| line.split_once(' ') == Some((name, version))))
         .map(|(name, version)| format!("{name}=={version}"))
         .collect())
 }

@@ -26,14 +26,18 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
         }
     };
 
+    step(SUITE, "cargo fmt --check (rustfmt.toml)");
+    record(
+        Cmd::cargo()
+            .args(["fmt", "--all", "--check"])
+            .cwd(&ctx.root)
+            .hint("run `cargo fmt --all` and commit the result")
+            .run(),
+    );
+
     if ctx.has_package("tether-core") {
         step(SUITE, "cargo test -p tether-core");
-        record(
-            Cmd::cargo()
-                .args(["test", "-p", "tether-core"])
-                .cwd(&ctx.root)
-                .run(),
-        );
+        record(Cmd::cargo().args(["test", "-p", "tether-core"]).cwd(&ctx.root).run());
     } else {
         println!("skipped: tether-core tests (crates/core/Cargo.toml not present yet)");
     }
@@ -47,10 +51,7 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
         .filter(|name| !name.starts_with(crate::bench::PEER_PACKAGE_PREFIX))
         .collect();
     if !others.is_empty() {
-        step(
-            SUITE,
-            format!("cargo test of the other packages: {}", others.join(", ")),
-        );
+        step(SUITE, format!("cargo test of the other packages: {}", others.join(", ")));
         let mut cmd = Cmd::cargo().arg("test").cwd(&ctx.root);
         for name in &others {
             cmd = cmd.args(["-p", name]);
@@ -93,10 +94,7 @@ fn free_threaded_check(ctx: &Ctx) -> Result {
         .and_then(|()| std::fs::write(&cfg, PYO3_FT_CONFIG))
         .map_err(|e| fail(format!("cannot write {}: {e}", cfg.display())))?;
     let cfg = cfg.canonicalize().unwrap_or(cfg);
-    step(
-        SUITE,
-        "cargo check -p tether-python for free-threaded CPython 3.14 (PyO3 config file)",
-    );
+    step(SUITE, "cargo check -p tether-python for free-threaded CPython 3.14 (PyO3 config file)");
     Cmd::cargo()
         .env("PYO3_CONFIG_FILE", &cfg)
         .env_remove("PYO3_PYTHON")
@@ -121,10 +119,7 @@ pub fn run_c(ctx: &Ctx) -> Result<Status> {
     }
     let script = dir.join("run");
     if !script.is_file() {
-        return Ok(skipped(
-            C,
-            "tests/c is built and run by the rust suite's cargo tests",
-        ));
+        return Ok(skipped(C, "tests/c is built and run by the rust suite's cargo tests"));
     }
     crate::util::require_tool(C, "gcc")?;
     step(C, "tests/c/run");

@@ -15,10 +15,7 @@ pub struct Failure {
 pub type Result<T = ()> = std::result::Result<T, Failure>;
 
 pub fn fail(what: impl Into<String>) -> Failure {
-    Failure {
-        what: what.into(),
-        hint: None,
-    }
+    Failure { what: what.into(), hint: None }
 }
 
 impl Failure {
@@ -85,11 +82,7 @@ impl Cmd {
 
     /// `cargo` of the toolchain that runs xtask (cargo sets `CARGO` for `cargo run`).
     pub fn cargo() -> Self {
-        Cmd::new(
-            std::env::var_os("CARGO")
-                .filter(|c| !c.is_empty())
-                .unwrap_or_else(|| "cargo".into()),
-        )
+        Cmd::new(std::env::var_os("CARGO").filter(|c| !c.is_empty()).unwrap_or_else(|| "cargo".into()))
     }
 
     pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
@@ -102,8 +95,7 @@ impl Cmd {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        self.args
-            .extend(args.into_iter().map(|a| a.as_ref().to_owned()));
+        self.args.extend(args.into_iter().map(|a| a.as_ref().to_owned()));
         self
     }
 
@@ -113,8 +105,7 @@ impl Cmd {
     }
 
     pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
-        self.envs
-            .push((key.as_ref().to_owned(), value.as_ref().to_owned()));
+        self.envs.push((key.as_ref().to_owned(), value.as_ref().to_owned()));
         self
     }
 
@@ -166,10 +157,8 @@ impl Cmd {
     }
 
     fn spawn_error(&self, err: std::io::Error) -> Failure {
-        fail(format!("could not start `{}`: {err}", self.display())).hint(format!(
-            "is `{}` installed and on PATH?",
-            self.program.to_string_lossy()
-        ))
+        fail(format!("could not start `{}`: {err}", self.display()))
+            .hint(format!("is `{}` installed and on PATH?", self.program.to_string_lossy()))
     }
 
     fn exit_error(&self, code: Option<i32>) -> Failure {
@@ -200,30 +189,18 @@ impl Cmd {
 
     /// Runs capturing stdout (stderr is inherited); fails on a nonzero exit.
     pub fn output(&self) -> Result<String> {
-        let out = self
-            .command()
-            .stderr(Stdio::inherit())
-            .output()
-            .map_err(|e| self.spawn_error(e))?;
+        let out = self.command().stderr(Stdio::inherit()).output().map_err(|e| self.spawn_error(e))?;
         if !out.status.success() {
             return Err(self.exit_error(out.status.code()));
         }
-        String::from_utf8(out.stdout).map_err(|_| {
-            fail(format!(
-                "`{}` printed output that is not UTF-8",
-                self.display()
-            ))
-        })
+        String::from_utf8(out.stdout)
+            .map_err(|_| fail(format!("`{}` printed output that is not UTF-8", self.display())))
     }
 
     /// Runs capturing stdout, echoes it, and returns it; fails on a nonzero exit after the echo,
     /// so the output that explains a failure is still shown. Stderr is inherited.
     pub fn run_echo(&self) -> Result<String> {
-        let out = self
-            .command()
-            .stderr(Stdio::inherit())
-            .output()
-            .map_err(|e| self.spawn_error(e))?;
+        let out = self.command().stderr(Stdio::inherit()).output().map_err(|e| self.spawn_error(e))?;
         let text = strip_ansi(&String::from_utf8_lossy(&out.stdout));
         print!("{text}");
         if !out.status.success() {
@@ -264,10 +241,7 @@ fn strip_ansi(text: &str) -> String {
 
 fn quote(s: &OsStr) -> String {
     let s = s.to_string_lossy();
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:+,@%".contains(c))
-    {
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:+,@%".contains(c)) {
         s.into_owned()
     } else {
         format!("'{}'", s.replace('\'', r"'\''"))
@@ -277,17 +251,13 @@ fn quote(s: &OsStr) -> String {
 /// Finds an executable on PATH.
 pub fn which(tool: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(tool))
-        .find(|candidate| is_executable(candidate))
+    std::env::split_paths(&path).map(|dir| dir.join(tool)).find(|candidate| is_executable(candidate))
 }
 
 #[cfg(unix)]
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    path.metadata()
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
+    path.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
 }
 
 #[cfg(not(unix))]
@@ -316,42 +286,23 @@ fn install_hint(tool: &str) -> &'static str {
 
 /// Fails with a clear message when `tool` is not on PATH.
 pub fn require_tool(suite: &str, tool: &str) -> Result<PathBuf> {
-    which(tool).ok_or_else(|| {
-        fail(format!(
-            "missing tool: `{tool}` (the {suite} suite needs it)"
-        ))
-        .hint(install_hint(tool))
-    })
+    which(tool)
+        .ok_or_else(|| fail(format!("missing tool: `{tool}` (the {suite} suite needs it)")).hint(install_hint(tool)))
 }
 
 /// Writes `data` to `dest` through a temporary file and a rename, so a process that has the old
 /// file mapped (a running `node` with the addon loaded) keeps a consistent copy.
 pub fn replace_file(src: &Path, dest: &Path) -> Result {
     let tmp = dest.with_extension("tmp-xtask");
-    std::fs::copy(src, &tmp).map_err(|e| {
-        fail(format!(
-            "could not copy {} to {}: {e}",
-            src.display(),
-            tmp.display()
-        ))
-    })?;
-    std::fs::rename(&tmp, dest).map_err(|e| {
-        fail(format!(
-            "could not move {} to {}: {e}",
-            tmp.display(),
-            dest.display()
-        ))
-    })
+    std::fs::copy(src, &tmp)
+        .map_err(|e| fail(format!("could not copy {} to {}: {e}", src.display(), tmp.display())))?;
+    std::fs::rename(&tmp, dest)
+        .map_err(|e| fail(format!("could not move {} to {}: {e}", tmp.display(), dest.display())))
 }
 
 /// File name of a cdylib on this platform: `libname.so`, `libname.dylib`, `name.dll`.
 pub fn cdylib_file_name(lib_name: &str) -> String {
-    format!(
-        "{}{}{}",
-        std::env::consts::DLL_PREFIX,
-        lib_name.replace('-', "_"),
-        std::env::consts::DLL_SUFFIX
-    )
+    format!("{}{}{}", std::env::consts::DLL_PREFIX, lib_name.replace('-', "_"), std::env::consts::DLL_SUFFIX)
 }
 
 #[cfg(test)]
@@ -372,10 +323,7 @@ mod tests {
 
     #[test]
     fn ansi_sequences_are_stripped() {
-        assert_eq!(
-            strip_ansi("\u{1b}[0m\u{1b}[1;31mred\u{1b}[0m text\n"),
-            "red text\n"
-        );
+        assert_eq!(strip_ansi("\u{1b}[0m\u{1b}[1;31mred\u{1b}[0m text\n"), "red text\n");
     }
 
     #[test]

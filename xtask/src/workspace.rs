@@ -37,10 +37,11 @@ impl Ctx {
         let text = Cmd::cargo()
             .args(["metadata", "--no-deps", "--format-version", "1", "--manifest-path"])
             .arg(root.join("Cargo.toml"))
-            .hint("the workspace manifest (or one member's Cargo.toml) does not load; fix the error cargo printed above")
+            .hint(
+                "the workspace manifest (or one member's Cargo.toml) does not load; fix the error cargo printed above",
+            )
             .output()?;
-        let meta = json::parse(&text)
-            .map_err(|e| fail(format!("cannot read `cargo metadata` output: {e}")))?;
+        let meta = json::parse(&text).map_err(|e| fail(format!("cannot read `cargo metadata` output: {e}")))?;
         let target_dir = meta
             .get("target_directory")
             .and_then(Json::as_str)
@@ -110,14 +111,10 @@ impl Ctx {
             .find(|(_, kinds)| kinds.iter().any(|k| k == "cdylib"))
             .map(|(name, _)| name.as_str())
             .ok_or_else(|| {
-                fail(format!("package `{package}` has no cdylib target")).hint(format!(
-                    "set `[lib] crate-type = [\"cdylib\", ...]` in {package}'s Cargo.toml"
-                ))
+                fail(format!("package `{package}` has no cdylib target"))
+                    .hint(format!("set `[lib] crate-type = [\"cdylib\", ...]` in {package}'s Cargo.toml"))
             })?;
-        Ok(self
-            .target_dir
-            .join(profile_dir)
-            .join(crate::util::cdylib_file_name(lib)))
+        Ok(self.target_dir.join(profile_dir).join(crate::util::cdylib_file_name(lib)))
     }
 
     /// Path relative to the root for messages, falling back to the absolute path.

@@ -62,12 +62,8 @@ unsafe extern "C" fn builtin_free(_ctx: *mut c_void, body: *mut u8, size: usize,
     unsafe { std::alloc::dealloc(body, Layout::from_size_align_unchecked(size.max(1), align)) }
 }
 
-static BUILTIN: CustomAllocator = CustomAllocator {
-    allocate: builtin_allocate,
-    free: builtin_free,
-    ctx: std::ptr::null_mut(),
-    tag: BUILTIN_TAG,
-};
+static BUILTIN: CustomAllocator =
+    CustomAllocator { allocate: builtin_allocate, free: builtin_free, ctx: std::ptr::null_mut(), tag: BUILTIN_TAG };
 
 #[allow(clippy::declare_interior_mutable_const)]
 const EMPTY: AtomicPtr<CustomAllocator> = AtomicPtr::new(std::ptr::null_mut());
@@ -214,7 +210,11 @@ struct FrontendCtx {
 #[inline]
 pub const fn prefix_offset(align: usize) -> usize {
     let prefix = std::mem::size_of::<SlotPrefix>();
-    if align > prefix { align } else { prefix }
+    if align > prefix {
+        align
+    } else {
+        prefix
+    }
 }
 
 unsafe extern "C" fn frontend_allocate(_ctx: *mut c_void, size: usize, align: usize) -> *mut u8 {
@@ -245,9 +245,7 @@ unsafe extern "C" fn frontend_free(ctx: *mut c_void, body: *mut u8, size: usize,
     }
     let offset = prefix_offset(align);
     // SAFETY: the exact layout `frontend_allocate` used for this size and alignment.
-    unsafe {
-        std::alloc::dealloc(body.sub(offset), Layout::from_size_align_unchecked(size + offset, align.max(16)))
-    }
+    unsafe { std::alloc::dealloc(body.sub(offset), Layout::from_size_align_unchecked(size + offset, align.max(16))) }
 }
 
 /// Register an allocator that prepends a [`SlotPrefix`] to every object and make it current.

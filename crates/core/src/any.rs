@@ -253,7 +253,9 @@ impl PartialEq for Any {
 
 impl<'a> PartialEq for AnyView<'a> {
     fn eq(&self, other: &Self) -> bool {
-        self.type_index == other.type_index && self.small_len == other.small_len && self.payload.to_bits() == other.payload.to_bits()
+        self.type_index == other.type_index
+            && self.small_len == other.small_len
+            && self.payload.to_bits() == other.payload.to_bits()
     }
 }
 
@@ -271,7 +273,12 @@ impl<'a> AnyView<'a> {
         AnyView { type_index: TypeIndex::INT, small_len: 0, payload: Payload::bits(v as u64), _borrow: PhantomData }
     }
     pub fn float(v: f64) -> AnyView<'static> {
-        AnyView { type_index: TypeIndex::FLOAT, small_len: 0, payload: Payload::bits(v.to_bits()), _borrow: PhantomData }
+        AnyView {
+            type_index: TypeIndex::FLOAT,
+            small_len: 0,
+            payload: Payload::bits(v.to_bits()),
+            _borrow: PhantomData,
+        }
     }
     pub fn bool(v: bool) -> AnyView<'static> {
         AnyView { type_index: TypeIndex::BOOL, small_len: 0, payload: Payload::bits(v as u64), _borrow: PhantomData }
@@ -279,15 +286,30 @@ impl<'a> AnyView<'a> {
     /// Borrow a string without copying (strings longer than `u32::MAX` are not viewable).
     pub fn raw_str(s: &'a str) -> AnyView<'a> {
         assert!(s.len() <= u32::MAX as usize, "string too long for a view");
-        AnyView { type_index: TypeIndex::RAW_STR, small_len: s.len() as u32, payload: Payload::ptr(s.as_ptr()), _borrow: PhantomData }
+        AnyView {
+            type_index: TypeIndex::RAW_STR,
+            small_len: s.len() as u32,
+            payload: Payload::ptr(s.as_ptr()),
+            _borrow: PhantomData,
+        }
     }
     pub fn raw_bytes(b: &'a [u8]) -> AnyView<'a> {
         assert!(b.len() <= u32::MAX as usize, "bytes too long for a view");
-        AnyView { type_index: TypeIndex::RAW_BYTES, small_len: b.len() as u32, payload: Payload::ptr(b.as_ptr()), _borrow: PhantomData }
+        AnyView {
+            type_index: TypeIndex::RAW_BYTES,
+            small_len: b.len() as u32,
+            payload: Payload::ptr(b.as_ptr()),
+            _borrow: PhantomData,
+        }
     }
     /// Borrow an object.
     pub fn object(obj: &'a ObjectRef) -> AnyView<'a> {
-        AnyView { type_index: obj.type_index(), small_len: 0, payload: Payload::ptr(obj.as_ptr()), _borrow: PhantomData }
+        AnyView {
+            type_index: obj.type_index(),
+            small_len: 0,
+            payload: Payload::ptr(obj.as_ptr()),
+            _borrow: PhantomData,
+        }
     }
     /// Borrow an object from a raw header pointer.
     ///
@@ -408,8 +430,12 @@ impl std::fmt::Debug for AnyView<'_> {
             TypeIndex::INT => write!(f, "{}", self.payload.to_bits() as i64),
             TypeIndex::BOOL => write!(f, "{}", self.payload.to_bits() != 0),
             TypeIndex::FLOAT => write!(f, "{}", f64::from_bits(self.payload.to_bits())),
-            TypeIndex::SMALL_STR | TypeIndex::RAW_STR | TypeIndex::STR => write!(f, "{:?}", self.as_str().unwrap_or("")),
-            TypeIndex::SMALL_BYTES | TypeIndex::RAW_BYTES | TypeIndex::BYTES => write!(f, "b{:?}", self.as_bytes().unwrap_or(&[])),
+            TypeIndex::SMALL_STR | TypeIndex::RAW_STR | TypeIndex::STR => {
+                write!(f, "{:?}", self.as_str().unwrap_or(""))
+            }
+            TypeIndex::SMALL_BYTES | TypeIndex::RAW_BYTES | TypeIndex::BYTES => {
+                write!(f, "b{:?}", self.as_bytes().unwrap_or(&[]))
+            }
             t if t >= TypeIndex::OBJECT => write!(f, "<{} at {:#x}>", self.kind_name(), self.payload.to_bits()),
             t => write!(f, "<kind {t}>"),
         }

@@ -6,7 +6,9 @@ use std::mem::{align_of, size_of, ManuallyDrop};
 use std::ptr::NonNull;
 
 use crate::alloc::{alloc_object, free_object};
-use crate::object::{dec_ref, dec_weak, inc_ref, inc_weak, try_upgrade, Object, ObjectHeader, DELETE_MEMORY, DELETE_VALUE};
+use crate::object::{
+    dec_ref, dec_weak, inc_ref, inc_weak, try_upgrade, Object, ObjectHeader, DELETE_MEMORY, DELETE_VALUE,
+};
 
 /// The memory of a Rust object: the header, then the value.
 #[repr(C)]
@@ -405,7 +407,12 @@ impl<T: Object + Send + Sync> From<&ObjectArc<T>> for ObjectRef {
 /// # Safety
 /// `deleter` must drop what the caller writes into the body and free exactly `size`/`align`
 /// through [`free_object`].
-pub unsafe fn alloc_raw_object(size: usize, align: usize, type_index: i32, deleter: crate::object::Deleter) -> ObjectRef {
+pub unsafe fn alloc_raw_object(
+    size: usize,
+    align: usize,
+    type_index: i32,
+    deleter: crate::object::Deleter,
+) -> ObjectRef {
     let obj = alloc_object(size, align.max(8));
     // SAFETY: fresh object memory.
     unsafe {

@@ -54,7 +54,10 @@ unsafe impl Sync for StrObj {}
 impl StrObj {
     pub fn new(s: &str) -> ObjectArc<StrObj> {
         let bytes = s.as_bytes().iter().copied().chain(std::iter::once(0u8));
-        ObjectArc::new_with_extra_items(StrObj { len: s.len() as u64, data: std::ptr::null() }, ExactLen(bytes, s.len() + 1))
+        ObjectArc::new_with_extra_items(
+            StrObj { len: s.len() as u64, data: std::ptr::null() },
+            ExactLen(bytes, s.len() + 1),
+        )
     }
 
     /// The string; borrows the object.
@@ -185,7 +188,9 @@ const _: () = {
     assert!(size_of::<ObjectBox<ArrayObj>>() == 40);
     assert!(size_of::<ObjectBox<MapObj>>() == 48);
     assert!(size_of::<OpaqueObj>() == 24);
-    assert!(offset_of!(OpaqueObj, ptr) == 0 && offset_of!(OpaqueObj, finalize) == 8 && offset_of!(OpaqueObj, owner) == 16);
+    assert!(
+        offset_of!(OpaqueObj, ptr) == 0 && offset_of!(OpaqueObj, finalize) == 8 && offset_of!(OpaqueObj, owner) == 16
+    );
 };
 
 // SAFETY: `item_count` reads the plain fields only.
@@ -279,7 +284,10 @@ impl MapObj {
         let pairs = unique.into_iter().map(|(k, v)| MapItem { pair: std::mem::ManuallyDrop::new([k, v]) });
         let rows = slots.chunks(8).map(|row| MapItem { slots: row.try_into().expect("rows of 8") });
         let items: Vec<MapItem> = pairs.chain(rows).collect();
-        ObjectArc::new_with_extra_items(MapObj { len: len as u64, index_cap: index_cap as u64, data: std::ptr::null_mut() }, items.into_iter())
+        ObjectArc::new_with_extra_items(
+            MapObj { len: len as u64, index_cap: index_cap as u64, data: std::ptr::null_mut() },
+            items.into_iter(),
+        )
     }
 
     pub fn len(&self) -> usize {
@@ -369,7 +377,8 @@ impl<I: Iterator> Iterator for ExactLen<I> {
 impl<I: Iterator> ExactSizeIterator for ExactLen<I> {}
 
 fn expect_array<'a>(v: &AnyView<'a>, what: &str) -> Result<&'a ArrayObj> {
-    v.downcast_ref::<ArrayObj>().ok_or_else(|| Error::type_error(format!("{what}: expected Array, got {}", v.kind_name())))
+    v.downcast_ref::<ArrayObj>()
+        .ok_or_else(|| Error::type_error(format!("{what}: expected Array, got {}", v.kind_name())))
 }
 fn expect_map<'a>(v: &AnyView<'a>, what: &str) -> Result<&'a MapObj> {
     v.downcast_ref::<MapObj>().ok_or_else(|| Error::type_error(format!("{what}: expected Map, got {}", v.kind_name())))
@@ -379,38 +388,65 @@ fn expect_map<'a>(v: &AnyView<'a>, what: &str) -> Result<&'a MapObj> {
 /// `tether.MapGetItem`, `tether.MapContains`, `tether.MapSize`, `tether.MapKeys`, `tether.MapValues`.
 pub(crate) fn register_functions() {
     let reg = |name: &str, f: Function| register_global(name, f, true).expect("builtin registration");
-    reg("tether.Array", Function::from_packed("tether.Array", |args| {
-        Ok(Any::object(ArrayObj::new(args.iter().map(|a| a.to_owned_any()).collect()).into()))
-    }));
-    reg("tether.ArrayGetItem", Function::from_typed("tether.ArrayGetItem", |a: Any, i: i64| {
-        expect_array(&a.view(), "tether.ArrayGetItem").and_then(|arr| arr.get(i).cloned())
-    }));
-    reg("tether.ArraySize", Function::from_typed("tether.ArraySize", |a: Any| {
-        expect_array(&a.view(), "tether.ArraySize").map(|arr| arr.len() as i64)
-    }));
-    reg("tether.Map", Function::from_packed("tether.Map", |args| {
-        if args.len() % 2 != 0 {
-            return Err(Error::value("tether.Map takes key, value pairs (an even number of arguments)"));
-        }
-        let entries = args.chunks(2).map(|kv| (kv[0].to_owned_any(), kv[1].to_owned_any())).collect();
-        Ok(Any::object(MapObj::new(entries).into()))
-    }));
-    reg("tether.MapGetItem", Function::from_typed("tether.MapGetItem", |m: Any, k: Any| {
-        let map = expect_map(&m.view(), "tether.MapGetItem")?;
-        map.get(&k.view()).cloned().ok_or_else(|| Error::key(format!("{k:?}")))
-    }));
-    reg("tether.MapContains", Function::from_typed("tether.MapContains", |m: Any, k: Any| {
-        expect_map(&m.view(), "tether.MapContains").map(|map| map.get(&k.view()).is_some())
-    }));
-    reg("tether.MapSize", Function::from_typed("tether.MapSize", |m: Any| {
-        expect_map(&m.view(), "tether.MapSize").map(|map| map.len() as i64)
-    }));
-    reg("tether.MapKeys", Function::from_typed("tether.MapKeys", |m: Any| {
-        let map = expect_map(&m.view(), "tether.MapKeys")?;
-        Ok(ObjectRef::from(ArrayObj::new(map.entries().map(|(k, _)| k.clone()).collect())))
-    }));
-    reg("tether.MapValues", Function::from_typed("tether.MapValues", |m: Any| {
-        let map = expect_map(&m.view(), "tether.MapValues")?;
-        Ok(ObjectRef::from(ArrayObj::new(map.entries().map(|(_, v)| v.clone()).collect())))
-    }));
+    reg(
+        "tether.Array",
+        Function::from_packed("tether.Array", |args| {
+            Ok(Any::object(ArrayObj::new(args.iter().map(|a| a.to_owned_any()).collect()).into()))
+        }),
+    );
+    reg(
+        "tether.ArrayGetItem",
+        Function::from_typed("tether.ArrayGetItem", |a: Any, i: i64| {
+            expect_array(&a.view(), "tether.ArrayGetItem").and_then(|arr| arr.get(i).cloned())
+        }),
+    );
+    reg(
+        "tether.ArraySize",
+        Function::from_typed("tether.ArraySize", |a: Any| {
+            expect_array(&a.view(), "tether.ArraySize").map(|arr| arr.len() as i64)
+        }),
+    );
+    reg(
+        "tether.Map",
+        Function::from_packed("tether.Map", |args| {
+            if args.len() % 2 != 0 {
+                return Err(Error::value("tether.Map takes key, value pairs (an even number of arguments)"));
+            }
+            let entries = args.chunks(2).map(|kv| (kv[0].to_owned_any(), kv[1].to_owned_any())).collect();
+            Ok(Any::object(MapObj::new(entries).into()))
+        }),
+    );
+    reg(
+        "tether.MapGetItem",
+        Function::from_typed("tether.MapGetItem", |m: Any, k: Any| {
+            let map = expect_map(&m.view(), "tether.MapGetItem")?;
+            map.get(&k.view()).cloned().ok_or_else(|| Error::key(format!("{k:?}")))
+        }),
+    );
+    reg(
+        "tether.MapContains",
+        Function::from_typed("tether.MapContains", |m: Any, k: Any| {
+            expect_map(&m.view(), "tether.MapContains").map(|map| map.get(&k.view()).is_some())
+        }),
+    );
+    reg(
+        "tether.MapSize",
+        Function::from_typed("tether.MapSize", |m: Any| {
+            expect_map(&m.view(), "tether.MapSize").map(|map| map.len() as i64)
+        }),
+    );
+    reg(
+        "tether.MapKeys",
+        Function::from_typed("tether.MapKeys", |m: Any| {
+            let map = expect_map(&m.view(), "tether.MapKeys")?;
+            Ok(ObjectRef::from(ArrayObj::new(map.entries().map(|(k, _)| k.clone()).collect())))
+        }),
+    );
+    reg(
+        "tether.MapValues",
+        Function::from_typed("tether.MapValues", |m: Any| {
+            let map = expect_map(&m.view(), "tether.MapValues")?;
+            Ok(ObjectRef::from(ArrayObj::new(map.entries().map(|(_, v)| v.clone()).collect())))
+        }),
+    );
 }

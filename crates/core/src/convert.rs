@@ -40,11 +40,7 @@ pub trait IntoRet {
 /// Convert argument `position` (1-based) of `func`, or a TypeError naming it.
 pub fn arg<T: FromArg>(func: &str, position: usize, v: &AnyView<'_>) -> Result<T> {
     T::from_arg(v).ok_or_else(|| {
-        Error::type_error(format!(
-            "{func}() argument {position}: expected {}, got {}",
-            T::expected(),
-            v.kind_name()
-        ))
+        Error::type_error(format!("{func}() argument {position}: expected {}, got {}", T::expected(), v.kind_name()))
     })
 }
 

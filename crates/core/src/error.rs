@@ -209,7 +209,7 @@ fn install_panic_hook() {
     ONCE.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if CATCH_DEPTH.with(|d| d.get()) == 0 {
+            if CATCH_DEPTH.try_with(|d| d.get()).unwrap_or(0) == 0 {
                 return previous(info);
             }
             let location = info.location().map(|l| format!("panicked at {l}\n")).unwrap_or_default();
@@ -218,7 +218,14 @@ fn install_panic_hook() {
                 std::backtrace::BacktraceStatus::Captured => trace.to_string(),
                 _ => String::new(),
             };
-            PANIC_TRACE.with(|t| *t.borrow_mut() = Some(format!("{location}{trace}")));
+            let message = format!("{location}{trace}");
+            // A second panic before `catch_panic` took the first means the first was not caught
+            // (e.g. it hit an `extern "C"` frame and the process is aborting): say both.
+            let unclaimed = PANIC_TRACE.try_with(|t| t.borrow_mut().replace(message.clone())).ok().flatten();
+            if let Some(first) = unclaimed {
+                eprintln!("tether: uncaught panic inside a native call:\n{first}");
+                previous(info);
+            }
         }));
     });
 }
@@ -234,7 +241,7 @@ pub fn catch_panic<R>(f: impl FnOnce() -> Result<R>) -> Result<R> {
     match outcome {
         Ok(r) => r,
         Err(panic) => {
-            let trace = PANIC_TRACE.with(|t| t.borrow_mut().take()).unwrap_or_default();
+            let trace = PANIC_TRACE.try_with(|t| t.borrow_mut().take()).ok().flatten().unwrap_or_default();
             let err = Error(ObjectArc::new(ErrorObj {
                 kind: Any::str(ErrorKind::RustPanic.as_str()),
                 message: Any::str(&panic_message(&*panic)),

@@ -171,7 +171,12 @@ unsafe extern "C" fn api_dec_ref(obj: *mut ObjectHeader) {
     // SAFETY: the caller gives up a reference it owns (ABI contract).
     unsafe { object::dec_ref(obj) }
 }
-unsafe extern "C" fn api_call_function(func: *mut ObjectHeader, args: *const AnyView<'static>, n: i32, result: *mut Any) -> i32 {
+unsafe extern "C" fn api_call_function(
+    func: *mut ObjectHeader,
+    args: *const AnyView<'static>,
+    n: i32,
+    result: *mut Any,
+) -> i32 {
     // SAFETY: the caller passes a borrowed Function, `n` cells and a None result cell.
     match unsafe { borrowed_function(func) } {
         // SAFETY: as above.

@@ -79,7 +79,12 @@ pub struct Function(pub ObjectArc<FunctionObj>);
 
 type Packed = Box<dyn Fn(&[AnyView<'_>]) -> Result<Any> + Send + Sync>;
 
-unsafe extern "C" fn packed_safe_call(handle: *mut ObjectHeader, args: *const AnyView<'_>, n: i32, result: *mut Any) -> i32 {
+unsafe extern "C" fn packed_safe_call(
+    handle: *mut ObjectHeader,
+    args: *const AnyView<'_>,
+    n: i32,
+    result: *mut Any,
+) -> i32 {
     // SAFETY: `handle` is a live Function whose `data` is a `Box<Packed>` (made by
     // `from_packed`); `args` holds `n` cells; `result` is a writable cell.
     let outcome = catch_panic(|| unsafe {
@@ -157,7 +162,16 @@ impl Function {
         let data = Box::into_raw(Box::new(f)) as *mut c_void;
         // SAFETY: `typed_safe_call::<Marker, F>` reads exactly this payload; `drop_typed::<F>`
         // frees it.
-        unsafe { Function::from_raw_parts(typed_safe_call::<Marker, F>, data, Some(drop_typed::<F>), name, F::ARITY as i32, 0) }
+        unsafe {
+            Function::from_raw_parts(
+                typed_safe_call::<Marker, F>,
+                data,
+                Some(drop_typed::<F>),
+                name,
+                F::ARITY as i32,
+                0,
+            )
+        }
     }
 
     /// Build a function from its ABI parts (C functions, frontend callbacks).
@@ -214,9 +228,8 @@ impl Function {
     pub fn call(&self, args: &[AnyView<'_>]) -> Result<Any> {
         let mut result = Any::none();
         // SAFETY: a live function object, `args.len()` cells, a None result cell.
-        let rc = unsafe {
-            (self.0.safe_call)(ObjectArc::as_ptr(&self.0), args.as_ptr(), args.len() as i32, &mut result)
-        };
+        let rc =
+            unsafe { (self.0.safe_call)(ObjectArc::as_ptr(&self.0), args.as_ptr(), args.len() as i32, &mut result) };
         if rc == 0 {
             Ok(result)
         } else {

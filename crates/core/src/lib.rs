@@ -26,8 +26,8 @@ pub mod function;
 pub mod object;
 pub mod plugin;
 pub mod testing;
-pub mod types;
 pub mod tying;
+pub mod types;
 
 pub use any::{Any, AnyView, TypeIndex};
 pub use arc::{ObjectArc, ObjectRef, WeakObjectArc};

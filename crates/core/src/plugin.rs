@@ -100,11 +100,18 @@ pub struct ApiTable {
     // conveniences for C plugins (Rust plugins build these themselves)
     pub make_str: unsafe extern "C" fn(s: ByteSlice) -> *mut ObjectHeader,
     pub make_error: unsafe extern "C" fn(kind: ByteSlice, message: ByteSlice) -> *mut ObjectHeader,
-    pub make_function: unsafe extern "C" fn(SafeCallFn, data: *mut c_void, drop_data: Option<DataDropFn>, name: ByteSlice, arity: i32) -> *mut ObjectHeader,
+    pub make_function: unsafe extern "C" fn(
+        SafeCallFn,
+        data: *mut c_void,
+        drop_data: Option<DataDropFn>,
+        name: ByteSlice,
+        arity: i32,
+    ) -> *mut ObjectHeader,
     pub make_array: unsafe extern "C" fn(items: *const AnyView<'static>, n: usize) -> *mut ObjectHeader,
     pub inc_ref: unsafe extern "C" fn(obj: *mut ObjectHeader),
     pub dec_ref: unsafe extern "C" fn(obj: *mut ObjectHeader),
-    pub call_function: unsafe extern "C" fn(func: *mut ObjectHeader, args: *const AnyView<'static>, n: i32, result: *mut Any) -> i32,
+    pub call_function:
+        unsafe extern "C" fn(func: *mut ObjectHeader, args: *const AnyView<'static>, n: i32, result: *mut Any) -> i32,
 }
 
 const _: () = {
@@ -134,7 +141,11 @@ pub fn is_plugin() -> bool {
 ///
 /// # Safety
 /// `api` is null or the host's `'static` table; `module` is the host's module handle.
-pub unsafe fn plugin_init(api: *const ApiTable, module: *mut c_void, body: impl FnOnce(&mut ModuleBuilder) -> Result<()>) -> i32 {
+pub unsafe fn plugin_init(
+    api: *const ApiTable,
+    module: *mut c_void,
+    body: impl FnOnce(&mut ModuleBuilder) -> Result<()>,
+) -> i32 {
     // SAFETY: forwarded; the first three fields are fixed for every ABI version.
     let Some(table) = (unsafe { api.as_ref() }) else { return -2 };
     if table.abi_major != ABI_MAJOR || (table.size as usize) < std::mem::size_of::<ApiTable>() {
@@ -190,7 +201,10 @@ macro_rules! export_module {
         /// # Safety
         /// Called once by a tether host with its API table.
         #[no_mangle]
-        pub unsafe extern "C" fn tether_module_init(api: *const $crate::plugin::ApiTable, module: *mut ::std::ffi::c_void) -> i32 {
+        pub unsafe extern "C" fn tether_module_init(
+            api: *const $crate::plugin::ApiTable,
+            module: *mut ::std::ffi::c_void,
+        ) -> i32 {
             // SAFETY: the host passes its table and module handle, per the plugin ABI.
             unsafe { $crate::plugin::plugin_init(api, module, $body) }
         }
@@ -255,8 +269,9 @@ pub fn load_module(path: &str) -> Result<ObjectArc<ModuleObj>> {
     }
     // SAFETY: loading a library runs its initialisers; that is what loading a plugin means.
     // The library is never unloaded (leaked below), so its code outlives every object.
-    let lib = unsafe { libloading::Library::new(&canonical) }
-        .map_err(|e| Error::value(format!("cannot load tether module {path:?}: not a loadable shared library ({e})")))?;
+    let lib = unsafe { libloading::Library::new(&canonical) }.map_err(|e| {
+        Error::value(format!("cannot load tether module {path:?}: not a loadable shared library ({e})"))
+    })?;
     // SAFETY: `tether_module_abi` is declared as a `u32` static by every tether plugin.
     let abi = unsafe { lib.get::<*const u32>(b"tether_module_abi\0") }
         .map_err(|_| Error::value(format!("{path:?} is not a tether module: it has no `tether_module_abi` symbol")))?;
@@ -285,7 +300,11 @@ pub fn load_module(path: &str) -> Result<ObjectArc<ModuleObj>> {
         return Err(cause);
     }
     std::mem::forget(lib);
-    let module = ObjectArc::new(ModuleObj { path: canonical.display().to_string(), functions: pending.functions, types: pending.types });
+    let module = ObjectArc::new(ModuleObj {
+        path: canonical.display().to_string(),
+        functions: pending.functions,
+        types: pending.types,
+    });
     loaded.push((canonical, module.clone().into()));
     Ok(module)
 }

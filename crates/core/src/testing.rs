@@ -73,7 +73,9 @@ fn make_aligned(align: i64) -> Result<ObjectRef> {
     }
     let align = (align as usize).max(8);
     // SAFETY: `delete_aligned` frees exactly this size/alignment; the body is plain data.
-    let obj = unsafe { alloc_raw_object(ALIGNED_SIZE.max(align), align, <AlignedMarker as crate::Object>::type_index(), delete_aligned) };
+    let obj = unsafe {
+        alloc_raw_object(ALIGNED_SIZE.max(align), align, <AlignedMarker as crate::Object>::type_index(), delete_aligned)
+    };
     // SAFETY: the body is at least `AlignedBody` large.
     unsafe { std::ptr::addr_of_mut!((*(obj.as_ptr() as *mut AlignedBody)).align).write(align as u64) };
     Ok(obj)
@@ -91,7 +93,8 @@ fn is_aligned(x: Any) -> Result<bool> {
 }
 
 fn call_in_thread(args: &[AnyView<'_>]) -> Result<Any> {
-    let f: Function = crate::function::convert_arg("testing.call_in_thread", 1, args.first().unwrap_or(&AnyView::none()))?;
+    let f: Function =
+        crate::function::convert_arg("testing.call_in_thread", 1, args.first().unwrap_or(&AnyView::none()))?;
     let owned: Vec<Any> = args[1..].iter().map(AnyView::to_owned_any).collect();
     let worker = std::thread::Builder::new()
         .name("tether-call-in-thread".into())
@@ -110,9 +113,10 @@ fn sum(xs: Any) -> Result<f64> {
     let mut total = 0.0;
     for (i, item) in arr.items().iter().enumerate() {
         let v = item.view();
-        total += v.as_float().or_else(|| v.as_int().map(|i| i as f64)).ok_or_else(|| {
-            Error::type_error(format!("testing.sum(): item {i} is {}, not a number", v.kind_name()))
-        })?;
+        total += v
+            .as_float()
+            .or_else(|| v.as_int().map(|i| i as f64))
+            .ok_or_else(|| Error::type_error(format!("testing.sum(): item {i} is {}, not a number", v.kind_name())))?;
     }
     Ok(total)
 }
@@ -146,20 +150,28 @@ pub(crate) fn register() {
         let name = f.name().to_string();
         register_global(&name, f, true).expect("testing registration")
     };
-    reg(Function::from_typed("testing.echo", |x: Any| x).leaf().with_doc("Return x (the same native object, for objects)."));
+    reg(Function::from_typed("testing.echo", |x: Any| x)
+        .leaf()
+        .with_doc("Return x (the same native object, for objects)."));
     reg(Function::from_typed("testing.make_pair", Pair::new).leaf().with_doc("A new testing.Pair."));
     reg(Function::from_typed("testing.add", |a: i64, b: i64| a.wrapping_add(b)).leaf().with_doc("a + b"));
-    reg(Function::from_typed("testing.add3", |a: i64, b: i64, c: i64| a.wrapping_add(b).wrapping_add(c)).leaf().with_doc("a + b + c"));
+    reg(Function::from_typed("testing.add3", |a: i64, b: i64, c: i64| a.wrapping_add(b).wrapping_add(c))
+        .leaf()
+        .with_doc("a + b + c"));
     reg(Function::from_typed("testing.sum", sum).with_doc("The sum of an Array of numbers, as a float."));
     reg(Function::from_packed("testing.call", |args| {
         let f: Function = crate::function::convert_arg("testing.call", 1, args.first().unwrap_or(&AnyView::none()))?;
         f.call(&args[1..])
     })
     .with_doc("Return f(*args)."));
-    reg(Function::from_packed("testing.call_in_thread", call_in_thread).with_doc("Call f(*args) on a new native thread and return its result."));
-    reg(Function::from_typed("testing.raise_error", |kind: String, message: String| -> Result<()> { Err(Error::new(&kind, message)) })
-        .with_doc("Raise an Error of the given kind."));
-    reg(Function::from_typed("testing.panic", |message: String| -> () { panic!("{message}") }).with_doc("Panic in Rust."));
+    reg(Function::from_packed("testing.call_in_thread", call_in_thread)
+        .with_doc("Call f(*args) on a new native thread and return its result."));
+    reg(Function::from_typed("testing.raise_error", |kind: String, message: String| -> Result<()> {
+        Err(Error::new(&kind, message))
+    })
+    .with_doc("Raise an Error of the given kind."));
+    reg(Function::from_typed("testing.panic", |message: String| -> () { panic!("{message}") })
+        .with_doc("Panic in Rust."));
     reg(Function::from_typed("testing.stash", |key: String, x: Any| {
         with_stash(|s| s.insert(key, x));
     })
@@ -177,8 +189,11 @@ pub(crate) fn register() {
         std::thread::spawn(move || drop(x)).join().map_err(|_| Error::runtime("drop thread panicked"))
     })
     .with_doc("Take one native reference to x and drop it on a new native thread."));
-    reg(Function::from_typed("testing.live_objects", crate::alloc::live_objects).leaf().with_doc("Objects allocated and not yet freed."));
-    reg(Function::from_typed("testing.make_aligned", make_aligned).with_doc("An object whose body has the given alignment."));
+    reg(Function::from_typed("testing.live_objects", crate::alloc::live_objects)
+        .leaf()
+        .with_doc("Objects allocated and not yet freed."));
+    reg(Function::from_typed("testing.make_aligned", make_aligned)
+        .with_doc("An object whose body has the given alignment."));
     reg(Function::from_typed("testing.is_aligned", is_aligned).leaf().with_doc("Is x's body aligned as requested?"));
     reg(Function::from_typed("testing.make_array", |n: i64| -> Result<ObjectArc<ArrayObj>> {
         if n < 0 {

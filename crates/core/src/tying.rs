@@ -328,7 +328,13 @@ pub fn tie_any<H: TieHost>(host: &H, tag: u32, side: &SideTable, obj: ObjectRef)
 ///
 /// # Safety
 /// `obj` is live (the wrapper still holds its +1).
-pub unsafe fn untie_any(obj: *mut ObjectHeader, tag: u32, side: &SideTable, generation: u64, replacement: usize) -> Option<usize> {
+pub unsafe fn untie_any(
+    obj: *mut ObjectHeader,
+    tag: u32,
+    side: &SideTable,
+    generation: u64,
+    replacement: usize,
+) -> Option<usize> {
     // SAFETY: forwarded.
     if let Some(p) = unsafe { slot_of(obj, tag) } {
         return untie(p, generation, replacement);

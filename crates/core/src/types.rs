@@ -164,7 +164,9 @@ impl MethodInfo {
 /// `f` is a live Function that stays alive (registry entries are never released).
 unsafe fn borrowed_function(f: *mut ObjectHeader) -> Function {
     // SAFETY: forwarded.
-    Function(unsafe { ObjectRef::from_borrowed(f) }.try_cast().unwrap_or_else(|_| panic!("registry holds a non-function")))
+    Function(
+        unsafe { ObjectRef::from_borrowed(f) }.try_cast().unwrap_or_else(|_| panic!("registry holds a non-function")),
+    )
 }
 
 /// # Safety
@@ -289,7 +291,10 @@ pub(crate) fn local_register_type_key(key: &str, parent: i32, fixed_index: Optio
     let parent_info = if fixed_index == Some(TypeIndex::OBJECT) {
         None
     } else {
-        Some(local_type_info(parent).ok_or_else(|| Error::value(format!("parent type index {parent} of {key:?} is not registered")))?)
+        Some(
+            local_type_info(parent)
+                .ok_or_else(|| Error::value(format!("parent type index {parent} of {key:?} is not registered")))?,
+        )
     };
     let index = match fixed_index {
         Some(i) => i,
@@ -349,7 +354,12 @@ pub(crate) fn local_publish_type_info(info: &'static TypeInfo) -> Result<i32> {
     let current = unsafe { slot.load(Ordering::Acquire).as_ref() }
         .ok_or_else(|| Error::value(format!("type index {} was never reserved", info.index)))?;
     if current.key() != info.key() {
-        return Err(Error::value(format!("type index {} belongs to {:?}, not {:?}", info.index, current.key(), info.key())));
+        return Err(Error::value(format!(
+            "type index {} belongs to {:?}, not {:?}",
+            info.index,
+            current.key(),
+            info.key()
+        )));
     }
     if !current.is_reflected() {
         slot.store(info as *const TypeInfo as *mut TypeInfo, Ordering::Release);
@@ -466,7 +476,13 @@ impl<T: Object + Send + Sync> Default for TypeBuilder<T> {
 
 impl<T: Object + Send + Sync> TypeBuilder<T> {
     pub fn new() -> Self {
-        TypeBuilder { doc: String::new(), fields: Vec::new(), methods: Vec::new(), constructor: None, _type: PhantomData }
+        TypeBuilder {
+            doc: String::new(),
+            fields: Vec::new(),
+            methods: Vec::new(),
+            constructor: None,
+            _type: PhantomData,
+        }
     }
 
     pub fn doc(mut self, doc: &str) -> Self {
@@ -514,8 +530,21 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
     }
 
     /// A field from prebuilt parts, with doc and type hint.
-    pub fn field_with(mut self, name: &str, doc: &str, type_hint: &str, getter: Function, setter: Option<Function>) -> Self {
-        self.fields.push(PendingField { name: name.into(), doc: doc.into(), type_hint: type_hint.into(), getter, setter });
+    pub fn field_with(
+        mut self,
+        name: &str,
+        doc: &str,
+        type_hint: &str,
+        getter: Function,
+        setter: Option<Function>,
+    ) -> Self {
+        self.fields.push(PendingField {
+            name: name.into(),
+            doc: doc.into(),
+            type_hint: type_hint.into(),
+            getter,
+            setter,
+        });
         self
     }
 
@@ -566,9 +595,7 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
     /// Publish. Idempotent: a type already reflected keeps its first registration.
     pub fn register(self) -> i32 {
         let index = T::type_index();
-        let Some(current) = type_info(index) else {
-            panic!("type {} has no registry entry", T::TYPE_KEY)
-        };
+        let Some(current) = type_info(index) else { panic!("type {} has no registry entry", T::TYPE_KEY) };
         if current.is_reflected() {
             return index;
         }
@@ -587,7 +614,12 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
         let methods: Vec<MethodInfo> = self
             .methods
             .into_iter()
-            .map(|m| MethodInfo { name: leak_str(&m.name), doc: leak_str(&m.doc), func: leak_fn(m.func), is_static: m.is_static as i32 })
+            .map(|m| MethodInfo {
+                name: leak_str(&m.name),
+                doc: leak_str(&m.doc),
+                func: leak_fn(m.func),
+                is_static: m.is_static as i32,
+            })
             .collect();
         let info = TypeInfo {
             index,
@@ -607,20 +639,26 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
 }
 
 fn self_error(func: &str, got: &AnyView<'_>) -> Error {
-    Error::type_error(format!("{func}() argument 1 (self): expected {}, got {}", func.split('.').take(2).collect::<Vec<_>>().join("."), got.kind_name()))
+    Error::type_error(format!(
+        "{func}() argument 1 (self): expected {}, got {}",
+        func.split('.').take(2).collect::<Vec<_>>().join("."),
+        got.kind_name()
+    ))
 }
 
 /// Read a field of any object by name through reflection.
 pub fn get_field(obj: &ObjectRef, name: &str) -> Result<Any> {
     let info = type_info(obj.type_index()).ok_or_else(|| Error::type_error("object of an unregistered type"))?;
-    let field = find_field(info, name).ok_or_else(|| Error::attribute(format!("{} has no field {name:?}", info.key())))?;
+    let field =
+        find_field(info, name).ok_or_else(|| Error::attribute(format!("{} has no field {name:?}", info.key())))?;
     field.getter().call(&[AnyView::object(obj)])
 }
 
 /// Write a field of any object by name through reflection.
 pub fn set_field(obj: &ObjectRef, name: &str, value: AnyView<'_>) -> Result<()> {
     let info = type_info(obj.type_index()).ok_or_else(|| Error::type_error("object of an unregistered type"))?;
-    let field = find_field(info, name).ok_or_else(|| Error::attribute(format!("{} has no field {name:?}", info.key())))?;
+    let field =
+        find_field(info, name).ok_or_else(|| Error::attribute(format!("{} has no field {name:?}", info.key())))?;
     let setter = field.setter().ok_or_else(|| Error::attribute(format!("field {}.{name} is read-only", info.key())))?;
     setter.call(&[AnyView::object(obj), value]).map(drop)
 }
@@ -632,7 +670,8 @@ pub fn find_field(info: &'static TypeInfo, name: &str) -> Option<&'static FieldI
 
 /// Find a method on a type or its ancestors.
 pub fn find_method(info: &'static TypeInfo, name: &str) -> Option<&'static MethodInfo> {
-    info.method(name).or_else(|| info.ancestors().iter().rev().filter_map(|&a| type_info(a)).find_map(|t| t.method(name)))
+    info.method(name)
+        .or_else(|| info.ancestors().iter().rev().filter_map(|&a| type_info(a)).find_map(|t| t.method(name)))
 }
 
 /// Keep `ObjectArc` in scope for doc links.

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use tether_core::alloc::{
-    self, allocator, current_allocator_tag, install_frontend_allocator, live_objects, prefix_offset, register_allocator,
-    set_current_allocator, BUILTIN_TAG,
+    self, allocator, current_allocator_tag, install_frontend_allocator, live_objects, prefix_offset,
+    register_allocator, set_current_allocator, BUILTIN_TAG,
 };
 use tether_core::tying::SlotPrefix;
 use tether_core::{Any, AnyView, ObjectHeader, ObjectRef};

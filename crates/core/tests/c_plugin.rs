@@ -107,7 +107,8 @@ fn layout_seen_from_c_matches_rust() {
     .map(|&n| n as i64)
     .collect();
     let c = func("layout").call(&[]).unwrap();
-    let c: Vec<i64> = c.view().downcast_ref::<ArrayObj>().unwrap().items().iter().map(|v| v.view().as_int().unwrap()).collect();
+    let c: Vec<i64> =
+        c.view().downcast_ref::<ArrayObj>().unwrap().items().iter().map(|v| v.view().as_int().unwrap()).collect();
     assert_eq!(c, rust, "sizeof/offsetof in C (tether.h) vs size_of/offset_of in Rust");
 }
 
@@ -119,8 +120,14 @@ fn c_type_is_reflected_and_its_objects_work_from_rust() {
     let index = type_index_of("cplugin.Vec2").expect("registered in the host registry");
     assert_eq!(m.types(), &[index]);
     let info = type_info(index).unwrap();
-    assert_eq!((info.key(), info.doc(), info.depth, info.parent), ("cplugin.Vec2", "A 2D vector made by a C plugin.", 1, TypeIndex::OBJECT));
-    assert_eq!(info.fields().iter().map(|f| (f.name(), f.type_hint())).collect::<Vec<_>>(), [("x", "float"), ("y", "float")]);
+    assert_eq!(
+        (info.key(), info.doc(), info.depth, info.parent),
+        ("cplugin.Vec2", "A 2D vector made by a C plugin.", 1, TypeIndex::OBJECT)
+    );
+    assert_eq!(
+        info.fields().iter().map(|f| (f.name(), f.type_hint())).collect::<Vec<_>>(),
+        [("x", "float"), ("y", "float")]
+    );
     assert!(info.field("x").unwrap().setter().is_none());
 
     let base = live_objects();
@@ -169,7 +176,13 @@ fn c_functions_take_strings_return_objects_and_call_back() {
 
     let double = Any::object(Function::from_typed("tests.double", |x: i64| x * 2).0.into());
     assert_eq!(func("apply").call(&[double.view(), AnyView::int(21)]).unwrap().view().as_int(), Some(42));
-    let failing = Any::object(Function::from_typed("tests.failing", |_x: i64| -> tether_core::Result<i64> { Err(tether_core::Error::key("from Rust")) }).0.into());
+    let failing = Any::object(
+        Function::from_typed("tests.failing", |_x: i64| -> tether_core::Result<i64> {
+            Err(tether_core::Error::key("from Rust"))
+        })
+        .0
+        .into(),
+    );
     let e = func("apply").call(&[failing.view(), AnyView::int(1)]).unwrap_err();
     assert_eq!((e.kind(), e.message()), ("KeyError", "from Rust"), "a Rust error crosses C unchanged");
     drop((e, arr, items, pa, double, failing));
@@ -189,7 +202,11 @@ fn c_errors_arrive_as_typed_errors() {
     assert_eq!(e3.message(), "cplugin.dot() takes 2 arguments but 0 were given");
     drop((e, e2, e3));
     assert_eq!(live_objects(), base);
-    assert_eq!(func("greet").call(&[AnyView::raw_str("again")]).unwrap().as_str(), Some("hello from C, again"), "still works");
+    assert_eq!(
+        func("greet").call(&[AnyView::raw_str("again")]).unwrap().as_str(),
+        Some("hello from C, again"),
+        "still works"
+    );
 }
 
 #[test]
@@ -222,6 +239,14 @@ fn files_that_are_not_tether_modules_give_clear_errors() {
 
     let e = load_module(&build("init_fails")).unwrap_err();
     assert_eq!(e.kind(), "RuntimeError");
-    assert!(e.message().contains("initialising module") && e.message().contains("cplugin init refused to start"), "{}", e.message());
-    assert_eq!(common::call("testing.add", &[AnyView::int(1), AnyView::int(1)]).unwrap().view().as_int(), Some(2), "the host keeps working");
+    assert!(
+        e.message().contains("initialising module") && e.message().contains("cplugin init refused to start"),
+        "{}",
+        e.message()
+    );
+    assert_eq!(
+        common::call("testing.add", &[AnyView::int(1), AnyView::int(1)]).unwrap().view().as_int(),
+        Some(2),
+        "the host keeps working"
+    );
 }

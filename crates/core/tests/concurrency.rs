@@ -28,10 +28,12 @@ impl Drop for Shared {
 
 fn run_threads(f: impl Fn(usize) + Send + Sync + 'static) {
     let f = Arc::new(f);
-    let handles: Vec<_> = (0..THREADS).map(|t| {
-        let f = f.clone();
-        std::thread::spawn(move || f(t))
-    }).collect();
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let f = f.clone();
+            std::thread::spawn(move || f(t))
+        })
+        .collect();
     for h in handles {
         h.join().expect("worker panicked");
     }
@@ -83,20 +85,22 @@ fn last_strong_and_weak_drops_race_without_double_free() {
     for _ in 0..common::iters(200, 3) {
         let obj = ObjectArc::new(Shared(0));
         let barrier = Arc::new(Barrier::new(THREADS));
-        let handles: Vec<_> = (0..THREADS).map(|t| {
-            let (strong, weak, b) = (obj.clone(), ObjectArc::downgrade(&obj), barrier.clone());
-            std::thread::spawn(move || {
-                b.wait();
-                if t % 2 == 0 {
-                    drop(strong);
-                    let _ = weak.upgrade();
-                    drop(weak);
-                } else {
-                    drop(weak);
-                    drop(strong);
-                }
+        let handles: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (strong, weak, b) = (obj.clone(), ObjectArc::downgrade(&obj), barrier.clone());
+                std::thread::spawn(move || {
+                    b.wait();
+                    if t % 2 == 0 {
+                        drop(strong);
+                        let _ = weak.upgrade();
+                        drop(weak);
+                    } else {
+                        drop(weak);
+                        drop(strong);
+                    }
+                })
             })
-        }).collect();
+            .collect();
         drop(obj);
         handles.into_iter().for_each(|h| h.join().unwrap());
     }
@@ -166,7 +170,8 @@ fn eight_threads_tying_the_same_objects_get_one_wrapper_each() {
     let base = live_objects();
     let n_objects = common::iters(8, 2);
     let rounds = common::iters(200, 3);
-    let objects: Arc<Vec<ObjectRef>> = Arc::new((0..n_objects).map(|i| Pair::new(Any::int(i as i64), Any::none()).into()).collect());
+    let objects: Arc<Vec<ObjectRef>> =
+        Arc::new((0..n_objects).map(|i| Pair::new(Any::int(i as i64), Any::none()).into()).collect());
     let created_before: Vec<usize> = objects.iter().map(|o| h.created_for(o.as_ptr())).collect();
     let barrier = Arc::new(Barrier::new(THREADS));
     let wrappers = Arc::new(std::sync::Mutex::new(Vec::new()));

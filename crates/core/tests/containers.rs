@@ -45,11 +45,7 @@ fn array_get_supports_negative_indices_and_reports_out_of_range() {
 #[test]
 fn small_maps_keep_insertion_order_and_last_value_wins() {
     let _g = common::serial();
-    let m = MapObj::new(vec![
-        (Any::str("b"), Any::int(1)),
-        (Any::str("a"), Any::int(2)),
-        (Any::str("b"), Any::int(3)),
-    ]);
+    let m = MapObj::new(vec![(Any::str("b"), Any::int(1)), (Any::str("a"), Any::int(2)), (Any::str("b"), Any::int(3))]);
     assert_eq!(m.len(), 2);
     let keys: Vec<_> = m.entries().map(|(k, _)| k.as_str().unwrap().to_string()).collect();
     assert_eq!(keys, ["b", "a"]);
@@ -90,7 +86,12 @@ fn large_maps_use_the_index_and_find_every_key() {
 fn string_keys_match_across_inline_view_and_object_forms() {
     let _g = common::serial();
     let long = "a key longer than seven bytes";
-    let m = MapObj::new((0..12).map(|i| (Any::str(&format!("{long} {i}")), Any::int(i))).chain([(Any::str("short"), Any::int(99))]).collect());
+    let m = MapObj::new(
+        (0..12)
+            .map(|i| (Any::str(&format!("{long} {i}")), Any::int(i)))
+            .chain([(Any::str("short"), Any::int(99))])
+            .collect(),
+    );
     let owned = Any::str(&format!("{long} 3"));
     assert_eq!(owned.type_index(), TypeIndex::STR);
     assert_eq!(m.get(&owned.view()).unwrap().view().as_int(), Some(3), "a different Str object, same content");
@@ -110,7 +111,8 @@ fn container_globals_are_registered() {
     let e = common::call("tether.ArraySize", &[AnyView::int(1)]).unwrap_err();
     assert_eq!(e.kind(), "TypeError");
 
-    let m = common::call("tether.Map", &[AnyView::raw_str("k"), AnyView::int(1), AnyView::int(2), AnyView::int(3)]).unwrap();
+    let m = common::call("tether.Map", &[AnyView::raw_str("k"), AnyView::int(1), AnyView::int(2), AnyView::int(3)])
+        .unwrap();
     assert_eq!(m.type_index(), TypeIndex::MAP);
     assert_eq!(common::call("tether.MapSize", &[m.view()]).unwrap().view().as_int(), Some(2));
     assert_eq!(common::call("tether.MapGetItem", &[m.view(), AnyView::raw_str("k")]).unwrap().view().as_int(), Some(1));

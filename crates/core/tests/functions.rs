@@ -13,9 +13,7 @@ use tether_core::{Any, AnyView, Function, ObjectArc, ObjectHeader, TypeIndex};
 #[test]
 fn typed_closures_convert_arguments_and_results() {
     let _g = common::serial();
-    let f = Function::from_typed("tests.mix", |a: i64, b: f64, s: String, flag: bool| {
-        format!("{a}/{b}/{s}/{flag}")
-    });
+    let f = Function::from_typed("tests.mix", |a: i64, b: f64, s: String, flag: bool| format!("{a}/{b}/{s}/{flag}"));
     assert_eq!(f.arity(), 4);
     assert_eq!(f.name(), "tests.mix");
     let r = f.call(&[AnyView::int(1), AnyView::int(2), AnyView::raw_str("x"), AnyView::bool(true)]).unwrap();
@@ -38,7 +36,10 @@ fn type_errors_name_the_position_the_expected_and_the_actual_kind() {
     let cases: [(Vec<AnyView<'_>>, &str); 3] = [
         (vec![AnyView::float(1.5), AnyView::raw_str("s"), p.view()], "tests.f() argument 1: expected int, got float"),
         (vec![AnyView::int(1), AnyView::bool(false), p.view()], "tests.f() argument 2: expected str, got bool"),
-        (vec![AnyView::int(1), AnyView::raw_str("s"), AnyView::none()], "tests.f() argument 3: expected testing.Pair, got None"),
+        (
+            vec![AnyView::int(1), AnyView::raw_str("s"), AnyView::none()],
+            "tests.f() argument 3: expected testing.Pair, got None",
+        ),
     ];
     for (args, message) in cases {
         let e = f.call(&args).unwrap_err();
@@ -94,7 +95,10 @@ static DATA_DROPS: AtomicUsize = AtomicUsize::new(0);
 
 unsafe extern "C" fn add_offset(handle: *mut ObjectHeader, args: *const AnyView<'_>, n: i32, result: *mut Any) -> i32 {
     // SAFETY: `handle` is a Function made by `from_raw_parts` below; its data is a leaked i64.
-    let offset = unsafe { *((*(handle as *const tether_core::arc::ObjectBox<tether_core::function::FunctionObj>)).value.data as *const i64) };
+    let offset = unsafe {
+        *((*(handle as *const tether_core::arc::ObjectBox<tether_core::function::FunctionObj>)).value.data
+            as *const i64)
+    };
     // SAFETY: `n` cells.
     let args = unsafe { std::slice::from_raw_parts(args, n as usize) };
     match args.first().and_then(|a| a.as_int()) {

@@ -16,7 +16,8 @@ fn plugin_path(env_var: &str, package: &str) -> String {
         .status()
         .expect("cargo build");
     assert!(status.success(), "building {package} failed");
-    let target = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../target").into());
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../target").into());
     format!("{target}/debug/lib{}.so", package.replace('-', "_"))
 }
 

@@ -76,7 +76,10 @@ fn pair_fields_swap_and_constructor() {
 fn arithmetic() {
     let _g = common::serial();
     assert_eq!(call("testing.add", &[AnyView::int(2), AnyView::int(40)]).unwrap().view().as_int(), Some(42));
-    assert_eq!(call("testing.add3", &[AnyView::int(1), AnyView::int(2), AnyView::int(3)]).unwrap().view().as_int(), Some(6));
+    assert_eq!(
+        call("testing.add3", &[AnyView::int(1), AnyView::int(2), AnyView::int(3)]).unwrap().view().as_int(),
+        Some(6)
+    );
     let xs = Any::object(ArrayObj::new(vec![Any::int(1), Any::float(0.5), Any::int(2)]).into());
     assert_eq!(call("testing.sum", &[xs.view()]).unwrap().view().as_float(), Some(3.5));
     let bad = Any::object(ArrayObj::new(vec![Any::int(1), Any::str("x")]).into());
@@ -94,7 +97,13 @@ fn call_and_call_in_thread() {
     let g = Function::from_typed("tests.other_thread", move || std::thread::current().id() != here);
     let g = Any::object(g.0.into());
     assert_eq!(call("testing.call_in_thread", &[g.view()]).unwrap().view().as_bool(), Some(true));
-    let fails = Any::object(Function::from_typed("tests.fails", || -> tether_core::Result<()> { Err(tether_core::Error::key("from the thread")) }).0.into());
+    let fails = Any::object(
+        Function::from_typed("tests.fails", || -> tether_core::Result<()> {
+            Err(tether_core::Error::key("from the thread"))
+        })
+        .0
+        .into(),
+    );
     let e = call("testing.call_in_thread", &[fails.view()]).unwrap_err();
     assert_eq!((e.kind(), e.message()), ("KeyError", "from the thread"), "the thread's error comes back");
     assert_eq!(call("testing.call", &[AnyView::int(1)]).unwrap_err().kind(), "TypeError");
@@ -156,7 +165,11 @@ fn make_aligned_and_is_aligned() {
         assert_eq!(call("testing.is_aligned", &[o.view()]).unwrap().view().as_bool(), Some(true), "{align}");
     }
     let p = call("testing.make_pair", &[AnyView::none(), AnyView::none()]).unwrap();
-    assert_eq!(call("testing.is_aligned", &[p.view()]).unwrap().view().as_bool(), Some(true), "any object is 8-aligned");
+    assert_eq!(
+        call("testing.is_aligned", &[p.view()]).unwrap().view().as_bool(),
+        Some(true),
+        "any object is 8-aligned"
+    );
     assert_eq!(call("testing.is_aligned", &[AnyView::int(1)]).unwrap_err().kind(), "TypeError");
 }
 

@@ -28,10 +28,14 @@ fn point(x: i64, y: i64) -> ObjectArc<Point> {
 fn register_point() -> i32 {
     TypeBuilder::<Point>::new()
         .doc("A point.")
-        .field_rw("x", |p: &Point| *p.x.lock().unwrap(), |p: &Point, v: i64| {
-            *p.x.lock().unwrap() = v;
-            Ok(())
-        })
+        .field_rw(
+            "x",
+            |p: &Point| *p.x.lock().unwrap(),
+            |p: &Point, v: i64| {
+                *p.x.lock().unwrap() = v;
+                Ok(())
+            },
+        )
         .field_doc("The x coordinate.", "int")
         .field("y", |p: &Point| p.y)
         .method("norm1", |p: ObjectArc<Point>| *p.x.lock().unwrap() + p.y)

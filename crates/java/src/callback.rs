@@ -33,8 +33,9 @@ struct CallbackData {
     id_hash: i32,
 }
 
-/// identity hash -> [(global ref of the callable, Function header)]
-static REGISTRY: Mutex<Option<HashMap<i32, Vec<(usize, usize)>>>> = Mutex::new(None);
+/// Identity hash -> (global ref of the callable, Function header) pairs with that hash.
+type Registry = HashMap<i32, Vec<(usize, usize)>>;
+static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
 
 /// An owned reference to the Function for Java callable `cb`, made on first use.
 pub fn function_for(env: Env, cb: jobject, id_hash: i32) -> Result<*mut ObjectHeader> {
@@ -65,7 +66,7 @@ pub fn function_for(env: Env, cb: jobject, id_hash: i32) -> Result<*mut ObjectHe
 /// The Java callable behind `obj` if it is one of ours (a global reference, borrowed).
 pub fn original_callable(obj: &ObjectRef) -> Option<jobject> {
     let func = obj.downcast_ref::<FunctionObj>()?;
-    if func.safe_call as *const () as usize != call_java as *const () as usize {
+    if !std::ptr::eq(func.safe_call as *const (), call_java as *const ()) {
         return None;
     }
     // SAFETY: functions with our trampoline carry a `CallbackData`.

@@ -73,7 +73,11 @@ pub unsafe fn decode_arrays(env: Env, kinds: jobject, bits: jobject, refs: jobje
     let mut out = Vec::with_capacity(n);
     let mut first_error = None;
     for i in 0..n {
-        let r = if matches!(k[i], KIND_STR | KIND_BYTES) { env.object_array_get(refs, i as i32) } else { std::ptr::null_mut() };
+        let r = if matches!(k[i], KIND_STR | KIND_BYTES) {
+            env.object_array_get(refs, i as i32)
+        } else {
+            std::ptr::null_mut()
+        };
         let mut hold = Any::none();
         // SAFETY: forwarded; owned handles are consumed even after an earlier error.
         match unsafe { decode(env, k[i], b[i], r, &mut hold) } {
@@ -104,17 +108,26 @@ pub fn to_java(env: Env, value: Any) -> Result<jobject> {
             // SAFETY: `valueOf(J)` was resolved on Long with this signature.
             i => unsafe { env.call_static_object(c.long, c.long_value_of, &[jvalue { j: i }]) },
         },
+        // SAFETY: `valueOf(D)` was resolved on Double with this signature.
         TypeIndex::FLOAT => unsafe {
             env.call_static_object(c.double, c.double_value_of, &[jvalue { d: view.as_float().unwrap_or(0.0) }])
         },
+        // SAFETY: `valueOf(Z)` was resolved on Boolean with this signature.
         TypeIndex::BOOL => unsafe {
             env.call_static_object(c.boolean, c.boolean_value_of, &[jvalue { z: view.as_bool().unwrap_or(false) }])
         },
+        // SAFETY: `valueOf(J)` was resolved on Long with this signature.
         TypeIndex::OPAQUE_PTR => unsafe {
-            env.call_static_object(c.long, c.long_value_of, &[jvalue { j: view.as_opaque_ptr().unwrap_or(std::ptr::null_mut()) as i64 }])
+            env.call_static_object(
+                c.long,
+                c.long_value_of,
+                &[jvalue { j: view.as_opaque_ptr().unwrap_or(std::ptr::null_mut()) as i64 }],
+            )
         },
         TypeIndex::SMALL_STR | TypeIndex::STR | TypeIndex::RAW_STR => env.new_string(view.as_str().unwrap_or("")),
-        TypeIndex::SMALL_BYTES | TypeIndex::BYTES | TypeIndex::RAW_BYTES => env.new_byte_array(view.as_bytes().unwrap_or(&[])),
+        TypeIndex::SMALL_BYTES | TypeIndex::BYTES | TypeIndex::RAW_BYTES => {
+            env.new_byte_array(view.as_bytes().unwrap_or(&[]))
+        }
         t if t >= TypeIndex::OBJECT => {
             let obj = value.into_object().expect("object kinds hold an object");
             if t == TypeIndex::FUNCTION {

@@ -153,7 +153,12 @@ pub extern "system" fn Java_dev_tether_ffi_Native_init(env: *mut JNIEnv, _c: jcl
 }
 
 #[no_mangle]
-pub extern "system" fn Java_dev_tether_ffi_Native_release(env: *mut JNIEnv, _c: jclass, handle: jlong, generation: jlong) {
+pub extern "system" fn Java_dev_tether_ffi_Native_release(
+    env: *mut JNIEnv,
+    _c: jclass,
+    handle: jlong,
+    generation: jlong,
+) {
     if handle != 0 {
         // SAFETY: the Cleaner action / close() owns the wrapper's +1 and runs once.
         unsafe { tie::release(Env(env), handle as *mut ObjectHeader, generation as u64) }
@@ -282,7 +287,11 @@ pub extern "system" fn Java_dev_tether_ffi_Native_functionName(env: *mut JNIEnv,
 // ---- globals and types ---------------------------------------------------------------------
 
 #[no_mangle]
-pub extern "system" fn Java_dev_tether_ffi_Native_getGlobal<'l>(mut jenv: EnvUnowned<'l>, _c: JClass<'l>, name: JString<'l>) -> jobject {
+pub extern "system" fn Java_dev_tether_ffi_Native_getGlobal<'l>(
+    mut jenv: EnvUnowned<'l>,
+    _c: JClass<'l>,
+    name: JString<'l>,
+) -> jobject {
     let env = Env(jenv.as_raw());
     guard(env, null(), || {
         let name = rust_string(&mut jenv, &name, "getGlobalFunc")?;
@@ -315,7 +324,11 @@ pub extern "system" fn Java_dev_tether_ffi_Native_typeKeys(env: *mut JNIEnv, _c:
 }
 
 #[no_mangle]
-pub extern "system" fn Java_dev_tether_ffi_Native_typeIndexOf<'l>(mut jenv: EnvUnowned<'l>, _c: JClass<'l>, key: JString<'l>) -> jint {
+pub extern "system" fn Java_dev_tether_ffi_Native_typeIndexOf<'l>(
+    mut jenv: EnvUnowned<'l>,
+    _c: JClass<'l>,
+    key: JString<'l>,
+) -> jint {
     let env = Env(jenv.as_raw());
     guard(env, -1, || {
         let key = rust_string(&mut jenv, &key, "type key")?;
@@ -325,7 +338,11 @@ pub extern "system" fn Java_dev_tether_ffi_Native_typeIndexOf<'l>(mut jenv: EnvU
 
 /// `[name, "rw"|"ro", type hint, doc]` per field, own fields then inherited ones.
 #[no_mangle]
-pub extern "system" fn Java_dev_tether_ffi_Native_typeFields(env: *mut JNIEnv, _c: jclass, type_index: jint) -> jobjectArray {
+pub extern "system" fn Java_dev_tether_ffi_Native_typeFields(
+    env: *mut JNIEnv,
+    _c: jclass,
+    type_index: jint,
+) -> jobjectArray {
     let env = Env(env);
     guard(env, null(), || {
         let info = info(type_index)?;
@@ -344,7 +361,11 @@ pub extern "system" fn Java_dev_tether_ffi_Native_typeFields(env: *mut JNIEnv, _
 
 /// `[name, "static"|"", doc]` per method.
 #[no_mangle]
-pub extern "system" fn Java_dev_tether_ffi_Native_typeMethods(env: *mut JNIEnv, _c: jclass, type_index: jint) -> jobjectArray {
+pub extern "system" fn Java_dev_tether_ffi_Native_typeMethods(
+    env: *mut JNIEnv,
+    _c: jclass,
+    type_index: jint,
+) -> jobjectArray {
     let env = Env(env);
     guard(env, null(), || {
         let info = info(type_index)?;
@@ -368,7 +389,11 @@ pub extern "system" fn Java_dev_tether_ffi_Native_typeDoc(env: *mut JNIEnv, _c: 
 }
 
 #[no_mangle]
-pub extern "system" fn Java_dev_tether_ffi_Native_typeHasConstructor(env: *mut JNIEnv, _c: jclass, type_index: jint) -> jboolean {
+pub extern "system" fn Java_dev_tether_ffi_Native_typeHasConstructor(
+    env: *mut JNIEnv,
+    _c: jclass,
+    type_index: jint,
+) -> jboolean {
     let env = Env(env);
     guard(env, false, || Ok(info(type_index)?.constructor().is_some()))
 }
@@ -387,7 +412,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_construct<'l>(
         // SAFETY: Java encodes with `Marshal`; decode first so owned handles are consumed.
         let args = unsafe { decode_arrays(env, kinds, bits, refs) }?;
         let key = rust_string(&mut jenv, &key, "type key")?;
-        let index = types::type_index_of(&key).ok_or_else(|| Error::key(format!("no type is registered as {key:?}")))?;
+        let index =
+            types::type_index_of(&key).ok_or_else(|| Error::key(format!("no type is registered as {key:?}")))?;
         let ctor = info(index)?.constructor().ok_or_else(|| Error::type_error(format!("{key} has no constructor")))?;
         let views: Vec<AnyView<'_>> = args.iter().map(Any::view).collect();
         to_java(env, ctor.call(&views)?)
@@ -476,7 +502,12 @@ pub extern "system" fn Java_dev_tether_ffi_Native_arrayLen(env: *mut JNIEnv, _c:
 }
 
 #[no_mangle]
-pub extern "system" fn Java_dev_tether_ffi_Native_arrayGet(env: *mut JNIEnv, _c: jclass, handle: jlong, i: jint) -> jobject {
+pub extern "system" fn Java_dev_tether_ffi_Native_arrayGet(
+    env: *mut JNIEnv,
+    _c: jclass,
+    handle: jlong,
+    i: jint,
+) -> jobject {
     let env = Env(env);
     guard(env, null(), || {
         // SAFETY: as in arrayLen.
@@ -495,17 +526,29 @@ pub extern "system" fn Java_dev_tether_ffi_Native_mapLen(env: *mut JNIEnv, _c: j
 fn map_entry(handle: jlong, i: jint) -> Result<(&'static Any, &'static Any)> {
     // SAFETY: as in mapLen; the 'static borrow ends before the native method returns.
     let map = unsafe { body::<MapObj>(handle, TypeIndex::MAP, "Map") }?;
-    map.entries().nth(i.max(0) as usize).ok_or_else(|| Error::index(format!("map entry {i} out of range for length {}", map.len())))
+    map.entries()
+        .nth(i.max(0) as usize)
+        .ok_or_else(|| Error::index(format!("map entry {i} out of range for length {}", map.len())))
 }
 
 #[no_mangle]
-pub extern "system" fn Java_dev_tether_ffi_Native_mapKeyAt(env: *mut JNIEnv, _c: jclass, handle: jlong, i: jint) -> jobject {
+pub extern "system" fn Java_dev_tether_ffi_Native_mapKeyAt(
+    env: *mut JNIEnv,
+    _c: jclass,
+    handle: jlong,
+    i: jint,
+) -> jobject {
     let env = Env(env);
     guard(env, null(), || to_java(env, map_entry(handle, i)?.0.clone()))
 }
 
 #[no_mangle]
-pub extern "system" fn Java_dev_tether_ffi_Native_mapValueAt(env: *mut JNIEnv, _c: jclass, handle: jlong, i: jint) -> jobject {
+pub extern "system" fn Java_dev_tether_ffi_Native_mapValueAt(
+    env: *mut JNIEnv,
+    _c: jclass,
+    handle: jlong,
+    i: jint,
+) -> jobject {
     let env = Env(env);
     guard(env, null(), || to_java(env, map_entry(handle, i)?.1.clone()))
 }
@@ -538,7 +581,11 @@ pub extern "system" fn Java_dev_tether_ffi_Native_mapGet(
 // ---- modules ---------------------------------------------------------------------------------
 
 #[no_mangle]
-pub extern "system" fn Java_dev_tether_ffi_Native_loadModule<'l>(mut jenv: EnvUnowned<'l>, _c: JClass<'l>, path: JString<'l>) -> jobject {
+pub extern "system" fn Java_dev_tether_ffi_Native_loadModule<'l>(
+    mut jenv: EnvUnowned<'l>,
+    _c: JClass<'l>,
+    path: JString<'l>,
+) -> jobject {
     let env = Env(jenv.as_raw());
     guard(env, null(), || {
         let path = rust_string(&mut jenv, &path, "module path")?;
@@ -558,13 +605,19 @@ pub extern "system" fn Java_dev_tether_ffi_Native_moduleFunction<'l>(
         let name = rust_string(&mut jenv, &name, "function name")?;
         // SAFETY: Java passes a reachable TetherModule's handle.
         let module = unsafe { body::<ModuleObj>(handle, TypeIndex::MODULE, "Module") }?;
-        let f = module.function(&name).ok_or_else(|| Error::key(format!("module {} has no function {name:?}", module.path())))?;
+        let f = module
+            .function(&name)
+            .ok_or_else(|| Error::key(format!("module {} has no function {name:?}", module.path())))?;
         to_java(env, Any::object(f.0.clone().into()))
     })
 }
 
 #[no_mangle]
-pub extern "system" fn Java_dev_tether_ffi_Native_moduleFunctionNames(env: *mut JNIEnv, _c: jclass, handle: jlong) -> jobjectArray {
+pub extern "system" fn Java_dev_tether_ffi_Native_moduleFunctionNames(
+    env: *mut JNIEnv,
+    _c: jclass,
+    handle: jlong,
+) -> jobjectArray {
     let env = Env(env);
     guard(env, null(), || {
         // SAFETY: as in moduleFunction.
@@ -574,7 +627,11 @@ pub extern "system" fn Java_dev_tether_ffi_Native_moduleFunctionNames(env: *mut 
 }
 
 #[no_mangle]
-pub extern "system" fn Java_dev_tether_ffi_Native_moduleTypeKeys(env: *mut JNIEnv, _c: jclass, handle: jlong) -> jobjectArray {
+pub extern "system" fn Java_dev_tether_ffi_Native_moduleTypeKeys(
+    env: *mut JNIEnv,
+    _c: jclass,
+    handle: jlong,
+) -> jobjectArray {
     let env = Env(env);
     guard(env, null(), || {
         // SAFETY: as in moduleFunction.

@@ -32,10 +32,7 @@ fn run_cold(env: Env, info: sys::napi_callback_info, body: ColdFn) -> Value {
         }
         Err(panic) => {
             let msg = tether_core::error::panic_message(&*panic);
-            throw(
-                state,
-                Fail::Native(Error::of_kind(tether_core::ErrorKind::RustPanic, msg)),
-            );
+            throw(state, Fail::Native(Error::of_kind(tether_core::ErrorKind::RustPanic, msg)));
             ptr::null_mut()
         }
     }
@@ -71,22 +68,14 @@ pub fn export_all(state: &EnvState, env: Env, exports: Value) -> JsResult<()> {
         let f = raw::function(env, name, *cb, ptr::null_mut())?;
         raw::set_named(env, exports, name, f)?;
     }
-    let call_async = raw::function(
-        env,
-        "callAsync",
-        Some(crate::call::call_async_callback),
-        ptr::null_mut(),
-    )?;
+    let call_async = raw::function(env, "callAsync", Some(crate::call::call_async_callback), ptr::null_mut())?;
     state.refs.borrow_mut().call_async = Some(raw::strong_ref(env, call_async)?);
     raw::set_named(env, exports, "isMainEnv", raw::boolean(env, state.is_main)?)?;
     Ok(())
 }
 
 fn arg(args: &Args, i: usize) -> Result<Value, Error> {
-    args.argv
-        .get(i)
-        .copied()
-        .ok_or_else(|| Error::type_error(format!("missing argument {}", i + 1)))
+    args.argv.get(i).copied().ok_or_else(|| Error::type_error(format!("missing argument {}", i + 1)))
 }
 
 fn string_arg(state: &EnvState, args: &Args, i: usize, what: &str) -> JsResult<String> {
@@ -190,15 +179,9 @@ fn construct(state: &EnvState, args: Args) -> JsResult<Value> {
         .and_then(type_info)
         .ok_or_else(|| Error::type_error(format!("no registered type has index {index}")))?;
     let ctor = info.constructor().ok_or_else(|| {
-        Error::type_error(format!(
-            "{} has no constructor; get instances from native functions",
-            info.key()
-        ))
+        Error::type_error(format!("{} has no constructor; get instances from native functions", info.key()))
     })?;
-    let values = args.argv[2..]
-        .iter()
-        .map(|&v| js_to_any(state, v))
-        .collect::<JsResult<Vec<Any>>>()?;
+    let values = args.argv[2..].iter().map(|&v| js_to_any(state, v)).collect::<JsResult<Vec<Any>>>()?;
     let views: Vec<AnyView<'_>> = values.iter().map(Any::view).collect();
     let made = {
         let _sync = crate::call::SyncCall::enter(state);

@@ -64,14 +64,7 @@ unsafe extern "C" fn native_function_callback(env: Env, info: sys::napi_callback
             let mut again = argc;
             raw::napi_call!(
                 env,
-                napi_get_cb_info(
-                    env,
-                    info,
-                    &mut again,
-                    heap.as_mut_ptr(),
-                    ptr::null_mut(),
-                    ptr::null_mut()
-                )
+                napi_get_cb_info(env, info, &mut again, heap.as_mut_ptr(), ptr::null_mut(), ptr::null_mut())
             )?;
             call_native(state, wrapper, &heap)
         }
@@ -84,10 +77,7 @@ unsafe extern "C" fn native_function_callback(env: Env, info: sys::napi_callback
         }
         Err(panic) => {
             let msg = tether_core::error::panic_message(&*panic);
-            throw(
-                state,
-                Fail::Native(Error::of_kind(tether_core::ErrorKind::RustPanic, msg)),
-            );
+            throw(state, Fail::Native(Error::of_kind(tether_core::ErrorKind::RustPanic, msg)));
             ptr::null_mut()
         }
     }
@@ -100,10 +90,7 @@ impl<'a> SyncCall<'a> {
     pub fn enter(state: &'a EnvState) -> Self {
         let depth = &state.sync_depth;
         // Only the JS thread writes the depth; other threads read it.
-        depth.store(
-            depth.load(std::sync::atomic::Ordering::Relaxed) + 1,
-            std::sync::atomic::Ordering::SeqCst,
-        );
+        depth.store(depth.load(std::sync::atomic::Ordering::Relaxed) + 1, std::sync::atomic::Ordering::SeqCst);
         SyncCall(state)
     }
 }
@@ -111,10 +98,7 @@ impl<'a> SyncCall<'a> {
 impl Drop for SyncCall<'_> {
     fn drop(&mut self) {
         let depth = &self.0.sync_depth;
-        depth.store(
-            depth.load(std::sync::atomic::Ordering::Relaxed) - 1,
-            std::sync::atomic::Ordering::SeqCst,
-        );
+        depth.store(depth.load(std::sync::atomic::Ordering::Relaxed) - 1, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -199,21 +183,11 @@ fn start_async(state: &EnvState, env: Env, info: sys::napi_callback_info) -> JsR
     }
     // SAFETY: the wrapper's +1 keeps `obj` alive while we take our own.
     let func = unsafe { ObjectRef::from_borrowed(obj) };
-    let values = args
-        .argv
-        .iter()
-        .map(|&v| js_to_any(state, v))
-        .collect::<JsResult<Vec<Any>>>()?;
+    let values = args.argv.iter().map(|&v| js_to_any(state, v)).collect::<JsResult<Vec<Any>>>()?;
     let mut deferred = ptr::null_mut();
     let mut promise = ptr::null_mut();
     napi_call!(env, napi_create_promise(env, &mut deferred, &mut promise))?;
-    let job = Box::into_raw(Box::new(AsyncCall {
-        func,
-        args: values,
-        outcome: None,
-        deferred,
-        work: ptr::null_mut(),
-    }));
+    let job = Box::into_raw(Box::new(AsyncCall { func, args: values, outcome: None, deferred, work: ptr::null_mut() }));
     let name = raw::string(env, "tether.callAsync")?;
     let mut work = ptr::null_mut();
     // SAFETY: `job` is handed to the work callbacks, which free it in `complete_async`.
@@ -265,13 +239,7 @@ unsafe extern "C" fn complete_async(env: Env, status: sys::napi_status, data: *m
     let state = unsafe { crate::env::state_of(env) };
     // SAFETY: our work, completed.
     unsafe { sys::napi_delete_async_work(env, job.work) };
-    let AsyncCall {
-        func,
-        args,
-        outcome,
-        deferred,
-        ..
-    } = *job;
+    let AsyncCall { func, args, outcome, deferred, .. } = *job;
     drop(args);
     drop(func);
     let outcome = match outcome {

@@ -91,10 +91,7 @@ pub fn function_from_js(state: &EnvState, f: Value) -> JsResult<Any> {
         raw::read_string(env, name_value, &mut name)?;
     }
     let strong = raw::strong_ref(env, f)?;
-    let data = Box::into_raw(Box::new(JsCallback {
-        state: arc_of(state),
-        func: strong,
-    })) as *mut c_void;
+    let data = Box::into_raw(Box::new(JsCallback { state: arc_of(state), func: strong })) as *mut c_void;
     // SAFETY: `js_callback_call` reads exactly this data; `drop_js_callback` frees it, and
     // both may run on any thread.
     let func = unsafe { Function::from_raw_parts(js_callback_call, data, Some(drop_js_callback), &name, -1, 0) };
@@ -102,21 +99,11 @@ pub fn function_from_js(state: &EnvState, f: Value) -> JsResult<Any> {
     match link {
         Some(l) => *l.func.borrow_mut() = Some(weak),
         None => {
-            let boxed = Box::into_raw(Box::new(Link {
-                magic: LINK_MAGIC,
-                func: RefCell::new(Some(weak)),
-            }));
+            let boxed = Box::into_raw(Box::new(Link { magic: LINK_MAGIC, func: RefCell::new(Some(weak)) }));
             // SAFETY: the finalizer frees the box; if `f` is already wrapped by someone
             // else the wrap fails and we free it here (identity then is per call only).
             let status = unsafe {
-                sys::napi_wrap(
-                    env,
-                    f,
-                    boxed as *mut c_void,
-                    Some(finalize_link),
-                    ptr::null_mut(),
-                    ptr::null_mut(),
-                )
+                sys::napi_wrap(env, f, boxed as *mut c_void, Some(finalize_link), ptr::null_mut(), ptr::null_mut())
             };
             if status != sys::Status::napi_ok {
                 // SAFETY: not wrapped, still ours.
@@ -174,10 +161,7 @@ fn invoke_on_js_thread(state: &EnvState, func: Ref, args: &[AnyView<'_>]) -> Res
     unsafe { sys::napi_open_handle_scope(env, &mut scope) };
     let outcome = (|| -> JsResult<Any> {
         let f = raw::reference_value(env, func)?;
-        let argv = args
-            .iter()
-            .map(|a| any_to_js(state, a.to_owned_any()))
-            .collect::<JsResult<Vec<Value>>>()?;
+        let argv = args.iter().map(|a| any_to_js(state, a.to_owned_any())).collect::<JsResult<Vec<Value>>>()?;
         let this = raw::undefined(env)?;
         let out = raw::call(env, this, f, &argv)?;
         js_to_any(state, out)

@@ -276,9 +276,7 @@ fn convert_collection(state: &EnvState, v: Value, depth: u32) -> JsResult<Option
         }
         Ok(Some(Any::object(MapObj::new(entries).into())))
     } else {
-        let values = (0..n)
-            .map(|i| convert_item(element(items, i)?))
-            .collect::<JsResult<Vec<Any>>>()?;
+        let values = (0..n).map(|i| convert_item(element(items, i)?)).collect::<JsResult<Vec<Any>>>()?;
         Ok(Some(Any::object(ArrayObj::new(values).into())))
     }
 }
@@ -293,10 +291,7 @@ fn byte_view<'a>(state: &EnvState, v: Value) -> JsResult<Option<&'a [u8]>> {
         let mut count = 0usize;
         let mut buffer = ptr::null_mut();
         let mut offset = 0usize;
-        napi_call!(
-            env,
-            napi_get_typedarray_info(env, v, &mut kind, &mut count, &mut data, &mut buffer, &mut offset)
-        )?;
+        napi_call!(env, napi_get_typedarray_info(env, v, &mut kind, &mut count, &mut data, &mut buffer, &mut offset))?;
         let mut ab_len = 0usize;
         let mut ab_data = ptr::null_mut();
         napi_call!(env, napi_get_arraybuffer_info(env, buffer, &mut ab_data, &mut ab_len))?;
@@ -304,10 +299,7 @@ fn byte_view<'a>(state: &EnvState, v: Value) -> JsResult<Option<&'a [u8]>> {
     } else if is(state, v, sys::napi_is_dataview) {
         let mut buffer = ptr::null_mut();
         let mut offset = 0usize;
-        napi_call!(
-            env,
-            napi_get_dataview_info(env, v, &mut len, &mut data, &mut buffer, &mut offset)
-        )?;
+        napi_call!(env, napi_get_dataview_info(env, v, &mut len, &mut data, &mut buffer, &mut offset))?;
     } else if is(state, v, sys::napi_is_arraybuffer) {
         napi_call!(env, napi_get_arraybuffer_info(env, v, &mut data, &mut len))?;
     } else {
@@ -375,8 +367,6 @@ pub fn any_to_js(state: &EnvState, a: Any) -> JsResult<Value> {
             }
             tie_object(state, obj, None)
         }
-        t => Err(Fail::Native(Error::type_error(format!(
-            "cannot convert a value of kind {t} to JS"
-        )))),
+        t => Err(Fail::Native(Error::type_error(format!("cannot convert a value of kind {t} to JS")))),
     }
 }

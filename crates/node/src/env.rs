@@ -114,10 +114,7 @@ impl EnvState {
         if !*alive {
             return;
         }
-        self.pending_deletes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(r as usize);
+        self.pending_deletes.lock().unwrap_or_else(|e| e.into_inner()).push(r as usize);
         crate::callback::poke(self);
     }
 }
@@ -174,10 +171,7 @@ pub fn init_env(env: Env) -> JsResult<Arc<EnvState>> {
         refs: RefCell::new(JsRefs::default()),
     });
     let raw_state = Arc::into_raw(state.clone()) as *mut c_void;
-    napi_call!(
-        env,
-        napi_set_instance_data(env, raw_state, Some(finalize_instance), ptr::null_mut())
-    )?;
+    napi_call!(env, napi_set_instance_data(env, raw_state, Some(finalize_instance), ptr::null_mut()))?;
     // The tsfn first: its own cleanup hook must run after ours (hooks run in reverse order),
     // so that no thread uses it once ours marked the env dead.
     crate::callback::create_tsfn(&state)?;

@@ -59,11 +59,7 @@ pub fn error_to_js(state: &EnvState, e: &Error) -> JsResult<Value> {
     }
     let factory = state.refs.borrow().error_factory.expect("error factory set at init");
     let factory = raw::reference_value(env, factory)?;
-    let args = [
-        raw::string(env, e.kind())?,
-        raw::string(env, e.message())?,
-        raw::string(env, e.backtrace())?,
-    ];
+    let args = [raw::string(env, e.kind())?, raw::string(env, e.message())?, raw::string(env, e.backtrace())?];
     let this = raw::undefined(env)?;
     raw::call(env, this, factory, &args)
 }
@@ -101,9 +97,7 @@ pub fn fail_to_js(state: &EnvState, fail: Fail) -> Value {
         Fail::Native(e) => error_to_js(state, &e).ok(),
         Fail::Pending => take_exception(state),
     };
-    value
-        .or_else(|| raw::undefined(state.env).ok())
-        .unwrap_or(ptr::null_mut())
+    value.or_else(|| raw::undefined(state.env).ok()).unwrap_or(ptr::null_mut())
 }
 
 /// A native error for `fail` (a pending JS exception is taken and carried as the payload).
@@ -158,16 +152,9 @@ pub fn error_from_exception(state: &EnvState, exc: Value) -> Error {
     };
     let payload = match held.and_then(|h| raw::strong_ref(env, h)) {
         Ok(r) => {
-            let boxed = Box::into_raw(Box::new(ExceptionRef {
-                state: arc_of(state),
-                exception: r,
-                boxed,
-            })) as *mut c_void;
-            let opaque = OpaqueObj {
-                ptr: boxed,
-                finalize: Some(drop_exception_ref),
-                owner: PAYLOAD_OWNER,
-            };
+            let boxed =
+                Box::into_raw(Box::new(ExceptionRef { state: arc_of(state), exception: r, boxed })) as *mut c_void;
+            let opaque = OpaqueObj { ptr: boxed, finalize: Some(drop_exception_ref), owner: PAYLOAD_OWNER };
             Any::object(ObjectArc::new(opaque).into())
         }
         Err(_) => Any::none(),

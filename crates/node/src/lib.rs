@@ -52,13 +52,7 @@ pub struct TypeEntry {
 /// Every registered type, by index.
 #[napi]
 pub fn list_types() -> Vec<TypeEntry> {
-    tether_core::types::list_types()
-        .into_iter()
-        .map(|(index, key)| TypeEntry {
-            index,
-            key: key.to_string(),
-        })
-        .collect()
+    tether_core::types::list_types().into_iter().map(|(index, key)| TypeEntry { index, key: key.to_string() }).collect()
 }
 
 /// Native objects allocated and not yet freed (process-wide).

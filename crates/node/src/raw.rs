@@ -42,9 +42,7 @@ fn status_fail(env: Env, status: sys::napi_status, what: &str) -> Fail {
     if pending || status == sys::Status::napi_pending_exception {
         Fail::Pending
     } else {
-        Fail::Native(tether_core::Error::runtime(format!(
-            "Node-API call {what} failed with status {status}"
-        )))
+        Fail::Native(tether_core::Error::runtime(format!("Node-API call {what} failed with status {status}")))
     }
 }
 
@@ -72,10 +70,7 @@ pub fn null(env: Env) -> JsResult<Value> {
 
 pub fn string(env: Env, s: &str) -> JsResult<Value> {
     let mut v = ptr::null_mut();
-    napi_call!(
-        env,
-        napi_create_string_utf8(env, s.as_ptr() as *const c_char, s.len() as isize, &mut v)
-    )?;
+    napi_call!(env, napi_create_string_utf8(env, s.as_ptr() as *const c_char, s.len() as isize, &mut v))?;
     Ok(v)
 }
 
@@ -143,10 +138,7 @@ pub fn read_string(env: Env, v: Value, out: &mut String) -> JsResult<()> {
     napi_call!(env, napi_get_value_string_utf8(env, v, ptr::null_mut(), 0, &mut len))?;
     let mut buf = vec![0u8; len + 1];
     let mut written = 0usize;
-    napi_call!(
-        env,
-        napi_get_value_string_utf8(env, v, buf.as_mut_ptr() as *mut c_char, len + 1, &mut written)
-    )?;
+    napi_call!(env, napi_get_value_string_utf8(env, v, buf.as_mut_ptr() as *mut c_char, len + 1, &mut written))?;
     buf.truncate(written);
     // Node-API writes valid UTF-8 (lone surrogates become U+FFFD).
     *out = String::from_utf8(buf).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
@@ -156,27 +148,14 @@ pub fn read_string(env: Env, v: Value, out: &mut String) -> JsResult<()> {
 /// Call `f` with `this` and `args`.
 pub fn call(env: Env, this: Value, f: Value, args: &[Value]) -> JsResult<Value> {
     let mut out = ptr::null_mut();
-    napi_call!(
-        env,
-        napi_call_function(env, this, f, args.len(), args.as_ptr(), &mut out)
-    )?;
+    napi_call!(env, napi_call_function(env, this, f, args.len(), args.as_ptr(), &mut out))?;
     Ok(out)
 }
 
 /// A JS function backed by a raw Node-API callback.
 pub fn function(env: Env, name: &str, cb: sys::napi_callback, data: *mut std::ffi::c_void) -> JsResult<Value> {
     let mut f = ptr::null_mut();
-    napi_call!(
-        env,
-        napi_create_function(
-            env,
-            name.as_ptr() as *const c_char,
-            name.len() as isize,
-            cb,
-            data,
-            &mut f
-        )
-    )?;
+    napi_call!(env, napi_create_function(env, name.as_ptr() as *const c_char, name.len() as isize, cb, data, &mut f))?;
     Ok(f)
 }
 
@@ -190,17 +169,11 @@ pub fn args(env: Env, info: sys::napi_callback_info) -> JsResult<Args> {
     let mut argc = 8usize;
     let mut argv = vec![ptr::null_mut(); 8];
     let mut this = ptr::null_mut();
-    napi_call!(
-        env,
-        napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), &mut this, ptr::null_mut())
-    )?;
+    napi_call!(env, napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), &mut this, ptr::null_mut()))?;
     if argc > argv.len() {
         argv = vec![ptr::null_mut(); argc];
         let mut again = argc;
-        napi_call!(
-            env,
-            napi_get_cb_info(env, info, &mut again, argv.as_mut_ptr(), &mut this, ptr::null_mut())
-        )?;
+        napi_call!(env, napi_get_cb_info(env, info, &mut again, argv.as_mut_ptr(), &mut this, ptr::null_mut()))?;
     }
     argv.truncate(argc);
     Ok(Args { this, argv })

@@ -45,9 +45,7 @@ impl Wrapper {
     pub fn live_object(&self) -> Result<*mut ObjectHeader, Error> {
         let obj = self.obj.get();
         if obj.is_null() {
-            Err(Error::runtime(
-                "this tether object was disposed ([Symbol.dispose]() released its native reference)",
-            ))
+            Err(Error::runtime("this tether object was disposed ([Symbol.dispose]() released its native reference)"))
         } else {
             Ok(obj)
         }
@@ -153,14 +151,7 @@ impl Host<'_> {
         let mut reference = ptr::null_mut();
         // SAFETY: `js` is a fresh object of this call; the finalizer takes the box.
         let status = unsafe {
-            sys::napi_wrap(
-                env,
-                js,
-                wrapper as *mut c_void,
-                Some(finalize_wrapper),
-                ptr::null_mut(),
-                &mut reference,
-            )
+            sys::napi_wrap(env, js, wrapper as *mut c_void, Some(finalize_wrapper), ptr::null_mut(), &mut reference)
         };
         if let Err(fail) = raw::check(env, status, "napi_wrap") {
             // SAFETY: the wrap failed, so the box is still ours.
@@ -272,11 +263,7 @@ pub fn tie_object(state: &EnvState, obj: ObjectRef, preset: Option<Value>) -> Js
         None if type_index == TypeIndex::FUNCTION => Shell::Function,
         None => Shell::Instance(ensure_class(state, type_index)?),
     };
-    let host = Host {
-        state,
-        shell,
-        failure: RefCell::new(None),
-    };
+    let host = Host { state, shell, failure: RefCell::new(None) };
     match tying::tie_any(&host, state.tag, &state.side, obj) {
         Ok(v) => Ok(v),
         Err(e) => Err(host.failure.into_inner().unwrap_or(Fail::Native(e))),

@@ -9,8 +9,8 @@ use tether_core::arc::ObjectRef;
 use tether_core::containers::{ArrayObj, MapObj};
 use tether_core::{function, plugin, types, Error};
 
-use crate::errors::PyErrSet;
 use crate::convert::{self, Arena};
+use crate::errors::PyErrSet;
 use crate::{classes, errors, moved, pending, state, wrapper};
 
 /// Take ownership of a new reference (or the pending error when null).
@@ -91,7 +91,8 @@ fn type_index_of(key: &str) -> Option<i32> {
 #[pyfunction]
 #[allow(clippy::type_complexity)]
 fn type_reflection<'py>(py: Python<'py>, index: i32) -> PyResult<Bound<'py, PyTuple>> {
-    let info = types::type_info(index).ok_or_else(|| raise(py, Error::type_error(format!("no native type has index {index}"))))?;
+    let info = types::type_info(index)
+        .ok_or_else(|| raise(py, Error::type_error(format!("no native type has index {index}"))))?;
     let fields = PyList::empty(py);
     for f in info.fields() {
         fields.append((f.name(), f.doc(), f.type_hint(), !f.setter.is_null()))?;
@@ -335,7 +336,11 @@ fn make_method<'py>(py: Python<'py>, func: &Bound<'py, PyAny>) -> PyResult<Bound
 /// Put `value` straight into a class's dict (for names like `__name__` that `setattr` on a
 /// type would treat as the type's own attribute).
 #[pyfunction]
-fn set_class_attr(cls: &Bound<'_, pyo3::types::PyType>, name: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+fn set_class_attr(
+    cls: &Bound<'_, pyo3::types::PyType>,
+    name: &Bound<'_, PyAny>,
+    value: &Bound<'_, PyAny>,
+) -> PyResult<()> {
     // SAFETY: GIL held; `cls` is a type object whose dict we update, then invalidate caches.
     unsafe {
         let tp = cls.as_ptr() as *mut ffi::PyTypeObject;

@@ -17,8 +17,8 @@ use tether_core::object::ObjectHeader;
 use tether_core::types;
 use tether_core::Error;
 
-use crate::errors::PyErrSet;
 use crate::convert::{self, Arena};
+use crate::errors::PyErrSet;
 use crate::wrapper::{self, Wrapper};
 use crate::{classes, errors, pending};
 
@@ -99,7 +99,9 @@ unsafe fn no_keywords(callable: *mut ffi::PyObject) -> *mut ffi::PyObject {
     // SAFETY: GIL held; `callable` is a live Function wrapper.
     unsafe {
         let name = match wrapper::native_of(callable) {
-            Ok(f) => (*(f as *const ObjectBox<FunctionObj>)).value.name.view().as_str().unwrap_or("function").to_string(),
+            Ok(f) => {
+                (*(f as *const ObjectBox<FunctionObj>)).value.name.view().as_str().unwrap_or("function").to_string()
+            }
             Err(PyErrSet) => return null_mut(),
         };
         errors::raise(Error::type_error(format!("{name}() takes no keyword arguments")));
@@ -108,7 +110,11 @@ unsafe fn no_keywords(callable: *mut ffi::PyObject) -> *mut ffi::PyObject {
 }
 
 /// tp_new of every generated class: call the type's registered constructor.
-pub unsafe extern "C" fn object_new(cls: *mut ffi::PyTypeObject, args: *mut ffi::PyObject, kwargs: *mut ffi::PyObject) -> *mut ffi::PyObject {
+pub unsafe extern "C" fn object_new(
+    cls: *mut ffi::PyTypeObject,
+    args: *mut ffi::PyObject,
+    kwargs: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
     // SAFETY: GIL held; `args` is a tuple, `kwargs` a dict or null (tp_new contract).
     unsafe {
         let Some(index) = classes::index_of(cls) else {
@@ -118,7 +124,9 @@ pub unsafe extern "C" fn object_new(cls: *mut ffi::PyTypeObject, args: *mut ffi:
         let info = types::type_info(index);
         let Some(ctor) = info.filter(|i| !i.constructor.is_null()) else {
             let key = info.map(|i| i.key()).unwrap_or("?");
-            errors::raise(Error::type_error(format!("cannot create {key} instances: the type has no registered constructor")));
+            errors::raise(Error::type_error(format!(
+                "cannot create {key} instances: the type has no registered constructor"
+            )));
             return null_mut();
         };
         if !kwargs.is_null() && ffi::PyDict_Size(kwargs) > 0 {

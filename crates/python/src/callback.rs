@@ -50,7 +50,9 @@ pub unsafe fn function_for(callable: *mut ffi::PyObject) -> Result<ObjectRef, Py
     // SAFETY: `call_callable` follows the call ABI and attaches to Python itself.
     // The native name is never shown for these (the tie returns the callable itself), so it
     // is a short inline string: no allocation per callable passed.
-    let f = unsafe { Function::from_raw_parts(call_callable, callable as *mut c_void, Some(drop_callable), CALLABLE_NAME, -1, 0) };
+    let f = unsafe {
+        Function::from_raw_parts(call_callable, callable as *mut c_void, Some(drop_callable), CALLABLE_NAME, -1, 0)
+    };
     let stale = map.insert(callable as usize, ObjectArc::downgrade(&f.0));
     drop(guard);
     drop(stale);
@@ -88,7 +90,12 @@ unsafe extern "C" fn drop_callable(data: *mut c_void) {
     pending::release(Release::Decref(data as *mut ffi::PyObject));
 }
 
-unsafe extern "C" fn call_callable(handle: *mut ObjectHeader, args: *const AnyView<'_>, n: i32, result: *mut Any) -> i32 {
+unsafe extern "C" fn call_callable(
+    handle: *mut ObjectHeader,
+    args: *const AnyView<'_>,
+    n: i32,
+    result: *mut Any,
+) -> i32 {
     if pending::interpreter_is_finalizing() {
         set_last_error(Error::runtime("the Python interpreter is shutting down"));
         return -1;
@@ -117,6 +124,49 @@ unsafe extern "C" fn call_callable(handle: *mut ObjectHeader, args: *const AnyVi
     }
 }
 
+// Before 3.14, a thread that wants the GIL back while the interpreter finalizes is ended with
+// `pthread_exit`, a forced unwind. A callback's Python code can drop and retake the GIL at any
+// bytecode, and that unwind must not cross our `extern "C"` frames (the process would abort).
+// So the call is declared "C-unwind" and a guard hangs the thread if it is unwound: the same
+// answer Python 3.14 gives (pyo3-ffi guards PyGILState_Ensure and PyEval_RestoreThread alike).
+extern "C-unwind" {
+    #[link_name = "PyObject_Vectorcall"]
+    fn PyObject_Vectorcall_unwinding(
+        callable: *mut ffi::PyObject,
+        args: *const *mut ffi::PyObject,
+        nargsf: usize,
+        kwnames: *mut ffi::PyObject,
+    ) -> *mut ffi::PyObject;
+}
+
+/// Dropped only by a forced unwind (see above): parks the thread for good.
+struct HangOnForcedUnwind;
+
+impl Drop for HangOnForcedUnwind {
+    fn drop(&mut self) {
+        loop {
+            std::thread::park();
+        }
+    }
+}
+
+/// `PyObject_Vectorcall` that hangs this thread instead of letting interpreter shutdown
+/// unwind it.
+///
+/// # Safety
+/// GIL held; the vectorcall contract for `callable`, `args` and `nargsf`.
+unsafe fn vectorcall_or_hang(
+    callable: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: usize,
+) -> *mut ffi::PyObject {
+    let guard = HangOnForcedUnwind;
+    // SAFETY: forwarded; the symbol is CPython's PyObject_Vectorcall, declared as "C-unwind".
+    let r = unsafe { PyObject_Vectorcall_unwinding(callable, args, nargsf, null_mut()) };
+    std::mem::forget(guard);
+    r
+}
+
 unsafe fn invoke(callable: *mut ffi::PyObject, args: &[AnyView<'_>]) -> tether_core::Result<Any> {
     // SAFETY: GIL held (attached above).
     unsafe {
@@ -131,12 +181,7 @@ unsafe fn invoke(callable: *mut ffi::PyObject, args: &[AnyView<'_>]) -> tether_c
             }
             py_args.push(o);
         }
-        let r = ffi::PyObject_Vectorcall(
-            callable,
-            py_args.as_ptr().add(1),
-            args.len() | ffi::PY_VECTORCALL_ARGUMENTS_OFFSET,
-            null_mut(),
-        );
+        let r = vectorcall_or_hang(callable, py_args.as_ptr().add(1), args.len() | ffi::PY_VECTORCALL_ARGUMENTS_OFFSET);
         py_args[1..].iter().for_each(|&p| ffi::Py_DECREF(p));
         if r.is_null() {
             return Err(errors::take_python_error());

@@ -109,7 +109,14 @@ fn common_slots() -> Vec<ffi::PyType_Slot> {
     ]
 }
 
-unsafe fn make_type(name: &str, doc: &str, basicsize: usize, mut slots: Vec<ffi::PyType_Slot>, flags: u64, bases: *mut ffi::PyObject) -> *mut ffi::PyTypeObject {
+unsafe fn make_type(
+    name: &str,
+    doc: &str,
+    basicsize: usize,
+    mut slots: Vec<ffi::PyType_Slot>,
+    flags: u64,
+    bases: *mut ffi::PyObject,
+) -> *mut ffi::PyTypeObject {
     if !doc.is_empty() {
         slots.push(slot(ffi::Py_tp_doc, leak_cstring(doc) as *mut c_void));
     }
@@ -143,7 +150,11 @@ pub unsafe fn build_base_type() -> *mut ffi::PyTypeObject {
     if !tp.is_null() {
         wrapper::BASE_TYPE.store(tp, Ordering::Release);
         CLASSES[TypeIndex::OBJECT as usize].store(tp, Ordering::Release);
-        INDEX_OF.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(tp as usize, TypeIndex::OBJECT);
+        INDEX_OF
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(HashMap::new)
+            .insert(tp as usize, TypeIndex::OBJECT);
     }
     tp
 }
@@ -201,7 +212,8 @@ unsafe fn build(index: i32) -> *mut ffi::PyTypeObject {
         let hook = state::CLASS_HOOK.get();
         if !hook.is_null() {
             let idx = ffi::PyLong_FromLong(index as _);
-            let r = ffi::PyObject_CallFunctionObjArgs(hook, cls as *mut ffi::PyObject, idx, null_mut::<ffi::PyObject>());
+            let r =
+                ffi::PyObject_CallFunctionObjArgs(hook, cls as *mut ffi::PyObject, idx, null_mut::<ffi::PyObject>());
             ffi::Py_DECREF(idx);
             if r.is_null() {
                 return null_mut(); // the class stays registered by pointer but unpublished
@@ -282,7 +294,11 @@ unsafe extern "C" fn field_get(slf: *mut ffi::PyObject, closure: *mut c_void) ->
 }
 
 /// Field setter: calls the native setter (`del` is refused).
-unsafe extern "C" fn field_set(slf: *mut ffi::PyObject, value: *mut ffi::PyObject, closure: *mut c_void) -> std::ffi::c_int {
+unsafe extern "C" fn field_set(
+    slf: *mut ffi::PyObject,
+    value: *mut ffi::PyObject,
+    closure: *mut c_void,
+) -> std::ffi::c_int {
     // SAFETY: as in `field_get`; the setter is non-null (only then is `set` installed).
     unsafe {
         let field = &*(closure as *const FieldInfo);

@@ -49,7 +49,9 @@ pub unsafe fn to_view<'a>(o: *mut ffi::PyObject, arena: &mut Arena, hold: bool) 
     // SAFETY: GIL held, `o` live (caller).
     unsafe {
         let tp = ffi::Py_TYPE(o);
-        if (*tp).tp_dealloc.map(|f| f as usize) == Some(wrapper::wrapper_dealloc as *const () as usize) || wrapper::is_wrapper(o) {
+        if (*tp).tp_dealloc.map(|f| f as usize) == Some(wrapper::wrapper_dealloc as *const () as usize)
+            || wrapper::is_wrapper(o)
+        {
             let obj = wrapper::native_of(o)?;
             if hold {
                 inc_ref(obj);
@@ -82,7 +84,9 @@ unsafe fn long_view<'a>(o: *mut ffi::PyObject) -> Result<AnyView<'a>, PyErrSet> 
     let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(o, &mut overflow) };
     if overflow != 0 {
         // SAFETY: GIL held.
-        unsafe { errors::raise_builtin(ffi::PyExc_OverflowError, "int too large to convert to a 64-bit signed integer") };
+        unsafe {
+            errors::raise_builtin(ffi::PyExc_OverflowError, "int too large to convert to a 64-bit signed integer")
+        };
         return Err(PyErrSet);
     }
     // SAFETY: GIL held (caller).

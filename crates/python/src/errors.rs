@@ -112,7 +112,8 @@ pub unsafe fn take_python_error() -> Error {
             text
         };
         // The payload owns our reference to the exception.
-        let payload = ObjectArc::new(OpaqueObj { ptr: exc as *mut c_void, finalize: Some(release_exception), owner: OWNER });
+        let payload =
+            ObjectArc::new(OpaqueObj { ptr: exc as *mut c_void, finalize: Some(release_exception), owner: OWNER });
         Error::with_payload(&kind, message, Any::object(payload.into()))
     }
 }

@@ -39,7 +39,11 @@ unsafe extern "C" fn method_vectorcall(
     unsafe { call::function_vectorcall((*(callable as *mut MethodObj)).func, args, nargsf, kwnames) }
 }
 
-unsafe extern "C" fn method_descr_get(m: *mut ffi::PyObject, obj: *mut ffi::PyObject, _tp: *mut ffi::PyObject) -> *mut ffi::PyObject {
+unsafe extern "C" fn method_descr_get(
+    m: *mut ffi::PyObject,
+    obj: *mut ffi::PyObject,
+    _tp: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
     // SAFETY: GIL held; `m` is a MethodObj, `obj` the instance or null/None for class access.
     unsafe {
         if obj.is_null() || obj == ffi::Py_None() {

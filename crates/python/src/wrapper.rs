@@ -212,7 +212,12 @@ unsafe impl TieHost for PyHost {
         }
     }
 
-    unsafe fn create(&self, obj: ObjectRef, previous: Previous, generation: u64) -> tether_core::Result<(Handle, usize)> {
+    unsafe fn create(
+        &self,
+        obj: ObjectRef,
+        previous: Previous,
+        generation: u64,
+    ) -> tether_core::Result<(Handle, usize)> {
         // SAFETY: GIL held (attached); runs under the slot lock and calls no Python code.
         unsafe {
             if let Some(callable) = callback::callable_of(obj.as_ptr()) {
@@ -275,7 +280,11 @@ pub unsafe fn return_object(obj: ObjectRef) -> *mut ffi::PyObject {
 
 /// As [`return_object`]; a new wrapper gets class `cls` (a subclass the user called) and
 /// the preallocated `fresh` block when given.
-pub unsafe fn return_object_as(obj: ObjectRef, cls: *mut ffi::PyTypeObject, fresh: *mut ffi::PyObject) -> *mut ffi::PyObject {
+pub unsafe fn return_object_as(
+    obj: ObjectRef,
+    cls: *mut ffi::PyTypeObject,
+    fresh: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
     // SAFETY: GIL held by the caller; the class is built before the slot is locked.
     unsafe {
         let cls = if cls.is_null() { classes::class_for(obj.type_index()) } else { cls };
@@ -303,7 +312,11 @@ pub unsafe fn return_object_as(obj: ObjectRef, cls: *mut ffi::PyTypeObject, fres
 }
 
 /// tp_richcompare: equality is native identity.
-pub unsafe extern "C" fn wrapper_richcompare(a: *mut ffi::PyObject, b: *mut ffi::PyObject, op: c_int) -> *mut ffi::PyObject {
+pub unsafe extern "C" fn wrapper_richcompare(
+    a: *mut ffi::PyObject,
+    b: *mut ffi::PyObject,
+    op: c_int,
+) -> *mut ffi::PyObject {
     // SAFETY: GIL held; `a` is a wrapper, `b` any live object.
     unsafe {
         if (op != ffi::Py_EQ && op != ffi::Py_NE) || !is_wrapper(b) {

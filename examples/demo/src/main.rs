@@ -44,18 +44,20 @@ fn main() -> Result<()> {
     let path = std::env::var("TETHER_SCENE_PLUGIN").expect("set TETHER_SCENE_PLUGIN to the scene plugin's path");
     tether_core::init();
     let module = tether_core::plugin::load_module(&path)?;
-    println!("loaded {} (types: {})", module.path(), module.types().iter().filter_map(|&i| type_info(i)).map(|t| t.key()).collect::<Vec<_>>().join(", "));
+    println!(
+        "loaded {} (types: {})",
+        module.path(),
+        module.types().iter().filter_map(|&i| type_info(i)).map(|t| t.key()).collect::<Vec<_>>().join(", ")
+    );
 
     let baseline = tether_core::alloc::live_objects();
     // The same scene as the Python, Node and Java apps: world -> house -> (door, window),
     // world -> tree, world -> lamp, with the same positions (so the tree dumps match).
     let scene = construct("scene.Scene", &[AnyView::raw_str("world")])?;
     let root = object(get_field(&scene, "root")?);
-    for (parent, child, [x, y, z]) in [
-        ("world", "house", [4.0, 0.0, -2.0]),
-        ("house", "door", [4.5, 0.0, -1.5]),
-        ("world", "tree", [-3.0, 0.0, 6.0]),
-    ] {
+    for (parent, child, [x, y, z]) in
+        [("world", "house", [4.0, 0.0, -2.0]), ("house", "door", [4.5, 0.0, -1.5]), ("world", "tree", [-3.0, 0.0, 6.0])]
+    {
         add_node(&scene, parent, child, [x, y, z])?;
     }
     let a = object(call_method(&scene, "find", &[AnyView::raw_str("door")])?);
@@ -65,7 +67,11 @@ fn main() -> Result<()> {
     let t2 = object(get_field(&a, "transform")?);
     fact(&mut ok, "door.transform twice -> same native object", t1.ptr_eq(&t2));
     let echo = get_global("testing.echo").expect("testing.echo");
-    fact(&mut ok, "testing.echo(root) -> same native object", object(echo.call(&[AnyView::object(&root)])?).ptr_eq(&root));
+    fact(
+        &mut ok,
+        "testing.echo(root) -> same native object",
+        object(echo.call(&[AnyView::object(&root)])?).ptr_eq(&root),
+    );
 
     let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let log = heard.clone();
@@ -93,7 +99,11 @@ fn main() -> Result<()> {
     print!("{}", call_method(&scene, "dump", &[])?.view().as_str().unwrap_or(""));
     println!("--- end tree ---");
     drop((scene, root, a, b, t1, t2, window, listener_obj, listener));
-    fact(&mut ok, "live objects back to baseline after dropping everything", tether_core::alloc::live_objects() == baseline);
+    fact(
+        &mut ok,
+        "live objects back to baseline after dropping everything",
+        tether_core::alloc::live_objects() == baseline,
+    );
     if !ok {
         eprintln!("demo: an identity fact did not hold");
         std::process::exit(1);

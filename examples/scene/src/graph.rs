@@ -86,7 +86,12 @@ impl Scene {
         }
         if let Some(old) = child.parent() {
             let mut kids = lock(&old.children);
-            let kept = kids.items().iter().filter(|c| c.view().as_object_ptr() != Some(ObjectArc::as_ptr(child))).cloned().collect();
+            let kept = kids
+                .items()
+                .iter()
+                .filter(|c| c.view().as_object_ptr() != Some(ObjectArc::as_ptr(child)))
+                .cloned()
+                .collect();
             *kids = ArrayObj::new(kept);
         }
         {
@@ -127,7 +132,8 @@ impl Scene {
 
     /// Call every listener of `event` with `payload`; the first error stops the emission.
     pub fn emit(&self, event: &str, payload: Any) -> Result<()> {
-        let targets: Vec<Function> = lock(&self.listeners).iter().filter(|(e, _)| e == event).map(|(_, f)| f.clone()).collect();
+        let targets: Vec<Function> =
+            lock(&self.listeners).iter().filter(|(e, _)| e == event).map(|(_, f)| f.clone()).collect();
         for f in targets {
             f.call(&[AnyView::raw_str(event), payload.view()])?;
         }
@@ -180,10 +186,14 @@ pub fn register_types() {
         .doc("A named node of a scene graph.")
         .field("name", |n: &Node| n.name.clone())
         .field_doc("The node's name.", "str")
-        .field_rw("transform", |n: &Node| lock(&n.transform).clone(), |n: &Node, t: ObjectArc<Transform>| {
-            *lock(&n.transform) = t;
-            Ok(())
-        })
+        .field_rw(
+            "transform",
+            |n: &Node| lock(&n.transform).clone(),
+            |n: &Node, t: ObjectArc<Transform>| {
+                *lock(&n.transform) = t;
+                Ok(())
+            },
+        )
         .field_doc("The node's position (the same object until replaced).", "scene.Transform")
         .field("children", |n: &Node| lock(&n.children).clone())
         .field_doc("The child nodes (an Array, replaced when the tree changes).", "Array")

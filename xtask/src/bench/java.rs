@@ -100,8 +100,7 @@ fn tether(b: &Bench, bench_classes: &Path) -> Result<(PathBuf, Vec<PathBuf>)> {
     let ffi_classes = b.ctx.path("crates/java/target/classes");
     let out = b.dir.join("java/tether-classes");
     let _ = std::fs::remove_dir_all(&out);
-    let cp = std::env::join_paths([bench_classes, &ffi_classes])
-        .map_err(|e| fail(format!("bad classpath: {e}")))?;
+    let cp = std::env::join_paths([bench_classes, &ffi_classes]).map_err(|e| fail(format!("bad classpath: {e}")))?;
     Cmd::new("javac")
         .arg("-d")
         .arg(&out)

@@ -27,9 +27,11 @@ pub fn run(b: &Bench) -> Result<PathBuf> {
             .and_then(|bin| bin.parent())
             .map(|prefix| prefix.join("include/node"))
             .filter(|p| p.join("node_api.h").is_file())
-            .ok_or_else(|| fail(format!("node_api.h not found next to {}", real.display())).hint(
-                "install node's headers (they ship with the official Node.js builds and Debian's libnode-dev)",
-            ))?;
+            .ok_or_else(|| {
+                fail(format!("node_api.h not found next to {}", real.display())).hint(
+                    "install node's headers (they ship with the official Node.js builds and Debian's libnode-dev)",
+                )
+            })?;
         step(LANG, "gcc -O2 raw Node-API peer");
         Cmd::new("gcc")
             .args(["-O2", "-fPIC", "-shared", "-DNODE_GYP_MODULE_NAME=peer_napi_raw"])
@@ -77,8 +79,7 @@ fn tether(b: &Bench, dir: &Path) -> Result<PathBuf> {
     step(LANG, "building tether-node (release)");
     b.cargo_build(&["tether-node"])?;
     let package = dir.join("tether-ffi");
-    std::fs::create_dir_all(&package)
-        .map_err(|e| fail(format!("cannot create {}: {e}", package.display())))?;
+    std::fs::create_dir_all(&package).map_err(|e| fail(format!("cannot create {}: {e}", package.display())))?;
     for file in ["package.json", "index.js"] {
         replace_file(&source.join(file), &package.join(file))?;
     }

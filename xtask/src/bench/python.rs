@@ -41,9 +41,7 @@ pub fn run(b: &Bench) -> Result<PathBuf> {
         b.attempt("python peer tvm_ffi", || tvm_ffi(b, &tc, &peers));
     }
     if b.ctx.path(crate::python::PYPROJECT).is_file() {
-        b.attempt("tether python frontend", || {
-            wheel(b, &python, "crates/python/Cargo.toml", "tether_ffi")
-        });
+        b.attempt("tether python frontend", || wheel(b, &python, "crates/python/Cargo.toml", "tether_ffi"));
     } else {
         println!("skipped: tether python frontend not built ({} not present yet)", crate::python::PYPROJECT);
     }
@@ -145,8 +143,7 @@ fn wheel(b: &Bench, python: &Path, manifest: &str, name: &str) -> Result {
     if !b.quick {
         cmd = cmd.arg("--release");
     }
-    cmd.hint(format!("reproduce with: target/bench/venv/bin/maturin build -m {manifest}"))
-        .run()?;
+    cmd.hint(format!("reproduce with: target/bench/venv/bin/maturin build -m {manifest}")).run()?;
     let wheel = std::fs::read_dir(&out)
         .map_err(|e| fail(format!("cannot read {}: {e}", out.display())))?
         .flatten()
@@ -171,39 +168,51 @@ fn gxx(b: &Bench, what: &str, args: Vec<String>) -> Result {
 
 fn nanobind(b: &Bench, tc: &Toolchain, out: &Path) -> Result {
     let nb = &tc.nanobind;
-    gxx(b, "nanobind peer", vec![
-        "-fvisibility=hidden".into(),
-        format!("-I{}", tc.python_include),
-        format!("-I{}", nb.join("include").display()),
-        format!("-I{}", nb.join("ext/robin_map/include").display()),
-        "benches/peers/nanobind/peer_nanobind.cpp".into(),
-        nb.join("src/nb_combined.cpp").display().to_string(),
-        "-o".into(),
-        out.join(format!("peer_nanobind{}", tc.ext_suffix)).display().to_string(),
-    ])
+    gxx(
+        b,
+        "nanobind peer",
+        vec![
+            "-fvisibility=hidden".into(),
+            format!("-I{}", tc.python_include),
+            format!("-I{}", nb.join("include").display()),
+            format!("-I{}", nb.join("ext/robin_map/include").display()),
+            "benches/peers/nanobind/peer_nanobind.cpp".into(),
+            nb.join("src/nb_combined.cpp").display().to_string(),
+            "-o".into(),
+            out.join(format!("peer_nanobind{}", tc.ext_suffix)).display().to_string(),
+        ],
+    )
 }
 
 fn pybind11(b: &Bench, tc: &Toolchain, out: &Path) -> Result {
-    gxx(b, "pybind11 peer", vec![
-        "-fvisibility=hidden".into(),
-        format!("-I{}", tc.python_include),
-        format!("-I{}", tc.pybind11_include.display()),
-        "benches/peers/pybind11/peer_pybind11.cpp".into(),
-        "-o".into(),
-        out.join(format!("peer_pybind11{}", tc.ext_suffix)).display().to_string(),
-    ])
+    gxx(
+        b,
+        "pybind11 peer",
+        vec![
+            "-fvisibility=hidden".into(),
+            format!("-I{}", tc.python_include),
+            format!("-I{}", tc.pybind11_include.display()),
+            "benches/peers/pybind11/peer_pybind11.cpp".into(),
+            "-o".into(),
+            out.join(format!("peer_pybind11{}", tc.ext_suffix)).display().to_string(),
+        ],
+    )
 }
 
 fn tvm_ffi(b: &Bench, tc: &Toolchain, out: &Path) -> Result {
     let t = &tc.tvm_ffi;
-    gxx(b, "tvm-ffi peer", vec![
-        format!("-I{}", t.join("include").display()),
-        format!("-I{}", t.join("include/dlpack").display()),
-        "benches/peers/tvm_ffi/peer_tvm_ffi.cc".into(),
-        format!("-L{}", t.join("lib").display()),
-        "-ltvm_ffi".into(),
-        format!("-Wl,-rpath,{}", t.join("lib").display()),
-        "-o".into(),
-        out.join("peer_tvm_ffi.so").display().to_string(),
-    ])
+    gxx(
+        b,
+        "tvm-ffi peer",
+        vec![
+            format!("-I{}", t.join("include").display()),
+            format!("-I{}", t.join("include/dlpack").display()),
+            "benches/peers/tvm_ffi/peer_tvm_ffi.cc".into(),
+            format!("-L{}", t.join("lib").display()),
+            "-ltvm_ffi".into(),
+            format!("-Wl,-rpath,{}", t.join("lib").display()),
+            "-o".into(),
+            out.join("peer_tvm_ffi.so").display().to_string(),
+        ],
+    )
 }

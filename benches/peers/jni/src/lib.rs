@@ -20,8 +20,7 @@ pub extern "system" fn Java_dev_tether_bench_JniPeer_echo<'l>(
     _class: JClass<'l>,
     x: JObject<'l>,
 ) -> JObject<'l> {
-    env.with_env(|_env| -> jni::errors::Result<_> { Ok(x) })
-        .resolve::<ThrowRuntimeExAndDefault>()
+    env.with_env(|_env| -> jni::errors::Result<_> { Ok(x) }).resolve::<ThrowRuntimeExAndDefault>()
 }
 
 /// W3: three ints in, one int out.
@@ -45,8 +44,7 @@ pub extern "system" fn Java_dev_tether_bench_JniPeer_call<'l>(
     f: JObject<'l>,
 ) -> JObject<'l> {
     env.with_env(|env| -> jni::errors::Result<_> {
-        env.call_method(&f, jni_str!("get"), jni_sig!("()Ljava/lang/Object;"), &[])?
-            .l()
+        env.call_method(&f, jni_str!("get"), jni_sig!("()Ljava/lang/Object;"), &[])?.l()
     })
     .resolve::<ThrowRuntimeExAndDefault>()
 }
@@ -60,10 +58,7 @@ pub extern "system" fn Java_dev_tether_bench_JniPeer_newPair<'l>(
     second: JObject<'l>,
 ) -> jlong {
     env.with_env(|env| -> jni::errors::Result<_> {
-        let data = Box::new(PairData {
-            first: env.new_global_ref(&first)?,
-            second: env.new_global_ref(&second)?,
-        });
+        let data = Box::new(PairData { first: env.new_global_ref(&first)?, second: env.new_global_ref(&second)? });
         Ok(Box::into_raw(data) as jlong)
     })
     .resolve::<ThrowRuntimeExAndDefault>()

@@ -1,3 +1,4 @@
+#![allow(clippy::not_unsafe_ptr_arg_deref)] // JNI entry points: the JVM passes valid pointers by contract
 //! The raw JNI peer: natives of `dev.tether.bench.JniRawPeer` written against jni-sys only,
 //! with no per-call bookkeeping (the JVM floor).
 
@@ -7,11 +8,7 @@ use jni_sys::{jclass, jlong, jmethodID, jobject, JNIEnv};
 
 /// W1: return the argument itself.
 #[no_mangle]
-pub extern "system" fn Java_dev_tether_bench_JniRawPeer_echo(
-    _env: *mut JNIEnv,
-    _class: jclass,
-    x: jobject,
-) -> jobject {
+pub extern "system" fn Java_dev_tether_bench_JniRawPeer_echo(_env: *mut JNIEnv, _class: jclass, x: jobject) -> jobject {
     x
 }
 
@@ -33,11 +30,7 @@ static SUPPLIER_GET: AtomicPtr<std::ffi::c_void> = AtomicPtr::new(std::ptr::null
 
 /// W7: call `f.get()` (a `java.util.function.Supplier`) from native code.
 #[no_mangle]
-pub extern "system" fn Java_dev_tether_bench_JniRawPeer_call(
-    env: *mut JNIEnv,
-    _class: jclass,
-    f: jobject,
-) -> jobject {
+pub extern "system" fn Java_dev_tether_bench_JniRawPeer_call(env: *mut JNIEnv, _class: jclass, f: jobject) -> jobject {
     // SAFETY: `env` is the valid JNIEnv of this native call; the names are NUL-terminated; a
     // failed lookup leaves a pending exception, which the JVM throws when we return null.
     unsafe {
