@@ -48,9 +48,8 @@ pub unsafe fn call_native(func: *mut ObjectHeader, args: &[*mut ffi::PyObject]) 
             &mut heap
         };
         for (slot, &a) in views.iter_mut().zip(args) {
-            match convert::to_view(a, &mut arena, hold) {
-                Ok(v) => *slot = v,
-                Err(PyErrSet) => return null_mut(),
+            if convert::to_view_into(a, &mut arena, hold, slot).is_err() {
+                return null_mut();
             }
         }
         let mut result = Any::none();

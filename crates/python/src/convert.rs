@@ -44,6 +44,40 @@ impl Arena {
 ///
 /// # Safety
 /// GIL held; `o` is alive for as long as the returned view is used.
+/// [`to_view`] written straight into `slot`: the hot wrapper/int branches store the view's fields
+/// in place instead of returning it (a returned view is stored in pieces and reloaded whole, a
+/// store-forwarding stall per argument).
+///
+/// # Safety
+/// As [`to_view`].
+#[inline(always)]
+pub unsafe fn to_view_into<'a>(
+    o: *mut ffi::PyObject,
+    arena: &mut Arena,
+    hold: bool,
+    slot: &mut AnyView<'a>,
+) -> Result<(), PyErrSet> {
+    // SAFETY: GIL held, `o` live (caller).
+    unsafe {
+        let tp = ffi::Py_TYPE(o);
+        if !hold && (*tp).tp_dealloc.map(|f| f as usize) == Some(wrapper::wrapper_dealloc as *const () as usize) {
+            let obj = wrapper::native_of(o)?;
+            *slot = AnyView::from_raw_parts((*obj).type_index, 0, obj as u64);
+            return Ok(());
+        }
+        if tp == std::ptr::addr_of_mut!(ffi::PyLong_Type) {
+            let mut overflow = 0;
+            let v = ffi::PyLong_AsLongLongAndOverflow(o, &mut overflow);
+            if overflow == 0 && !(v == -1 && !ffi::PyErr_Occurred().is_null()) {
+                *slot = AnyView::int(v);
+                return Ok(());
+            }
+        }
+        *slot = to_view(o, arena, hold)?;
+        Ok(())
+    }
+}
+
 #[inline]
 pub unsafe fn to_view<'a>(o: *mut ffi::PyObject, arena: &mut Arena, hold: bool) -> Result<AnyView<'a>, PyErrSet> {
     // SAFETY: GIL held, `o` live (caller).

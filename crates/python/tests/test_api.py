@@ -40,6 +40,16 @@ def test_unconvertible_arguments(testing):
         testing.echo(2**64)
 
 
+def test_int_arguments_on_the_fast_path(testing):
+    # Ints of exactly `int` take the in-place conversion; -1 is also CPython's error value.
+    assert testing.add(-1, -1) == -2
+    assert testing.add3(2**62, 2**62 - 1, -(2**62)) == 2**62 - 1
+    with pytest.raises(OverflowError):
+        testing.add(2**63, 0)
+    with pytest.raises(tether_ffi.TypeError, match="argument 1: expected int, got bool"):
+        testing.add(True, 1)
+
+
 def test_equality_and_hash_by_identity(testing):
     p = testing.Pair(1, 2)
     q = testing.Pair(1, 2)
