@@ -75,12 +75,19 @@ unsafe fn call_encoded(env: Env, func: jlong, args: &[(jint, jlong, jobject)]) -
     let mut views = [AnyView::none(); 3];
     let mut first_error = None;
     for ((view, h), &(k, b, r)) in views.iter_mut().zip(hold.iter_mut()).zip(args) {
-        // SAFETY: forwarded.
-        match unsafe { decode(env, k, b, r, h) } {
-            Ok(v) => *view = v,
-            Err(e) => {
-                first_error.get_or_insert(e);
-            }
+        // Objects and ints are written in place: a view returned by `decode` is stored in
+        // pieces and reloaded whole, a store-forwarding stall per argument.
+        match k {
+            // SAFETY: forwarded (Java keeps the wrapper, and so its handle, alive).
+            convert::KIND_OBJECT => *view = unsafe { AnyView::from_object_ptr(b as *mut ObjectHeader) },
+            convert::KIND_INT => *view = AnyView::int(b),
+            // SAFETY: forwarded.
+            _ => match unsafe { decode(env, k, b, r, h) } {
+                Ok(v) => *view = v,
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            },
         }
     }
     if let Some(e) = first_error {

@@ -65,8 +65,18 @@ final class Marshal {
 
     /** Encode {@code v} at index {@code i}; throws {@link TetherTypeError} for unsupported values. */
     static void encode(Object v, int[] kinds, long[] bits, Object[] refs, int i) {
+        // Exact-class checks first: an `instanceof` against an interface (Tied) scans the
+        // class's secondary supertypes, which profiling showed dominating calls with Longs.
+        Class<?> c = v == null ? null : v.getClass();
         if (v == null) {
             kinds[i] = NONE;
+        } else if (c == Long.class) {
+            kinds[i] = INT;
+            bits[i] = (Long) v;
+        } else if (c == TetherInstance.class || c == TetherFunction.class) {
+            kinds[i] = OBJECT;
+            bits[i] = ((Tied) v).nativeRef().handle();
+            refs[i] = v;
         } else if (v instanceof Tied) {
             kinds[i] = OBJECT;
             bits[i] = ((Tied) v).nativeRef().handle();

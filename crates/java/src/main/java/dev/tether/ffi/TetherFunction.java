@@ -28,33 +28,34 @@ public final class TetherFunction implements TetherObject, Tied {
         }
         long fn = ref.handle();
         try {
+            if (args.length == 1 && args[0] != null) {
+                // The commonest call passes one wrapper: no encoding arrays at all.
+                Object a = args[0];
+                Class<?> c = a.getClass();
+                if (c == TetherInstance.class || c == TetherFunction.class) {
+                    return Native.call1(fn, Marshal.OBJECT, ((Tied) a).nativeRef().handle(), a);
+                }
+            }
             switch (args.length) {
                 case 0:
                     return Native.call0(fn);
-                case 1: {
-                    Object a = args[0];
-                    if (a instanceof Tied) {
-                        return Native.call1(fn, Marshal.OBJECT, ((Tied) a).nativeRef().handle(), a);
-                    }
-                    if (a instanceof Long) {
-                        return Native.call1(fn, Marshal.INT, (Long) a, null);
-                    }
-                    int[] kinds = new int[1];
-                    long[] bits = new long[1];
-                    Object[] refs = new Object[1];
-                    Marshal.encode(a, kinds, bits, refs, 0);
-                    return Native.call1(fn, kinds[0], bits[0], refs[0]);
-                }
+                case 1:
                 case 2:
                 case 3: {
-                    // Small arrays that never escape: the JIT keeps them in registers.
+                    // Small arrays that never escape: the JIT keeps them in registers, and the
+                    // common arities reach native code as plain arguments.
                     int[] k = new int[3];
                     long[] b = new long[3];
                     Object[] r = new Object[3];
                     Marshal.encodeInto(args, k, b, r);
-                    return args.length == 2
-                            ? Native.call2(fn, k[0], b[0], r[0], k[1], b[1], r[1])
-                            : Native.call3(fn, k[0], b[0], r[0], k[1], b[1], r[1], k[2], b[2], r[2]);
+                    switch (args.length) {
+                        case 1:
+                            return Native.call1(fn, k[0], b[0], r[0]);
+                        case 2:
+                            return Native.call2(fn, k[0], b[0], r[0], k[1], b[1], r[1]);
+                        default:
+                            return Native.call3(fn, k[0], b[0], r[0], k[1], b[1], r[1], k[2], b[2], r[2]);
+                    }
                 }
                 default: {
                     Marshal.Encoded e = Marshal.encodeAll(args);
