@@ -162,3 +162,50 @@ fn side_table_entries_are_shared_and_pruned_only_when_detached_and_unused() {
     assert_eq!(side.drain().len(), 1);
     assert!(side.is_empty());
 }
+
+/// A host whose slot transitions are all serialized by a lock its callers hold (as the GIL
+/// does for Python): `tie` revives an Active wrapper with a plain load, no slot lock.
+struct Serialized<'a>(&'a mock_host::MockHost);
+
+// SAFETY: delegates to the mock host, whose contract holds; the tests below call it from one
+// thread only, which is the lock `SERIALIZED` promises.
+unsafe impl tying::TieHost for Serialized<'_> {
+    type Handle = Arc<mock_host::Wrapper>;
+    const SERIALIZED: bool = true;
+    unsafe fn revive(&self, word: usize) -> Option<Self::Handle> {
+        // SAFETY: forwarded.
+        unsafe { self.0.revive(word) }
+    }
+    unsafe fn create(
+        &self,
+        obj: ObjectRef,
+        previous: tying::Previous,
+        generation: u64,
+    ) -> tether_core::Result<(Self::Handle, usize)> {
+        // SAFETY: forwarded.
+        unsafe { self.0.create(obj, previous, generation) }
+    }
+}
+
+#[test]
+fn a_serialized_host_revives_without_the_lock_and_still_replaces_dying_wrappers() {
+    let _g = common::serial();
+    let h = host();
+    let s = Serialized(h);
+    let obj = new_pair();
+    let ptr = obj.as_ptr();
+    let created = h.created_for(ptr);
+    let w1 = tying::tie_any(&s, h.tag, &h.side, obj.clone()).unwrap();
+    let w2 = tying::tie_any(&s, h.tag, &h.side, obj.clone()).unwrap();
+    assert!(Arc::ptr_eq(&w1, &w2), "the fast path revives the canonical wrapper");
+    assert_eq!(h.created_for(ptr) - created, 1);
+    assert_eq!(obj.header().strong_count(), 2, "the revived return's extra reference was dropped");
+    // A dying wrapper (revive fails) falls back to the locked path and is replaced.
+    drop((w1, w2));
+    let w3 = tying::tie_any(&s, h.tag, &h.side, obj.clone()).unwrap();
+    assert_eq!(h.created_for(ptr) - created, 2, "a new wrapper replaced the dying one");
+    assert_eq!(h.slot_word(ptr) & tying::TAG_LOCKED, 0, "the slot is unlocked again");
+    drop(w3);
+    h.run_finalizers(false);
+    drop(obj);
+}
