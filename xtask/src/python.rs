@@ -100,32 +100,9 @@ pub fn tool_venv(ctx: &Ctx, suite: &str) -> Result<ToolVenv> {
     if !ctx.path(PYPROJECT).is_file() {
         return Err(fail(format!("{PYPROJECT} not present yet, so the Python frontend cannot be built")));
     }
-    require_tool(suite, "python3")?;
     let venv = venv_dir(ctx);
+    let python = venv_with_pins(ctx, suite, &venv, &PINS)?;
     let bin = venv_bin(ctx);
-    let python = bin.join("python");
-
-    if !python.exists() {
-        step(suite, format!("creating virtualenv {}", ctx.rel(&venv)));
-        Cmd::new("python3")
-            .args(["-m", "venv"])
-            .arg(&venv)
-            .hint("python3 cannot create a venv; install the venv module (Debian/Ubuntu: apt-get install python3-venv)")
-            .run()?;
-    }
-
-    let missing = missing_pins(&python)?;
-    if !missing.is_empty() {
-        step(suite, format!("pip install {} (into {})", missing.join(" "), ctx.rel(&venv)));
-        Cmd::new(&python)
-            .args(["-m", "pip", "install", "--disable-pip-version-check", "-q"])
-            .args(&missing)
-            .hint(format!(
-                "pip could not install the pinned tools; check that PyPI is reachable, or delete {} and retry",
-                venv.display()
-            ))
-            .run()?;
-    }
     Ok(ToolVenv { dir: venv, python, bin })
 }
 
@@ -151,18 +128,46 @@ pub fn prepare(ctx: &Ctx, suite: &str) -> Result<PathBuf> {
     Ok(venv.python)
 }
 
+/// A venv at `dir` (made if missing) with every `(name, version)` pin installed; returns its
+/// python. Only the pins not installed at exactly that version are passed to pip.
+pub fn venv_with_pins(ctx: &Ctx, suite: &str, dir: &Path, pins: &[(&str, &str)]) -> Result<PathBuf> {
+    require_tool(suite, "python3")?;
+    let python = bin_dir(dir).join("python");
+    if !python.exists() {
+        step(suite, format!("creating virtualenv {}", ctx.rel(dir)));
+        Cmd::new("python3")
+            .args(["-m", "venv"])
+            .arg(dir)
+            .hint("python3 cannot create a venv; install the venv module (Debian/Ubuntu: apt-get install python3-venv)")
+            .run()?;
+    }
+    let missing = missing_pins(&python, pins)?;
+    if !missing.is_empty() {
+        step(suite, format!("pip install {} (into {})", missing.join(" "), ctx.rel(dir)));
+        Cmd::new(&python)
+            .args(["-m", "pip", "install", "--disable-pip-version-check", "-q"])
+            .args(&missing)
+            .hint(format!(
+                "pip could not install the pinned packages; check that PyPI is reachable, or delete {} and retry",
+                dir.display()
+            ))
+            .run()?;
+    }
+    Ok(python)
+}
+
 /// `name==version` for every pin that is not installed at exactly that version.
-fn missing_pins(python: &PathBuf) -> Result<Vec<String>> {
+fn missing_pins(python: &Path, pins: &[(&str, &str)]) -> Result<Vec<String>> {
     const SCRIPT: &str = "import sys, importlib.metadata as m\n\
         for n in sys.argv[1:]:\n\
         \x20   try: print(n, m.version(n))\n\
         \x20   except m.PackageNotFoundError: print(n, '-')\n";
     let out = Cmd::new(python)
         .args(["-c", SCRIPT])
-        .args(PINS.iter().map(|(name, _)| *name))
-        .hint("the venv's python does not run; delete target/venv and retry")
+        .args(pins.iter().map(|(name, _)| *name))
+        .hint(format!("{} does not run; delete its venv and retry", python.display()))
         .output()?;
-    Ok(PINS
+    Ok(pins
         .iter()
         .filter(|(name, version)| !out.lines().any(|line| line.split_once(' ') == Some((name, version))))
         .map(|(name, version)| format!("{name}=={version}"))

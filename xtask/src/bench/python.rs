@@ -65,43 +65,7 @@ pub fn run(b: &Bench) -> Result<PathBuf> {
 
 /// target/bench/venv with the pinned peers; returns its python.
 fn venv(b: &Bench) -> Result<PathBuf> {
-    let dir = b.dir.join("venv");
-    let python = dir.join("bin/python");
-    if !python.exists() {
-        step(LANG, format!("creating virtualenv {}", b.ctx.rel(&dir)));
-        Cmd::new("python3")
-            .args(["-m", "venv"])
-            .arg(&dir)
-            .hint("install the venv module (Debian/Ubuntu: apt-get install python3-venv)")
-            .run()?;
-    }
-    let missing = missing_pins(&python)?;
-    if !missing.is_empty() {
-        step(LANG, format!("pip install {}", missing.join(" ")));
-        Cmd::new(&python)
-            .args(["-m", "pip", "install", "--disable-pip-version-check", "-q"])
-            .args(&missing)
-            .hint(format!("check that PyPI is reachable, or delete {} and retry", dir.display()))
-            .run()?;
-    }
-    Ok(python)
-}
-
-fn missing_pins(python: &Path) -> Result<Vec<String>> {
-    const SCRIPT: &str = "import sys, importlib.metadata as m\n\
-        for n in sys.argv[1:]:\n\
-        \x20   try: print(n, m.version(n))\n\
-        \x20   except m.PackageNotFoundError: print(n, '-')\n";
-    let out = Cmd::new(python)
-        .args(["-c", SCRIPT])
-        .args(PINS.iter().map(|(name, _)| *name))
-        .hint("the bench venv's python does not run; delete target/bench/venv and retry")
-        .output()?;
-    Ok(PINS
-        .iter()
-        .filter(|(n, v)| !out.lines().any(|l| l.split_once(' ') == Some((n, v))))
-        .map(|(n, v)| format!("{n}=={v}"))
-        .collect())
+    crate::python::venv_with_pins(b.ctx, LANG, &b.dir.join("venv"), &PINS)
 }
 
 fn toolchain(python: &Path) -> Result<Toolchain> {
