@@ -70,17 +70,26 @@ public final class Bench {
         long run(int n) throws Exception;
     }
 
+    /** {@code -Dbench.only=W1,W3} measures only those workloads (for profiling by hand). */
+    private static final String ONLY = System.getProperty("bench.only", "");
+
+    private boolean wanted(String workload) {
+        if (!w.has(workload)) return false;
+        if (ONLY.isEmpty()) return true;
+        return Arrays.asList(ONLY.split(",")).contains(workload);
+    }
+
     private void runAll() throws Exception {
         Object x = w.sample();
-        if (w.has("W1")) measure("W1", n -> loopEcho(x, n));
-        if (w.has("W2")) {
+        if (wanted("W1")) measure("W1", n -> loopEcho(x, n));
+        if (wanted("W2")) {
             Object pair = w.makePair(x, null);
             measure("W2", n -> loopFirst(pair, x, n));
         }
-        if (w.has("W3")) measure("W3", this::loopAdd3);
-        if (w.has("W4")) measure("W4", n -> loopConstruct(x, n));
-        if (w.has("W6")) measure("W6", n -> threadedEcho(x, n));
-        if (w.has("W7")) {
+        if (wanted("W3")) measure("W3", this::loopAdd3);
+        if (wanted("W4")) measure("W4", n -> loopConstruct(x, n));
+        if (wanted("W6")) measure("W6", n -> threadedEcho(x, n));
+        if (wanted("W7")) {
             Object cb = w.callback(x);
             measure("W7", n -> loopCall(cb, x, n));
         }
