@@ -41,36 +41,51 @@ fn rust_string(env: &mut EnvUnowned<'_>, s: &JString<'_>, what: &str) -> Result<
 /// # Safety
 /// `func` is a live Function handle.
 unsafe fn call_function(env: Env, func: jlong, args: &[AnyView<'_>]) -> Result<jobject> {
+    let mut result = Any::none();
     // SAFETY: forwarded.
-    to_java(env, unsafe { call_result(func, args) }?)
+    unsafe { call_into(func, args, &mut result) }?;
+    to_java(env, result)
 }
 
-/// Call `func` and return its owned result.
+/// Call `func`, its owned result written into `result` (which holds None).
+///
+/// The result stays in the caller's cell: the callee stores it whole, and reloading it whole
+/// after a move (`Result<Any>` by value) was a store-forwarding stall on every call.
 ///
 /// # Safety
 /// `func` is the handle of a Function that Java keeps reachable for the call.
-unsafe fn call_result(func: jlong, args: &[AnyView<'_>]) -> Result<Any> {
+#[inline(always)]
+unsafe fn call_into(func: jlong, args: &[AnyView<'_>], result: &mut Any) -> Result<()> {
     let handle = func as *mut ObjectHeader;
     if handle.is_null() || !convert::is_function(handle) {
         return Err(Error::type_error("not a tether Function handle"));
     }
     // SAFETY: checked type; the caller keeps the Function alive.
     let f = unsafe { &(*(handle as *const ObjectBox<FunctionObj>)).value };
-    let mut result = Any::none();
     // SAFETY: the call ABI: a live function, `args.len()` cells, a None result cell.
-    let rc = unsafe { (f.safe_call)(handle, args.as_ptr(), args.len() as i32, &mut result) };
+    let rc = unsafe { (f.safe_call)(handle, args.as_ptr(), args.len() as i32, result) };
     if rc != 0 {
         return Err(tether_core::error::take_last_error());
     }
-    Ok(result)
+    Ok(())
 }
 
-/// Decode up to three `(kind, bits, ref)` arguments and call `func` with them. Every argument
-/// is decoded even after a failure, so owned handles are always consumed.
+/// Decode up to three `(kind, bits, ref)` arguments and call `func` with them, its owned
+/// result written into `result` (which holds None). Every argument is decoded even after a
+/// failure, so owned handles are always consumed.
+///
+/// Returns the wrapper of the argument the result is, if it is one of the object arguments
+/// (`echo(p)`): a local reference of the calling native method, returned to Java as is.
 ///
 /// # Safety
 /// Java encoded the arguments with `Marshal`, keeps each `ref` and the function reachable.
-unsafe fn call_encoded(env: Env, func: jlong, args: &[(jint, jlong, jobject)]) -> Result<jobject> {
+#[inline(always)]
+unsafe fn call_encoded(
+    env: Env,
+    func: jlong,
+    args: &[(jint, jlong, jobject)],
+    result: &mut Any,
+) -> Result<Option<jobject>> {
     let mut hold: [Any; 3] = Default::default();
     let mut views = [AnyView::none(); 3];
     let mut first_error = None;
@@ -93,20 +108,66 @@ unsafe fn call_encoded(env: Env, func: jlong, args: &[(jint, jlong, jobject)]) -
     if let Some(e) = first_error {
         return Err(e);
     }
-    let views = &views[..args.len()];
     // SAFETY: forwarded.
-    let result = unsafe { call_result(func, views) }?;
-    // A function returning one of its object arguments (`echo(p)`) gets that argument's
-    // wrapper back without a tie: a wrapper Java can still pass is strongly reachable and not
-    // closed, so it is the one in the slot (a slot only moves on once its weak ref is cleared).
+    unsafe { call_into(func, &views[..args.len()], result) }?;
+    // A function returning one of its object arguments gets that argument's wrapper back
+    // without a tie: a wrapper Java can still pass is strongly reachable and not closed, so
+    // it is the one in the slot (a slot only moves on once its weak ref is cleared). The
+    // argument is a local reference of this native frame: no `NewLocalRef` (that was a sixth
+    // of an `echo` call).
     if let Some(ptr) = result.view().as_object_ptr() {
-        for (view, &(kind, _, r)) in views.iter().zip(args) {
-            if kind == convert::KIND_OBJECT && !r.is_null() && view.as_object_ptr() == Some(ptr) {
-                return Ok(env.new_local_ref(r));
+        for &(kind, bits, r) in args {
+            if kind == convert::KIND_OBJECT && !r.is_null() && bits as *mut ObjectHeader == ptr {
+                return Ok(Some(r));
             }
         }
     }
-    to_java(env, result)
+    Ok(None)
+}
+
+/// [`call_encoded`], its result as a Java object.
+///
+/// # Safety
+/// As [`call_encoded`].
+#[inline(always)]
+unsafe fn call_encoded_object(env: Env, func: jlong, args: &[(jint, jlong, jobject)]) -> Result<jobject> {
+    let mut result = Any::none();
+    // SAFETY: forwarded.
+    match unsafe { call_encoded(env, func, args, &mut result) }? {
+        Some(r) => Ok(r), // `result`, the extra reference, drops here
+        None => to_java(env, result),
+    }
+}
+
+/// What the `call*L` natives return when the result is not a plain int (or is an int equal
+/// to this value): the result then waits in [`PENDING`] for `Native.takePending()`.
+/// Same value as `Native.PENDING`.
+pub const PENDING_RESULT: jlong = i64::MIN + 0x7e7e;
+
+thread_local! {
+    /// A result a `call*L` native could not return as a `long`; taken at once by Java.
+    static PENDING: std::cell::Cell<Option<Any>> = const { std::cell::Cell::new(None) };
+}
+
+/// [`call_encoded`] for a call site whose results have been ints: an int result comes back as
+/// a plain `long` (Java boxes it, no upcall to `Long.valueOf` from here); anything else is
+/// parked in [`PENDING`] and [`PENDING_RESULT`] returned.
+///
+/// # Safety
+/// As [`call_encoded`].
+#[inline(always)]
+unsafe fn call_encoded_long(env: Env, func: jlong, args: &[(jint, jlong, jobject)]) -> Result<jlong> {
+    let mut result = Any::none();
+    // SAFETY: forwarded. An argument coming back is parked as the object itself (not the
+    // local reference, which dies with this frame); the take ties it to the same wrapper.
+    unsafe { call_encoded(env, func, args, &mut result) }?;
+    if let Some(i) = result.view().as_int() {
+        if i != PENDING_RESULT {
+            return Ok(i);
+        }
+    }
+    PENDING.with(|p| p.set(Some(result)));
+    Ok(PENDING_RESULT)
 }
 
 fn string_array(env: Env, items: &[&str]) -> Result<jobjectArray> {
@@ -192,7 +253,7 @@ pub extern "system" fn Java_dev_tether_ffi_Native_call1(
 ) -> jobject {
     let env = Env(env);
     // SAFETY: Java encodes with `Marshal` and keeps `r` (the wrapper) and the function reachable.
-    guard(env, null(), || unsafe { call_encoded(env, func, &[(kind, bits, r)]) })
+    guard(env, null(), || unsafe { call_encoded_object(env, func, &[(kind, bits, r)]) })
 }
 
 /// Two and three arguments without arrays: the common arities skip the array encoding.
@@ -211,7 +272,7 @@ pub extern "system" fn Java_dev_tether_ffi_Native_call2(
 ) -> jobject {
     let env = Env(env);
     // SAFETY: as in call1.
-    guard(env, null(), || unsafe { call_encoded(env, func, &[(k0, b0, r0), (k1, b1, r1)]) })
+    guard(env, null(), || unsafe { call_encoded_object(env, func, &[(k0, b0, r0), (k1, b1, r1)]) })
 }
 
 #[no_mangle]
@@ -232,7 +293,80 @@ pub extern "system" fn Java_dev_tether_ffi_Native_call3(
 ) -> jobject {
     let env = Env(env);
     // SAFETY: as in call1.
-    guard(env, null(), || unsafe { call_encoded(env, func, &[(k0, b0, r0), (k1, b1, r1), (k2, b2, r2)]) })
+    guard(env, null(), || unsafe { call_encoded_object(env, func, &[(k0, b0, r0), (k1, b1, r1), (k2, b2, r2)]) })
+}
+
+// The `call*L` natives: as `call0`..`call3`, for call sites whose results have been ints
+// (`TetherFunction` learns that per function). See [`call_encoded_long`].
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_call0L(env: *mut JNIEnv, _c: jclass, func: jlong) -> jlong {
+    let env = Env(env);
+    // SAFETY: as in call1.
+    guard(env, 0, || unsafe { call_encoded_long(env, func, &[]) })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_call1L(
+    env: *mut JNIEnv,
+    _c: jclass,
+    func: jlong,
+    kind: jint,
+    bits: jlong,
+    r: jobject,
+) -> jlong {
+    let env = Env(env);
+    // SAFETY: as in call1.
+    guard(env, 0, || unsafe { call_encoded_long(env, func, &[(kind, bits, r)]) })
+}
+
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "system" fn Java_dev_tether_ffi_Native_call2L(
+    env: *mut JNIEnv,
+    _c: jclass,
+    func: jlong,
+    k0: jint,
+    b0: jlong,
+    r0: jobject,
+    k1: jint,
+    b1: jlong,
+    r1: jobject,
+) -> jlong {
+    let env = Env(env);
+    // SAFETY: as in call1.
+    guard(env, 0, || unsafe { call_encoded_long(env, func, &[(k0, b0, r0), (k1, b1, r1)]) })
+}
+
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "system" fn Java_dev_tether_ffi_Native_call3L(
+    env: *mut JNIEnv,
+    _c: jclass,
+    func: jlong,
+    k0: jint,
+    b0: jlong,
+    r0: jobject,
+    k1: jint,
+    b1: jlong,
+    r1: jobject,
+    k2: jint,
+    b2: jlong,
+    r2: jobject,
+) -> jlong {
+    let env = Env(env);
+    // SAFETY: as in call1.
+    guard(env, 0, || unsafe { call_encoded_long(env, func, &[(k0, b0, r0), (k1, b1, r1), (k2, b2, r2)]) })
+}
+
+/// The result a `call*L` native parked (see [`call_encoded_long`]), as a Java object.
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_takePending(env: *mut JNIEnv, _c: jclass) -> jobject {
+    let env = Env(env);
+    guard(env, null(), || match PENDING.with(|p| p.take()) {
+        Some(v) => to_java(env, v),
+        None => Err(Error::runtime("no pending call result on this thread")),
+    })
 }
 
 /// The getter Function of field `name` of a type (or an ancestor), 0 if there is none. The

@@ -22,6 +22,46 @@ final class Marshal {
     /** {@code bits} is an owned native reference the callee takes over. */
     static final int OWNED = 65;
     static final int THROWN = -1;
+    /** Not a {@link #fastKind} value: encode through {@link #encode} instead. */
+    static final int SLOW = -2;
+
+    /**
+     * The kind of the values the call paths pass without arrays: null, {@code Long} and the
+     * two commonest wrapper classes (exact-class checks, no interface {@code instanceof});
+     * {@link #SLOW} for everything else.
+     */
+    static int fastKind(Object v) {
+        if (v == null) {
+            return NONE;
+        }
+        Class<?> c = v.getClass();
+        if (c == Long.class) {
+            return INT;
+        }
+        if (c == TetherInstance.class || c == TetherFunction.class) {
+            return OBJECT;
+        }
+        return SLOW;
+    }
+
+    /** The bits of a value of {@link #fastKind} {@code kind} (throws if a wrapper is closed). */
+    static long fastBits(Object v, int kind) {
+        if (kind == INT) {
+            return (Long) v;
+        }
+        if (kind == OBJECT) {
+            return v.getClass() == TetherInstance.class
+                    ? ((TetherInstance) v).ref.handle()
+                    : ((TetherFunction) v).ref.handle();
+        }
+        return 0;
+    }
+
+    /** The ref of a value of {@link #fastKind} {@code kind}: the wrapper, or null (a boxed
+     * primitive never reaches native code, so the JIT may drop the box). */
+    static Object fastRef(Object v, int kind) {
+        return kind == OBJECT ? v : null;
+    }
 
     static final class Encoded {
         final int[] kinds;
@@ -75,7 +115,7 @@ final class Marshal {
             bits[i] = (Long) v;
         } else if (c == TetherInstance.class || c == TetherFunction.class) {
             kinds[i] = OBJECT;
-            bits[i] = ((Tied) v).nativeRef().handle();
+            bits[i] = fastBits(v, OBJECT);
             refs[i] = v;
         } else if (v instanceof Tied) {
             kinds[i] = OBJECT;

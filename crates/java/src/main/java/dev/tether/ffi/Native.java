@@ -74,6 +74,28 @@ final class Native {
 
     static native Object call(long function, int[] kinds, long[] bits, Object[] refs);
 
+    /**
+     * What the {@code call*L} natives return when the result is not a plain int (or is an int
+     * equal to this value): the result is then parked for {@link #takePending()}, which must
+     * be called next on the same thread (crates/java/src/natives.rs, {@code PENDING_RESULT}).
+     */
+    static final long PENDING = Long.MIN_VALUE + 0x7e7e;
+
+    // As call0..call3, for functions whose results have been ints: an int result comes back
+    // as a plain long (boxed in Java, no upcall from native code), anything else as PENDING.
+
+    static native long call0L(long function);
+
+    static native long call1L(long function, int kind, long bits, Object ref);
+
+    static native long call2L(long function, int k0, long b0, Object r0, int k1, long b1, Object r1);
+
+    static native long call3L(long function, int k0, long b0, Object r0, int k1, long b1, Object r1,
+            int k2, long b2, Object r2);
+
+    /** The result the last {@code call*L} on this thread parked (it returned {@link #PENDING}). */
+    static native Object takePending();
+
     /** The getter Function of a field of a type (or an ancestor), 0 if none. */
     static native long fieldGetter(int typeIndex, String name);
 

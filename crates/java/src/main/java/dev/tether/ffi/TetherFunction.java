@@ -10,7 +10,15 @@ import java.lang.ref.Reference;
  * of static type {@code String}) also calls the function, with that string as its first argument.
  */
 public final class TetherFunction implements TetherObject, Tied {
-    private final NativeRef ref;
+    final NativeRef ref;
+
+    /**
+     * Learned per function: its last result was an int, so calls take the {@code call*L}
+     * natives, which return ints as a plain {@code long} (boxed here) instead of a
+     * {@code Long} made by an upcall from native code. A hint only: a plain field, racy by
+     * design; a non-int result on that path costs one more native call and clears it.
+     */
+    private boolean intResults;
 
     TetherFunction(long handle, long generation, int typeIndex) {
         this.ref = new NativeRef(this, handle, generation, typeIndex);
@@ -24,48 +32,150 @@ public final class TetherFunction implements TetherObject, Tied {
     /** Call the function; arguments and the result convert as described in docs/java.md. */
     public Object call(Object... args) {
         if (args == null) {
-            args = new Object[] {null};
+            return call((Object) null);
         }
+        switch (args.length) {
+            case 0:
+                return call();
+            case 1:
+                return call(args[0]);
+            case 2:
+                return call(args[0], args[1]);
+            case 3:
+                return call(args[0], args[1], args[2]);
+            default:
+                return callEncoded(args);
+        }
+    }
+
+    /** Call with no arguments. */
+    public Object call() {
         long fn = ref.handle();
         try {
-            if (args.length == 1 && args[0] != null) {
-                // The commonest call passes one wrapper: no encoding arrays at all.
-                Object a = args[0];
-                Class<?> c = a.getClass();
-                if (c == TetherInstance.class || c == TetherFunction.class) {
-                    return Native.call1(fn, Marshal.OBJECT, ((Tied) a).nativeRef().handle(), a);
+            return intResults ? fromLong(Native.call0L(fn)) : learn(Native.call0(fn));
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /**
+     * Call with one argument. Wrappers, {@code Long}s and null reach native code as plain
+     * arguments (no arrays); a result that is the argument comes back as that very wrapper.
+     */
+    public Object call(Object a) {
+        long fn = ref.handle();
+        try {
+            int ka = Marshal.fastKind(a);
+            if (ka != Marshal.SLOW) {
+                long ba = Marshal.fastBits(a, ka);
+                Object ra = Marshal.fastRef(a, ka);
+                return intResults ? fromLong(Native.call1L(fn, ka, ba, ra)) : learn(Native.call1(fn, ka, ba, ra));
+            }
+            return callEncoded(new Object[] {a});
+        } finally {
+            Reference.reachabilityFence(this);
+            Reference.reachabilityFence(a);
+        }
+    }
+
+    /** Call with two arguments (see {@link #call(Object)}). */
+    public Object call(Object a, Object b) {
+        long fn = ref.handle();
+        try {
+            int ka = Marshal.fastKind(a);
+            int kb = Marshal.fastKind(b);
+            if (ka != Marshal.SLOW && kb != Marshal.SLOW) {
+                long ba = Marshal.fastBits(a, ka);
+                long bb = Marshal.fastBits(b, kb);
+                Object ra = Marshal.fastRef(a, ka);
+                Object rb = Marshal.fastRef(b, kb);
+                return intResults
+                        ? fromLong(Native.call2L(fn, ka, ba, ra, kb, bb, rb))
+                        : learn(Native.call2(fn, ka, ba, ra, kb, bb, rb));
+            }
+            return callEncoded(new Object[] {a, b});
+        } finally {
+            Reference.reachabilityFence(this);
+            Reference.reachabilityFence(a);
+            Reference.reachabilityFence(b);
+        }
+    }
+
+    /** Call with three arguments (see {@link #call(Object)}). */
+    public Object call(Object a, Object b, Object c) {
+        long fn = ref.handle();
+        try {
+            int ka = Marshal.fastKind(a);
+            int kb = Marshal.fastKind(b);
+            int kc = Marshal.fastKind(c);
+            if (ka != Marshal.SLOW && kb != Marshal.SLOW && kc != Marshal.SLOW) {
+                long ba = Marshal.fastBits(a, ka);
+                long bb = Marshal.fastBits(b, kb);
+                long bc = Marshal.fastBits(c, kc);
+                Object ra = Marshal.fastRef(a, ka);
+                Object rb = Marshal.fastRef(b, kb);
+                Object rc = Marshal.fastRef(c, kc);
+                return intResults
+                        ? fromLong(Native.call3L(fn, ka, ba, ra, kb, bb, rb, kc, bc, rc))
+                        : learn(Native.call3(fn, ka, ba, ra, kb, bb, rb, kc, bc, rc));
+            }
+            return callEncoded(new Object[] {a, b, c});
+        } finally {
+            Reference.reachabilityFence(this);
+            Reference.reachabilityFence(a);
+            Reference.reachabilityFence(b);
+            Reference.reachabilityFence(c);
+        }
+    }
+
+    /** Any arity, any argument types: the arguments are encoded into arrays first. */
+    private Object callEncoded(Object[] args) {
+        long fn = ref.handle();
+        try {
+            if (args.length <= 3) {
+                // Small arrays that never escape: the JIT keeps them in registers, and the
+                // common arities reach native code as plain arguments.
+                int[] k = new int[3];
+                long[] b = new long[3];
+                Object[] r = new Object[3];
+                Marshal.encodeInto(args, k, b, r);
+                switch (args.length) {
+                    case 0:
+                        return Native.call0(fn);
+                    case 1:
+                        return Native.call1(fn, k[0], b[0], r[0]);
+                    case 2:
+                        return Native.call2(fn, k[0], b[0], r[0], k[1], b[1], r[1]);
+                    default:
+                        return Native.call3(fn, k[0], b[0], r[0], k[1], b[1], r[1], k[2], b[2], r[2]);
                 }
             }
-            switch (args.length) {
-                case 0:
-                    return Native.call0(fn);
-                case 1:
-                case 2:
-                case 3: {
-                    // Small arrays that never escape: the JIT keeps them in registers, and the
-                    // common arities reach native code as plain arguments.
-                    int[] k = new int[3];
-                    long[] b = new long[3];
-                    Object[] r = new Object[3];
-                    Marshal.encodeInto(args, k, b, r);
-                    switch (args.length) {
-                        case 1:
-                            return Native.call1(fn, k[0], b[0], r[0]);
-                        case 2:
-                            return Native.call2(fn, k[0], b[0], r[0], k[1], b[1], r[1]);
-                        default:
-                            return Native.call3(fn, k[0], b[0], r[0], k[1], b[1], r[1], k[2], b[2], r[2]);
-                    }
-                }
-                default: {
-                    Marshal.Encoded e = Marshal.encodeAll(args);
-                    return Native.call(fn, e.kinds, e.bits, e.refs);
-                }
-            }
+            Marshal.Encoded e = Marshal.encodeAll(args);
+            return Native.call(fn, e.kinds, e.bits, e.refs);
         } finally {
             Reference.reachabilityFence(this);
             Reference.reachabilityFence(args);
         }
+    }
+
+    /** A result of the object-returning path; an int switches this function to the long path. */
+    private Object learn(Object result) {
+        if (result != null && result.getClass() == Long.class) {
+            intResults = true;
+        }
+        return result;
+    }
+
+    /** A result of the long-returning path. */
+    private Object fromLong(long bits) {
+        if (bits != Native.PENDING) {
+            return Long.valueOf(bits);
+        }
+        Object result = Native.takePending();
+        if (result == null || result.getClass() != Long.class) {
+            intResults = false;
+        }
+        return result;
     }
 
     /** Calls the function with {@code first} as its first argument (see the class comment). */

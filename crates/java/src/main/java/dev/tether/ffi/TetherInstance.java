@@ -2,7 +2,7 @@ package dev.tether.ffi;
 
 /** The wrapper of a native object of a registered type (anything but the builtin containers). */
 public final class TetherInstance implements TetherObject, Tied {
-    private final NativeRef ref;
+    final NativeRef ref;
 
     TetherInstance(long handle, long generation, int typeIndex) {
         this.ref = new NativeRef(this, handle, generation, typeIndex);

@@ -75,8 +75,27 @@ public final class TetherType {
 
     private static final ConcurrentHashMap<Integer, TetherType> CACHE = new ConcurrentHashMap<>();
 
+    /**
+     * {@link #CACHE} by type index, for the field-read path (no boxing, no hashing). Grown by
+     * copy; a reader that sees an old or a null entry falls back to {@link #CACHE}.
+     */
+    private static volatile TetherType[] byIndex = new TetherType[0];
+
     /** Field name to its native getter Function (0: no such field), filled on first read. */
     private final ConcurrentHashMap<String, Long> getters = new ConcurrentHashMap<>();
+
+    /** The last field looked up and its getter (one immutable pair, so reads are consistent). */
+    private static final class LastGetter {
+        final String field;
+        final long getter;
+
+        LastGetter(String field, long getter) {
+            this.field = field;
+            this.getter = getter;
+        }
+    }
+
+    private LastGetter lastGetter = new LastGetter(null, 0);
 
     private final int index;
     private final String key;
@@ -105,15 +124,44 @@ public final class TetherType {
     }
 
     static TetherType of(int index) {
-        return CACHE.computeIfAbsent(index, TetherType::new);
+        TetherType[] table = byIndex;
+        if (index >= 0 && index < table.length) {
+            TetherType t = table[index];
+            if (t != null) {
+                return t;
+            }
+        }
+        return slowOf(index);
+    }
+
+    private static TetherType slowOf(int index) {
+        TetherType t = CACHE.computeIfAbsent(index, TetherType::new);
+        if (index >= 0 && index < 1 << 16) {
+            synchronized (CACHE) {
+                TetherType[] table = byIndex;
+                if (index >= table.length) {
+                    table = java.util.Arrays.copyOf(table, Math.max(index + 1, table.length * 2));
+                } else {
+                    table = table.clone();
+                }
+                table[index] = t;
+                byIndex = table;
+            }
+        }
+        return t;
     }
 
     /** The native getter of {@code field}, or 0 when the type has no such field. */
     long getter(String field) {
+        LastGetter last = lastGetter;
+        if (last.field == field) {
+            return last.getter; // the same String (a literal at the call site): no hashing
+        }
         Long g = getters.get(field);
         if (g == null) {
             g = getters.computeIfAbsent(field, name -> Native.fieldGetter(index, name));
         }
+        lastGetter = new LastGetter(field, g);
         return g;
     }
 
