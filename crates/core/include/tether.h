@@ -26,7 +26,7 @@ extern "C" {
 /* ---- versioning ------------------------------------------------------------------------ */
 
 #define TETHER_ABI_MAJOR 1u
-#define TETHER_ABI_MINOR 0u
+#define TETHER_ABI_MINOR 1u
 /* The value a plugin exports as `tether_module_abi`: major << 16 | minor. */
 #define TETHER_MODULE_ABI_WORD ((TETHER_ABI_MAJOR << 16) | TETHER_ABI_MINOR)
 
@@ -142,6 +142,12 @@ typedef void (*TetherDataDropFn)(void *data);
 
 /* Flag: the function neither blocks nor calls back into a language. */
 #define TETHER_FUNC_LEAF 1u
+/* Flag (ABI 1.1): the function accepts lent object arguments: an object cell whose small_len
+ * is TETHER_LENT_MARK carries one strong reference for the callee, which adopts it when it
+ * converts the argument (exactly once) and releases (dec_ref) the lent arguments it does not
+ * convert. Frontends lend only to functions with this flag; C functions normally leave it off. */
+#define TETHER_FUNC_ADOPTS_LENT 2u
+#define TETHER_LENT_MARK 1u
 
 typedef struct TetherFunctionObj {
     TetherSafeCallFn safe_call;

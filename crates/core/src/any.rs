@@ -1,6 +1,7 @@
 //! `Any` and `AnyView`: 16-byte value cells that cross every boundary.
 //!
-//! Layout `{ i32 type_index, u32 small_len, u64 payload }`. Every unused byte is zero, so
+//! Layout `{ i32 type_index, u32 small_len, u64 payload }` (the first two kept as one `head`
+//! word, see [`Any`]). Every unused byte is zero, so
 //! two cells holding the same value compare and hash bytewise. Kinds below
 //! [`TypeIndex::STATIC_END`] are plain values; kinds at or above [`TypeIndex::OBJECT`] hold a
 //! pointer to an object header in `payload` (owned by `Any`, borrowed by `AnyView`).
@@ -51,17 +52,41 @@ pub const SMALL_MAX: usize = 7;
 /// An owned value: objects inside hold a strong reference.
 #[repr(C)]
 pub struct Any {
-    type_index: i32,
-    small_len: u32,
+    /// `type_index` (low 32 bits) and `small_len` (high 32 bits) in one word: a cell is two
+    /// scalars, so Rust passes and returns it in two registers (no memory round trip with
+    /// mismatched store and load widths, which stalled store forwarding on every call).
+    head: u64,
     payload: Payload,
 }
+
+/// The head word of a cell: `type_index` in bytes 0-3, `small_len` in bytes 4-7.
+#[inline(always)]
+const fn head(type_index: i32, small_len: u32) -> u64 {
+    (type_index as u32 as u64) | ((small_len as u64) << 32)
+}
+
+macro_rules! head_accessors {
+    () => {
+        #[inline(always)]
+        fn tix(&self) -> i32 {
+            self.head as u32 as i32
+        }
+        #[inline(always)]
+        fn small(&self) -> u32 {
+            (self.head >> 32) as u32
+        }
+    };
+}
+
+/// `small_len` of a lent object view (see [`AnyView::lent_object`]); 0 in every other object cell.
+pub const LENT_MARK: u32 = 1;
 
 /// A borrowed value: same layout as [`Any`], no ownership.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct AnyView<'a> {
-    type_index: i32,
-    small_len: u32,
+    /// As in [`Any`].
+    head: u64,
     payload: Payload,
     _borrow: PhantomData<&'a ()>,
 }
@@ -70,9 +95,11 @@ const _: () = {
     assert!(std::mem::size_of::<Any>() == 16);
     assert!(std::mem::align_of::<Any>() == 8);
     assert!(std::mem::size_of::<AnyView<'static>>() == 16);
-    assert!(std::mem::offset_of!(Any, type_index) == 0);
-    assert!(std::mem::offset_of!(Any, small_len) == 4);
+    assert!(std::mem::offset_of!(Any, head) == 0);
     assert!(std::mem::offset_of!(Any, payload) == 8);
+    assert!(std::mem::offset_of!(AnyView<'static>, head) == 0);
+    // `head` keeps `type_index` at byte 0 and `small_len` at byte 4 only on little-endian targets.
+    assert!(cfg!(target_endian = "little"));
     assert!(std::mem::offset_of!(AnyView<'static>, payload) == 8);
 };
 
@@ -117,25 +144,27 @@ fn pack_small(bytes: &[u8]) -> Payload {
 }
 
 impl Any {
+    head_accessors!();
+
     pub const fn none() -> Any {
-        Any { type_index: TypeIndex::NONE, small_len: 0, payload: Payload::ZERO }
+        Any { head: head(TypeIndex::NONE, 0), payload: Payload::ZERO }
     }
     pub fn int(v: i64) -> Any {
-        Any { type_index: TypeIndex::INT, small_len: 0, payload: Payload::bits(v as u64) }
+        Any { head: head(TypeIndex::INT, 0), payload: Payload::bits(v as u64) }
     }
     pub fn float(v: f64) -> Any {
-        Any { type_index: TypeIndex::FLOAT, small_len: 0, payload: Payload::bits(v.to_bits()) }
+        Any { head: head(TypeIndex::FLOAT, 0), payload: Payload::bits(v.to_bits()) }
     }
     pub fn bool(v: bool) -> Any {
-        Any { type_index: TypeIndex::BOOL, small_len: 0, payload: Payload::bits(v as u64) }
+        Any { head: head(TypeIndex::BOOL, 0), payload: Payload::bits(v as u64) }
     }
     pub fn opaque_ptr(p: *mut std::ffi::c_void) -> Any {
-        Any { type_index: TypeIndex::OPAQUE_PTR, small_len: 0, payload: Payload::ptr(p) }
+        Any { head: head(TypeIndex::OPAQUE_PTR, 0), payload: Payload::ptr(p) }
     }
     /// A string: inline when at most 7 bytes, else a `Str` object.
     pub fn str(s: &str) -> Any {
         if s.len() <= SMALL_MAX {
-            Any { type_index: TypeIndex::SMALL_STR, small_len: s.len() as u32, payload: pack_small(s.as_bytes()) }
+            Any { head: head(TypeIndex::SMALL_STR, s.len() as u32), payload: pack_small(s.as_bytes()) }
         } else {
             Any::object(crate::containers::StrObj::new(s).into())
         }
@@ -143,7 +172,7 @@ impl Any {
     /// Bytes: inline when at most 7, else a `Bytes` object.
     pub fn bytes(b: &[u8]) -> Any {
         if b.len() <= SMALL_MAX {
-            Any { type_index: TypeIndex::SMALL_BYTES, small_len: b.len() as u32, payload: pack_small(b) }
+            Any { head: head(TypeIndex::SMALL_BYTES, b.len() as u32), payload: pack_small(b) }
         } else {
             Any::object(crate::containers::BytesObj::new(b).into())
         }
@@ -152,38 +181,38 @@ impl Any {
         let ptr = obj.into_raw();
         // SAFETY: a live header.
         let type_index = unsafe { (*ptr).type_index };
-        Any { type_index, small_len: 0, payload: Payload::ptr(ptr) }
+        Any { head: head(type_index, 0), payload: Payload::ptr(ptr) }
     }
 
     pub fn view(&self) -> AnyView<'_> {
-        AnyView { type_index: self.type_index, small_len: self.small_len, payload: self.payload, _borrow: PhantomData }
+        AnyView { head: self.head, payload: self.payload, _borrow: PhantomData }
     }
 
     pub fn type_index(&self) -> i32 {
-        self.type_index
+        self.tix()
     }
 
     pub fn is_none(&self) -> bool {
-        self.type_index == TypeIndex::NONE
+        self.tix() == TypeIndex::NONE
     }
 
     /// Raw parts, for the C ABI.
     pub fn into_raw_parts(self) -> (i32, u32, u64) {
         let this = ManuallyDrop::new(self);
-        (this.type_index, this.small_len, this.payload.expose())
+        (this.tix(), this.small(), this.payload.expose())
     }
 
     /// # Safety
     /// The parts form a valid owned cell (an object kind carries a strong reference).
     pub unsafe fn from_raw_parts(type_index: i32, small_len: u32, payload: u64) -> Any {
-        Any { type_index, small_len, payload: Payload::from_exposed(payload) }
+        Any { head: head(type_index, small_len), payload: Payload::from_exposed(payload) }
     }
 
     /// The string inside (inline or a `Str` object), borrowed from this cell. Unlike
     /// `self.view().as_str()`, an inline string borrows `self`, not a temporary view.
     pub fn as_str(&self) -> Option<&str> {
-        if self.type_index == TypeIndex::SMALL_STR {
-            let len = (self.small_len as usize).min(SMALL_MAX);
+        if self.tix() == TypeIndex::SMALL_STR {
+            let len = (self.small() as usize).min(SMALL_MAX);
             // SAFETY: small strings keep `len <= 7` bytes of UTF-8 (checked when made) at the
             // start of the little-endian payload, which lives in `self`.
             let bytes = unsafe { std::slice::from_raw_parts(&self.payload as *const Payload as *const u8, len) };
@@ -196,7 +225,7 @@ impl Any {
 
     /// Take the object out, if this holds one.
     pub fn into_object(self) -> Option<ObjectRef> {
-        if self.type_index >= TypeIndex::OBJECT {
+        if self.tix() >= TypeIndex::OBJECT {
             let this = ManuallyDrop::new(self);
             // SAFETY: object kinds own one strong reference, which moves to the `ObjectRef`.
             Some(unsafe { ObjectRef::from_raw(this.payload.as_ptr::<ObjectHeader>()) })
@@ -227,17 +256,17 @@ impl Default for Any {
 
 impl Clone for Any {
     fn clone(&self) -> Self {
-        if self.type_index >= TypeIndex::OBJECT {
+        if self.tix() >= TypeIndex::OBJECT {
             // SAFETY: object kinds hold a strong reference to a live object.
             unsafe { inc_ref(self.payload.as_ptr::<ObjectHeader>()) };
         }
-        Any { type_index: self.type_index, small_len: self.small_len, payload: self.payload }
+        Any { head: head(self.tix(), self.small()), payload: self.payload }
     }
 }
 
 impl Drop for Any {
     fn drop(&mut self) {
-        if self.type_index >= TypeIndex::OBJECT {
+        if self.tix() >= TypeIndex::OBJECT {
             // SAFETY: we own one strong reference.
             unsafe { dec_ref(self.payload.as_ptr::<ObjectHeader>()) };
         }
@@ -253,9 +282,7 @@ impl PartialEq for Any {
 
 impl<'a> PartialEq for AnyView<'a> {
     fn eq(&self, other: &Self) -> bool {
-        self.type_index == other.type_index
-            && self.small_len == other.small_len
-            && self.payload.to_bits() == other.payload.to_bits()
+        self.tix() == other.tix() && self.small() == other.small() && self.payload.to_bits() == other.payload.to_bits()
     }
 }
 
@@ -266,29 +293,24 @@ impl std::fmt::Debug for Any {
 }
 
 impl<'a> AnyView<'a> {
+    head_accessors!();
     pub const fn none() -> AnyView<'static> {
-        AnyView { type_index: TypeIndex::NONE, small_len: 0, payload: Payload::ZERO, _borrow: PhantomData }
+        AnyView { head: head(TypeIndex::NONE, 0), payload: Payload::ZERO, _borrow: PhantomData }
     }
     pub fn int(v: i64) -> AnyView<'static> {
-        AnyView { type_index: TypeIndex::INT, small_len: 0, payload: Payload::bits(v as u64), _borrow: PhantomData }
+        AnyView { head: head(TypeIndex::INT, 0), payload: Payload::bits(v as u64), _borrow: PhantomData }
     }
     pub fn float(v: f64) -> AnyView<'static> {
-        AnyView {
-            type_index: TypeIndex::FLOAT,
-            small_len: 0,
-            payload: Payload::bits(v.to_bits()),
-            _borrow: PhantomData,
-        }
+        AnyView { head: head(TypeIndex::FLOAT, 0), payload: Payload::bits(v.to_bits()), _borrow: PhantomData }
     }
     pub fn bool(v: bool) -> AnyView<'static> {
-        AnyView { type_index: TypeIndex::BOOL, small_len: 0, payload: Payload::bits(v as u64), _borrow: PhantomData }
+        AnyView { head: head(TypeIndex::BOOL, 0), payload: Payload::bits(v as u64), _borrow: PhantomData }
     }
     /// Borrow a string without copying (strings longer than `u32::MAX` are not viewable).
     pub fn raw_str(s: &'a str) -> AnyView<'a> {
         assert!(s.len() <= u32::MAX as usize, "string too long for a view");
         AnyView {
-            type_index: TypeIndex::RAW_STR,
-            small_len: s.len() as u32,
+            head: head(TypeIndex::RAW_STR, s.len() as u32),
             payload: Payload::ptr(s.as_ptr()),
             _borrow: PhantomData,
         }
@@ -296,20 +318,14 @@ impl<'a> AnyView<'a> {
     pub fn raw_bytes(b: &'a [u8]) -> AnyView<'a> {
         assert!(b.len() <= u32::MAX as usize, "bytes too long for a view");
         AnyView {
-            type_index: TypeIndex::RAW_BYTES,
-            small_len: b.len() as u32,
+            head: head(TypeIndex::RAW_BYTES, b.len() as u32),
             payload: Payload::ptr(b.as_ptr()),
             _borrow: PhantomData,
         }
     }
     /// Borrow an object.
     pub fn object(obj: &'a ObjectRef) -> AnyView<'a> {
-        AnyView {
-            type_index: obj.type_index(),
-            small_len: 0,
-            payload: Payload::ptr(obj.as_ptr()),
-            _borrow: PhantomData,
-        }
+        AnyView { head: head(obj.type_index(), 0), payload: Payload::ptr(obj.as_ptr()), _borrow: PhantomData }
     }
     /// Borrow an object from a raw header pointer.
     ///
@@ -318,43 +334,79 @@ impl<'a> AnyView<'a> {
     pub unsafe fn from_object_ptr(obj: *mut ObjectHeader) -> AnyView<'a> {
         // SAFETY: forwarded.
         let type_index = unsafe { (*obj).type_index };
-        AnyView { type_index, small_len: 0, payload: Payload::ptr(obj), _borrow: PhantomData }
+        AnyView { head: head(type_index, 0), payload: Payload::ptr(obj), _borrow: PhantomData }
+    }
+
+    /// An object argument that carries one strong reference for the callee (a *lent* view,
+    /// marked by [`LENT_MARK`] in `small_len`). Only for functions flagged
+    /// `FUNC_ADOPTS_LENT`, which convert each argument exactly once: the conversion adopts
+    /// the reference instead of adding one (`to_owned_any`, `to_object`), on success and on a
+    /// type mismatch alike, and the call releases lent arguments it never converted.
+    ///
+    /// # Safety
+    /// `obj` is live and the caller gives up one strong reference to it.
+    pub unsafe fn lent_object(obj: *mut ObjectHeader) -> AnyView<'a> {
+        // SAFETY: forwarded.
+        let type_index = unsafe { (*obj).type_index };
+        AnyView { head: head(type_index, LENT_MARK), payload: Payload::ptr(obj), _borrow: PhantomData }
+    }
+
+    /// True for a lent object view (see [`AnyView::lent_object`]).
+    #[inline]
+    pub fn is_lent(&self) -> bool {
+        self.small() == LENT_MARK && self.tix() >= TypeIndex::OBJECT
+    }
+
+    /// Drop the reference a lent view carries; no-op for other views. For a callee that
+    /// will not convert this argument (an arity error, an earlier argument's failure).
+    pub fn release_if_lent(&self) {
+        if self.is_lent() {
+            // SAFETY: a lent view owns one strong reference (see `lent_object`), given up here.
+            unsafe { dec_ref(self.payload.as_ptr::<ObjectHeader>()) };
+        }
     }
 
     pub fn type_index(&self) -> i32 {
-        self.type_index
+        self.tix()
     }
     pub fn is_none(&self) -> bool {
-        self.type_index == TypeIndex::NONE
+        self.tix() == TypeIndex::NONE
     }
     pub fn is_object(&self) -> bool {
-        self.type_index >= TypeIndex::OBJECT
+        self.tix() >= TypeIndex::OBJECT
     }
     pub fn as_int(&self) -> Option<i64> {
-        (self.type_index == TypeIndex::INT).then_some(self.payload.to_bits() as i64)
+        (self.tix() == TypeIndex::INT).then_some(self.payload.to_bits() as i64)
     }
     pub fn as_bool(&self) -> Option<bool> {
-        (self.type_index == TypeIndex::BOOL).then_some(self.payload.to_bits() != 0)
+        (self.tix() == TypeIndex::BOOL).then_some(self.payload.to_bits() != 0)
     }
     pub fn as_float(&self) -> Option<f64> {
-        (self.type_index == TypeIndex::FLOAT).then_some(f64::from_bits(self.payload.to_bits()))
+        (self.tix() == TypeIndex::FLOAT).then_some(f64::from_bits(self.payload.to_bits()))
     }
     pub fn as_opaque_ptr(&self) -> Option<*mut std::ffi::c_void> {
-        (self.type_index == TypeIndex::OPAQUE_PTR).then_some(self.payload.as_ptr::<std::ffi::c_void>())
+        (self.tix() == TypeIndex::OPAQUE_PTR).then_some(self.payload.as_ptr::<std::ffi::c_void>())
     }
     /// The object's header pointer, borrowed.
     pub fn as_object_ptr(&self) -> Option<*mut ObjectHeader> {
         self.is_object().then_some(self.payload.as_ptr::<ObjectHeader>())
     }
-    /// A new strong reference to the object inside.
+    /// A new strong reference to the object inside (a lent view's own, adopted).
+    #[inline]
     pub fn to_object(&self) -> Option<ObjectRef> {
-        // SAFETY: the view borrows a live object for `'a`.
-        self.as_object_ptr().map(|p| unsafe { ObjectRef::from_borrowed(p) })
+        let p = self.as_object_ptr()?;
+        if self.small() == LENT_MARK {
+            // SAFETY: a lent view carries one strong reference for its callee.
+            Some(unsafe { ObjectRef::from_raw(p) })
+        } else {
+            // SAFETY: the view borrows a live object for `'a`.
+            Some(unsafe { ObjectRef::from_borrowed(p) })
+        }
     }
     /// Borrow the object as a typed value, if it is a `T`.
     pub fn downcast_ref<T: crate::Object>(&self) -> Option<&'a T> {
         let p = self.as_object_ptr()?;
-        if crate::types::is_instance(self.type_index, T::type_index()) {
+        if crate::types::is_instance(self.tix(), T::type_index()) {
             // SAFETY: checked type; the view keeps the object alive for `'a`.
             Some(unsafe { &(*(p as *const crate::arc::ObjectBox<T>)).value })
         } else {
@@ -364,7 +416,7 @@ impl<'a> AnyView<'a> {
 
     /// The string inside (small, view or `Str` object), if this is a string.
     pub fn as_str(&self) -> Option<&str> {
-        match self.type_index {
+        match self.tix() {
             TypeIndex::SMALL_STR | TypeIndex::RAW_STR => std::str::from_utf8(self.inline_or_raw_bytes()).ok(),
             TypeIndex::STR => self.downcast_ref::<crate::containers::StrObj>().map(|s| s.as_str()),
             _ => None,
@@ -373,7 +425,7 @@ impl<'a> AnyView<'a> {
 
     /// The bytes inside (small, view or `Bytes` object), if this is bytes.
     pub fn as_bytes(&self) -> Option<&[u8]> {
-        match self.type_index {
+        match self.tix() {
             TypeIndex::SMALL_BYTES | TypeIndex::RAW_BYTES => Some(self.inline_or_raw_bytes()),
             TypeIndex::BYTES => self.downcast_ref::<crate::containers::BytesObj>().map(|b| b.as_bytes()),
             _ => None,
@@ -381,8 +433,8 @@ impl<'a> AnyView<'a> {
     }
 
     fn inline_or_raw_bytes(&self) -> &[u8] {
-        let len = self.small_len as usize;
-        if matches!(self.type_index, TypeIndex::SMALL_STR | TypeIndex::SMALL_BYTES) {
+        let len = self.small() as usize;
+        if matches!(self.tix(), TypeIndex::SMALL_STR | TypeIndex::SMALL_BYTES) {
             // SAFETY: small kinds keep `len <= 7` bytes in the payload, little-endian, so the
             // payload's first bytes are the data; the slice borrows `self`.
             unsafe { std::slice::from_raw_parts(&self.payload as *const Payload as *const u8, len.min(SMALL_MAX)) }
@@ -392,40 +444,54 @@ impl<'a> AnyView<'a> {
         }
     }
 
-    /// An owned copy: takes a reference on objects; copies views into owned strings/bytes.
+    /// An owned copy: takes a reference on objects (adopts a lent view's); copies views into
+    /// owned strings/bytes. Inline: a typed call converts every argument through here.
+    #[inline]
     pub fn to_owned_any(&self) -> Any {
-        match self.type_index {
-            TypeIndex::RAW_STR => Any::str(self.as_str().unwrap_or_default()),
-            TypeIndex::RAW_BYTES => Any::bytes(self.as_bytes().unwrap_or_default()),
-            t if t >= TypeIndex::OBJECT => {
-                // SAFETY: a live borrowed object; the new `Any` owns the reference we add.
-                unsafe { inc_ref(self.payload.as_ptr::<ObjectHeader>()) };
-                Any { type_index: self.type_index, small_len: self.small_len, payload: self.payload }
+        match self.tix() {
+            TypeIndex::RAW_STR | TypeIndex::RAW_BYTES => self.to_owned_borrowed_data(),
+            t if t >= TypeIndex::OBJECT && self.small() == LENT_MARK => {
+                // A lent view carries one strong reference: the new `Any` adopts it.
+                Any { head: head(t, 0), payload: self.payload }
             }
-            _ => Any { type_index: self.type_index, small_len: self.small_len, payload: self.payload },
+            t => {
+                if t >= TypeIndex::OBJECT {
+                    // SAFETY: a live borrowed object; the new `Any` owns the reference we add.
+                    unsafe { inc_ref(self.payload.as_ptr::<ObjectHeader>()) };
+                }
+                Any { head: self.head, payload: self.payload }
+            }
+        }
+    }
+
+    #[inline(never)]
+    fn to_owned_borrowed_data(&self) -> Any {
+        match self.tix() {
+            TypeIndex::RAW_STR => Any::str(self.as_str().unwrap_or_default()),
+            _ => Any::bytes(self.as_bytes().unwrap_or_default()),
         }
     }
 
     /// Raw parts, for the C ABI.
     pub fn raw_parts(&self) -> (i32, u32, u64) {
-        (self.type_index, self.small_len, self.payload.expose())
+        (self.tix(), self.small(), self.payload.expose())
     }
 
     /// # Safety
     /// The parts form a valid cell whose borrowed data outlives `'a`.
     pub unsafe fn from_raw_parts(type_index: i32, small_len: u32, payload: u64) -> AnyView<'a> {
-        AnyView { type_index, small_len, payload: Payload::from_exposed(payload), _borrow: PhantomData }
+        AnyView { head: head(type_index, small_len), payload: Payload::from_exposed(payload), _borrow: PhantomData }
     }
 
     /// A human name of this value's kind, for error messages ("int", "str", "testing.Pair").
     pub fn kind_name(&self) -> String {
-        crate::types::kind_name(self.type_index)
+        crate::types::kind_name(self.tix())
     }
 }
 
 impl std::fmt::Debug for AnyView<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.type_index {
+        match self.tix() {
             TypeIndex::NONE => write!(f, "None"),
             TypeIndex::INT => write!(f, "{}", self.payload.to_bits() as i64),
             TypeIndex::BOOL => write!(f, "{}", self.payload.to_bits() != 0),

@@ -30,6 +30,11 @@ pub trait FromArg: Sized {
     fn from_arg(v: &AnyView<'_>) -> Option<Self>;
     /// The expected kind, for error messages ("int", "testing.Pair", "int or None").
     fn expected() -> String;
+    /// True when `from_arg` takes over a lent object argument in every outcome (kept in the
+    /// value, or dropped on a mismatch; see `AnyView::lent_object`). Conversions that only
+    /// read the cell (numbers, strings) keep the default, and the typed call releases a lent
+    /// argument right after converting it.
+    const ADOPTS_LENT: bool = false;
 }
 
 /// A Rust result type.
@@ -38,10 +43,18 @@ pub trait IntoRet {
 }
 
 /// Convert argument `position` (1-based) of `func`, or a TypeError naming it.
+#[inline]
 pub fn arg<T: FromArg>(func: &str, position: usize, v: &AnyView<'_>) -> Result<T> {
-    T::from_arg(v).ok_or_else(|| {
-        Error::type_error(format!("{func}() argument {position}: expected {}, got {}", T::expected(), v.kind_name()))
-    })
+    match T::from_arg(v) {
+        Some(value) => Ok(value),
+        None => Err(arg_error::<T>(func, position, v)),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn arg_error<T: FromArg>(func: &str, position: usize, v: &AnyView<'_>) -> Error {
+    Error::type_error(format!("{func}() argument {position}: expected {}, got {}", T::expected(), v.kind_name()))
 }
 
 macro_rules! int_arg {
@@ -127,6 +140,7 @@ impl IntoRet for Vec<u8> {
 }
 
 impl FromArg for Any {
+    const ADOPTS_LENT: bool = true;
     fn from_arg(v: &AnyView<'_>) -> Option<Self> {
         Some(v.to_owned_any())
     }
@@ -141,6 +155,7 @@ impl IntoRet for Any {
 }
 
 impl FromArg for ObjectRef {
+    const ADOPTS_LENT: bool = true;
     fn from_arg(v: &AnyView<'_>) -> Option<Self> {
         v.to_object()
     }
@@ -155,6 +170,8 @@ impl IntoRet for ObjectRef {
 }
 
 impl<T: Object + Send + Sync> FromArg for ObjectArc<T> {
+    // `to_object` adopts, a failed cast drops: consumed either way.
+    const ADOPTS_LENT: bool = true;
     fn from_arg(v: &AnyView<'_>) -> Option<Self> {
         v.to_object()?.try_cast::<T>().ok()
     }
@@ -169,6 +186,7 @@ impl<T: Object + Send + Sync> IntoRet for ObjectArc<T> {
 }
 
 impl FromArg for Function {
+    const ADOPTS_LENT: bool = true;
     fn from_arg(v: &AnyView<'_>) -> Option<Self> {
         ObjectArc::<FunctionObj>::from_arg(v).map(Function)
     }
@@ -183,6 +201,7 @@ impl IntoRet for Function {
 }
 
 impl<T: FromArg> FromArg for Option<T> {
+    const ADOPTS_LENT: bool = T::ADOPTS_LENT;
     fn from_arg(v: &AnyView<'_>) -> Option<Self> {
         if v.type_index() == TypeIndex::NONE {
             Some(None)

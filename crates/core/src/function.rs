@@ -26,6 +26,13 @@ pub type DataDropFn = unsafe extern "C" fn(data: *mut c_void);
 /// its interpreter lock (the GIL) held across the call. Getters and tiny leaf functions.
 pub const FUNC_LEAF: u32 = 1;
 
+/// Flag: the function accepts lent object arguments (`AnyView::lent_object`): it converts
+/// each argument exactly once, adopting a lent reference (or releasing it right after a
+/// conversion that only reads, see [`FromArg::ADOPTS_LENT`]), and releases the lent
+/// arguments it does not convert. Every typed closure sets it; a frontend may then hand over
+/// a spare reference instead of the callee adding one.
+pub const FUNC_ADOPTS_LENT: u32 = 2;
+
 /// The body of a Function object. `#[repr(C)]`; C and plugins build these too.
 #[repr(C)]
 pub struct FunctionObj {
@@ -169,7 +176,7 @@ impl Function {
                 Some(drop_typed::<F>),
                 name,
                 F::ARITY as i32,
-                0,
+                FUNC_ADOPTS_LENT,
             )
         }
     }
@@ -270,12 +277,22 @@ macro_rules! typed_fn {
             $($a: FromArg,)*
         {
             const ARITY: usize = $n;
-            #[allow(unused_variables)]
+            #[allow(unused_variables, non_snake_case)]
             fn call_packed(&self, name: &str, args: &[AnyView<'_>]) -> Result<Any> {
                 if args.len() != $n {
+                    args.iter().for_each(AnyView::release_if_lent);
                     return Err(arity_error(name, $n, args.len()));
                 }
-                self($(arg::<$a>(name, $i + 1, &args[$i])?),*).into_ret()
+                // Every argument is converted before the first error is reported, so each
+                // lent argument is consumed exactly once (see `FUNC_ADOPTS_LENT`); the branch
+                // on `ADOPTS_LENT` is decided at compile time.
+                $(
+                    let $a = arg::<$a>(name, $i + 1, &args[$i]);
+                    if !<$a as FromArg>::ADOPTS_LENT {
+                        args[$i].release_if_lent();
+                    }
+                )*
+                self($($a?),*).into_ret()
             }
         }
     };

@@ -86,6 +86,23 @@ pub unsafe fn dec_ref(obj: *mut ObjectHeader) {
     unsafe { drop_last_strong(obj, old) };
 }
 
+/// Drop `n` strong references at once (one atomic operation), destroying the value at zero.
+///
+/// # Safety
+/// `obj` points to a live object and the caller gives up `n >= 1` strong references it owns.
+#[inline]
+pub unsafe fn dec_ref_n(obj: *mut ObjectHeader, n: u32) {
+    debug_assert!(n >= 1);
+    // SAFETY: the caller owns `n` strong references, so the header is readable.
+    let old = unsafe { (*obj).combined_ref_count.fetch_sub(n as u64, Ordering::Release) };
+    if old & STRONG_MASK != n as u64 {
+        return;
+    }
+    // SAFETY: we dropped the last strong references; `old - (n - 1)` is the word a single
+    // decrement of the last one would have seen.
+    unsafe { drop_last_strong(obj, old - (n as u64 - 1)) };
+}
+
 #[cold]
 unsafe fn drop_last_strong(obj: *mut ObjectHeader, old: u64) {
     // Synchronise with every earlier release decrement before destroying.

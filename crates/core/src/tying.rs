@@ -13,10 +13,17 @@
 //! | Locked | [`TAG_LOCKED`] | a transition is in flight; others spin |
 //!
 //! Every transition locks the slot by compare-and-swap, so it is correct with or without an
-//! interpreter lock. `aux` holds a generation, bumped each time a new wrapper is tied:
-//! a release names the generation it was made for, so a late finalizer (Node, the JVM's
-//! Cleaner) never clears a slot that a newer wrapper took over, even when the language
-//! reuses handle addresses. Rule: whoever takes a word out of the slot disposes of it.
+//! interpreter lock. `aux` holds a generation in its low 32 bits, bumped each time a new
+//! wrapper is tied: a release names the generation it was made for, so a late finalizer
+//! (Node, the JVM's Cleaner) never clears a slot that a newer wrapper took over, even when the
+//! language reuses handle addresses. Rule: whoever takes a word out of the slot disposes of it.
+//!
+//! Spare references (high 32 bits of `aux`, serialized hosts only): returning an object whose
+//! wrapper is alive hands the frontend a +1 it does not need. Dropping it costs an atomic
+//! decrement on every return, so the slot keeps it instead, and [`take_spare`] lends one out
+//! as a call argument, saving the increment too (`echo(x)` then touches no atomic at all).
+//! Spares belong to the slot while it is Active and are released by the [`untie`] that ends
+//! it, so they never outlive the wrapper: the object dies exactly when it did without them.
 //!
 //! A frontend implements [`TieHost`] (how to revive a wrapper from a word, how to make a new
 //! one) and calls [`tie`] for every native object it returns to its language, and
@@ -36,11 +43,20 @@ pub const TAG_LOCKED: usize = 1;
 pub const TAG_INACTIVE: usize = 2;
 const TAG_MASK: usize = TAG_LOCKED | TAG_INACTIVE;
 
+/// `aux` bits holding the generation.
+const GENERATION_MASK: u64 = 0xffff_ffff;
+/// One spare reference in `aux`.
+const SPARE_ONE: u64 = 1 << 32;
+/// At most this many spares per slot: far below the 32-bit strong count, and a slot at the
+/// cap simply drops further extras as before.
+const SPARE_MAX: u64 = 1 << 30;
+
 /// The 16 bytes a frontend allocator reserves in front of each object.
 #[repr(C)]
 pub struct SlotPrefix {
     pub slot: AtomicUsize,
-    /// The generation of the wrapper the slot names (or last named).
+    /// Low 32 bits: the generation of the wrapper the slot names (or last named). High 32
+    /// bits: spare strong references the Active wrapper's slot holds (see the module docs).
     pub aux: AtomicU64,
 }
 
@@ -121,6 +137,13 @@ pub unsafe trait TieHost {
     /// # Safety
     /// Called under the slot lock with the previous content as described by `previous`.
     unsafe fn create(&self, obj: ObjectRef, previous: Previous, generation: u64) -> Result<(Self::Handle, usize)>;
+    /// May `obj`'s Active slot keep a return's extra reference as a spare? Only when the
+    /// wrapper it names will be untied (so the spares are released) before `obj` could
+    /// otherwise die: true for wrappers that own their +1, false for a word that merely
+    /// points at something the object itself keeps alive (a callback's own callable).
+    fn keeps_spares(&self, _obj: *mut ObjectHeader) -> bool {
+        true
+    }
 }
 
 /// Spin politely while another thread holds the slot.
@@ -169,12 +192,52 @@ pub fn tie<H: TieHost>(host: &H, slot: &SlotPrefix, obj: ObjectRef) -> Result<H:
             // SAFETY: an Active word; the host's lock (held by the caller, see `SERIALIZED`)
             // keeps it from changing while we revive.
             if let Some(handle) = unsafe { host.revive(word) } {
-                drop(obj); // the canonical wrapper already owns its +1
+                // The canonical wrapper already owns its +1: keep this one as a spare.
+                if host.keeps_spares(obj.as_ptr()) {
+                    keep_spare(slot, obj);
+                }
                 return Ok(handle);
             }
         }
     }
     tie_locked(host, slot, obj)
+}
+
+/// Keep `obj`'s extra +1 in its Active slot, or drop it when the slot is full.
+/// Only for serialized hosts, under their lock (nothing else writes `aux` meanwhile).
+#[inline]
+fn keep_spare(slot: &SlotPrefix, obj: ObjectRef) {
+    let aux = slot.aux.load(Ordering::Relaxed);
+    if aux >> 32 < SPARE_MAX {
+        slot.aux.store(aux + SPARE_ONE, Ordering::Relaxed);
+        std::mem::forget(obj);
+    } else {
+        drop(obj);
+    }
+}
+
+/// Take one spare reference out of `obj`'s prefix slot, if it has one: the caller then owns
+/// that +1 (to lend it as a call argument, see `AnyView::lent_object`). Objects of other
+/// allocators (side-table slots) have no spares here.
+///
+/// # Safety
+/// `obj` is live, and the caller is a serialized host ([`TieHost::SERIALIZED`]) of the
+/// allocator tagged `tag`, running under its lock.
+#[inline]
+pub unsafe fn take_spare(obj: *mut ObjectHeader, tag: u32) -> bool {
+    // SAFETY: forwarded.
+    let Some(slot) = (unsafe { slot_of(obj, tag) }) else { return false };
+    let aux = slot.aux.load(Ordering::Relaxed);
+    if aux >> 32 == 0 {
+        return false;
+    }
+    slot.aux.store(aux - SPARE_ONE, Ordering::Relaxed);
+    true
+}
+
+/// Spare references a slot holds right now (for tests and diagnostics).
+pub fn spares(slot: &SlotPrefix) -> u32 {
+    (slot.aux.load(Ordering::Relaxed) >> 32) as u32
 }
 
 fn tie_locked<H: TieHost>(host: &H, slot: &SlotPrefix, obj: ObjectRef) -> Result<H::Handle> {
@@ -193,26 +256,41 @@ fn tie_locked<H: TieHost>(host: &H, slot: &SlotPrefix, obj: ObjectRef) -> Result
         }
         Previous::Dying(word)
     };
-    let generation = slot.aux.load(Ordering::Relaxed).wrapping_add(1);
+    let aux = slot.aux.load(Ordering::Relaxed);
+    let generation = (aux + 1) & GENERATION_MASK;
     // Whatever happens now, the old word is the host's to dispose of: never restore it.
     guard.restore = 0;
     // SAFETY: under the lock, `previous` describes the slot's former content.
     let (handle, new_word) = unsafe { host.create(obj, previous, generation) }?;
     debug_assert!(new_word != 0 && new_word & TAG_MASK == 0, "host returned a tagged word");
-    slot.aux.store(generation, Ordering::Relaxed);
+    // Spares of a Dying predecessor stay: they are the slot's, released by its next untie.
+    slot.aux.store((aux & !GENERATION_MASK) | generation, Ordering::Relaxed);
     guard.restore = new_word;
     drop(guard);
     Ok(handle)
 }
 
+/// What [`untie`] took out of a slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Untied {
+    /// The wrapper's word, for the caller to dispose of.
+    pub word: usize,
+    /// Spare strong references the slot held, now the caller's to drop.
+    pub spare: u32,
+}
+
 /// A wrapper of `generation` is going away: if the slot still names it, replace its word by
-/// `replacement` (0, or a cached block | [`TAG_INACTIVE`]) and return the removed word for the
-/// caller to dispose of. Returns `None` when a newer wrapper owns the slot (leave it alone).
-pub fn untie(slot: &SlotPrefix, generation: u64, replacement: usize) -> Option<usize> {
+/// `replacement` (0, or a cached block | [`TAG_INACTIVE`]) and return the removed word and
+/// spares for the caller to dispose of. `None` when a newer wrapper owns the slot (leave it).
+pub fn untie(slot: &SlotPrefix, generation: u64, replacement: usize) -> Option<Untied> {
     let word = lock(slot);
-    let current = slot.aux.load(Ordering::Relaxed) == generation && word != 0 && word & TAG_INACTIVE == 0;
+    let aux = slot.aux.load(Ordering::Relaxed);
+    let current = aux & GENERATION_MASK == generation && word != 0 && word & TAG_INACTIVE == 0;
+    if current {
+        slot.aux.store(aux & GENERATION_MASK, Ordering::Relaxed);
+    }
     slot.slot.store(if current { replacement } else { word }, Ordering::Release);
-    current.then_some(word)
+    current.then_some(Untied { word, spare: (aux >> 32) as u32 })
 }
 
 /// Take a cached (Inactive) block out of a slot whose object is being freed; the caller frees
@@ -324,7 +402,8 @@ pub fn tie_any<H: TieHost>(host: &H, tag: u32, side: &SideTable, obj: ObjectRef)
 }
 
 /// Release for a wrapper of `generation` tied to `obj` (prefix or side table). Returns the
-/// removed word for the caller to dispose of. Call before dropping the wrapper's +1.
+/// removed word for the caller to dispose of; the slot's spare references are dropped here.
+/// Call before dropping the wrapper's +1.
 ///
 /// # Safety
 /// `obj` is live (the wrapper still holds its +1).
@@ -336,12 +415,19 @@ pub unsafe fn untie_any(
     replacement: usize,
 ) -> Option<usize> {
     // SAFETY: forwarded.
-    if let Some(p) = unsafe { slot_of(obj, tag) } {
-        return untie(p, generation, replacement);
+    let untied = if let Some(p) = unsafe { slot_of(obj, tag) } {
+        untie(p, generation, replacement)
+    } else {
+        let entry = side.existing(obj)?;
+        let untied = untie(&entry, generation, replacement);
+        drop(entry);
+        side.prune(obj);
+        untied
+    }?;
+    if untied.spare > 0 {
+        // SAFETY: the slot owned these references; the caller's +1 keeps `obj` alive, so this
+        // never reaches zero.
+        unsafe { crate::object::dec_ref_n(obj, untied.spare) };
     }
-    let entry = side.existing(obj)?;
-    let removed = untie(&entry, generation, replacement);
-    drop(entry);
-    side.prune(obj);
-    removed
+    Some(untied.word)
 }

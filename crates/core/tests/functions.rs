@@ -6,7 +6,7 @@ mod common;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tether_core::function::{get_global, list_globals, register_global, remove_global, FUNC_LEAF};
+use tether_core::function::{get_global, list_globals, register_global, remove_global, FUNC_ADOPTS_LENT, FUNC_LEAF};
 use tether_core::testing::Pair;
 use tether_core::{Any, AnyView, Function, ObjectArc, ObjectHeader, TypeIndex};
 
@@ -71,7 +71,8 @@ fn packed_functions_see_raw_cells_and_flags_and_docs_stick() {
     assert_eq!(f.doc(), "Counts.");
     assert_eq!(f.call(&[AnyView::none(); 5]).unwrap().view().as_int(), Some(5));
     let g = Function::from_typed("tests.g", |a: i64| a);
-    assert_eq!((g.flags(), g.doc()), (0, ""));
+    assert_eq!((g.flags(), g.doc()), (FUNC_ADOPTS_LENT, ""), "typed closures take lent arguments, and are not leaves");
+    assert_eq!(f.flags() & FUNC_ADOPTS_LENT, 0, "packed closures see raw cells: no lending");
 }
 
 #[test]

@@ -88,7 +88,11 @@ fn untie_with_a_stale_generation_returns_none() {
     slot.aux.store(7, Ordering::SeqCst);
     assert_eq!(tying::untie(&slot, 6, 0), None);
     assert_eq!(tying::peek(&slot), 0x1000, "left alone");
-    assert_eq!(tying::untie(&slot, 7, 0), Some(0x1000), "the current generation takes its word out");
+    assert_eq!(
+        tying::untie(&slot, 7, 0),
+        Some(tying::Untied { word: 0x1000, spare: 0 }),
+        "the current generation takes its word out"
+    );
     assert_eq!(tying::peek(&slot), 0);
     slot.slot.store(0x2000 | TAG_INACTIVE, Ordering::SeqCst);
     assert_eq!(tying::untie(&slot, 7, 0), None, "an Inactive slot is not an Active wrapper");
@@ -199,13 +203,74 @@ fn a_serialized_host_revives_without_the_lock_and_still_replaces_dying_wrappers(
     let w2 = tying::tie_any(&s, h.tag, &h.side, obj.clone()).unwrap();
     assert!(Arc::ptr_eq(&w1, &w2), "the fast path revives the canonical wrapper");
     assert_eq!(h.created_for(ptr) - created, 1);
-    assert_eq!(obj.header().strong_count(), 2, "the revived return's extra reference was dropped");
-    // A dying wrapper (revive fails) falls back to the locked path and is replaced.
+    // SAFETY: `obj` is live and was made by the mock host's allocator.
+    let slot = unsafe { tying::slot_of(ptr, h.tag) }.expect("a prefixed object");
+    assert_eq!(tying::spares(slot), 1, "the revived return's extra reference is kept as a spare");
+    assert_eq!(obj.header().strong_count(), 3, "ours, the wrapper's, one spare");
+    // A dying wrapper (revive fails) falls back to the locked path and is replaced; the spare
+    // stays with the slot.
     drop((w1, w2));
     let w3 = tying::tie_any(&s, h.tag, &h.side, obj.clone()).unwrap();
     assert_eq!(h.created_for(ptr) - created, 2, "a new wrapper replaced the dying one");
     assert_eq!(h.slot_word(ptr) & tying::TAG_LOCKED, 0, "the slot is unlocked again");
+    assert_eq!(tying::spares(slot), 1);
     drop(w3);
     h.run_finalizers(false);
+    assert_eq!(tying::spares(slot), 0, "the untie that ended the slot released its spare");
+    assert_eq!(obj.header().strong_count(), 1, "only ours is left");
+    drop(obj);
+}
+
+#[test]
+fn spares_are_lent_to_adopting_functions_and_consumed_exactly_once() {
+    use tether_core::function::FUNC_ADOPTS_LENT;
+    use tether_core::{AnyView, Function};
+    let _g = common::serial();
+    let h = host();
+    let s = Serialized(h);
+    let obj = new_pair();
+    let ptr = obj.as_ptr();
+    let w = tying::tie_any(&s, h.tag, &h.side, obj.clone()).unwrap();
+    for _ in 0..3 {
+        drop(tying::tie_any(&s, h.tag, &h.side, obj.clone()).unwrap());
+    }
+    // SAFETY: `obj` is live and was made by the mock host's allocator.
+    let slot = unsafe { tying::slot_of(ptr, h.tag) }.expect("a prefixed object");
+    assert_eq!(tying::spares(slot), 3);
+    let base = obj.header().strong_count(); // ours + the wrapper's + 3 spares
+    let lend = || {
+        // SAFETY: the single-threaded test is the serialized host; `obj` is live.
+        assert!(unsafe { tying::take_spare(ptr, h.tag) });
+        // SAFETY: `take_spare` handed us that +1, given to the view.
+        unsafe { AnyView::lent_object(ptr) }
+    };
+    let echo = Function::from_typed("t.echo", |x: ObjectRef| x);
+    let want_int = Function::from_typed("t.want_int", |_: ObjectRef, i: i64| i);
+    let read_str = Function::from_typed("t.read_str", |s: String| s.len() as i64);
+    assert_ne!(echo.flags() & FUNC_ADOPTS_LENT, 0, "every typed closure takes lent arguments");
+    assert_ne!(want_int.flags() & FUNC_ADOPTS_LENT, 0);
+
+    // Success: the result carries the lent reference back out.
+    let out = echo.call(&[lend()]).unwrap();
+    assert_eq!(out.view().as_object_ptr(), Some(ptr));
+    assert_eq!(obj.header().strong_count(), base, "adopted, not added: the result holds the spare");
+    drop(out);
+    assert_eq!(obj.header().strong_count(), base - 1);
+    // A later argument's mismatch: the lent first argument is still consumed once.
+    assert!(want_int.call(&[lend(), AnyView::raw_str("x")]).is_err());
+    assert_eq!(obj.header().strong_count(), base - 2);
+    // A wrong arity: nothing is converted, the lent argument is released.
+    assert!(echo.call(&[lend(), AnyView::int(1)]).is_err());
+    assert_eq!(obj.header().strong_count(), base - 3);
+    // A conversion that only reads (a Pair is no str): released after converting.
+    let w_again = tying::tie_any(&s, h.tag, &h.side, obj.clone()).unwrap();
+    assert!(read_str.call(&[lend()]).is_err());
+    assert_eq!(obj.header().strong_count(), base - 3);
+    drop(w_again);
+    // SAFETY: as above.
+    assert!(!unsafe { tying::take_spare(ptr, h.tag) }, "no spares left");
+    drop(w);
+    h.run_finalizers(false);
+    assert_eq!(obj.header().strong_count(), 1);
     drop(obj);
 }

@@ -12,7 +12,7 @@ use pyo3::ffi;
 use tether_core::any::{Any, AnyView};
 use tether_core::arc::ObjectBox;
 use tether_core::error::take_last_error;
-use tether_core::function::{FunctionObj, FUNC_LEAF};
+use tether_core::function::{FunctionObj, FUNC_ADOPTS_LENT, FUNC_LEAF};
 use tether_core::object::ObjectHeader;
 use tether_core::types;
 use tether_core::Error;
@@ -38,6 +38,8 @@ pub unsafe fn call_native(func: *mut ObjectHeader, args: &[*mut ffi::PyObject]) 
         let leaf = f.flags & FUNC_LEAF != 0;
         // Off the GIL a concurrent `_move()` could release an argument: hold references then.
         let hold = !leaf || cfg!(Py_GIL_DISABLED);
+        // Spare references are only touched under the GIL (`PyHost::SERIALIZED`).
+        let lend = !hold && f.flags & FUNC_ADOPTS_LENT != 0;
         let mut arena = Arena::new();
         let mut stack = [AnyView::none(); STACK_ARGS];
         let mut heap: Vec<AnyView<'_>>;
@@ -47,8 +49,10 @@ pub unsafe fn call_native(func: *mut ObjectHeader, args: &[*mut ffi::PyObject]) 
             heap = vec![AnyView::none(); args.len()];
             &mut heap
         };
-        for (slot, &a) in views.iter_mut().zip(args) {
-            if convert::to_view_into(a, &mut arena, hold, slot).is_err() {
+        for (i, &a) in args.iter().enumerate() {
+            if convert::to_view_into(a, &mut arena, hold, lend, &mut views[i]).is_err() {
+                // Arguments lent so far were never passed: give their references back.
+                views[..i].iter().for_each(AnyView::release_if_lent);
                 return null_mut();
             }
         }

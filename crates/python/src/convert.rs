@@ -13,10 +13,11 @@ use tether_core::any::{Any, AnyView, TypeIndex};
 use tether_core::arc::ObjectRef;
 use tether_core::containers::{ArrayObj, MapObj};
 use tether_core::object::inc_ref;
+use tether_core::tying;
 use tether_core::Error;
 
 use crate::errors::PyErrSet;
-use crate::{callback, errors, moved, wrapper};
+use crate::{callback, errors, moved, state, wrapper};
 
 /// Owned values that must outlive the views of one call.
 #[derive(Default)]
@@ -55,6 +56,7 @@ pub unsafe fn to_view_into<'a>(
     o: *mut ffi::PyObject,
     arena: &mut Arena,
     hold: bool,
+    lend: bool,
     slot: &mut AnyView<'a>,
 ) -> Result<(), PyErrSet> {
     // SAFETY: GIL held, `o` live (caller).
@@ -62,7 +64,13 @@ pub unsafe fn to_view_into<'a>(
         let tp = ffi::Py_TYPE(o);
         if !hold && (*tp).tp_dealloc.map(|f| f as usize) == Some(wrapper::wrapper_dealloc as *const () as usize) {
             let obj = wrapper::native_of(o)?;
-            *slot = AnyView::from_raw_parts((*obj).type_index, 0, obj as u64);
+            // A spare reference of the wrapper's slot, when it has one, goes to the callee,
+            // which then adds none (see `tying::take_spare`).
+            *slot = if lend && tying::take_spare(obj, state::tag()) {
+                AnyView::lent_object(obj)
+            } else {
+                AnyView::from_raw_parts((*obj).type_index, 0, obj as u64)
+            };
             return Ok(());
         }
         if tp == std::ptr::addr_of_mut!(ffi::PyLong_Type) {

@@ -252,6 +252,13 @@ unsafe impl TieHost for PyHost {
             Ok(((o, None), o as usize))
         }
     }
+
+    /// A callback Function's word is its Python callable, which never unties: no spares.
+    #[inline]
+    fn keeps_spares(&self, obj: *mut ObjectHeader) -> bool {
+        // SAFETY: `obj` is live (the return being tied holds it).
+        unsafe { callback::callable_of(obj).is_none() }
+    }
 }
 
 impl PyHost {

@@ -246,3 +246,49 @@ def test_callables_are_released(testing):
     testing.add(1, 1)  # a safe point: queued references are dropped
     gc.collect()
     assert ref() is None
+
+
+def test_spare_references_die_with_the_wrapper(testing, baseline):
+    # Returning a live wrapper's object again leaves a spare reference in its slot, and a
+    # wrapper argument lends one to the callee; all of them must go when the wrapper does.
+    inner = testing.Pair(None, None)
+    outer = testing.Pair(inner, None)
+    for _ in range(1000):
+        assert testing.echo(inner) is inner
+        assert outer.first is inner
+    assert testing.make_pair(inner, inner).first is inner  # a lent argument stored in a field
+    assert live_now() == baseline + 2
+    del outer
+    assert live_now() == baseline + 1
+    del inner
+    assert live_now() == baseline, "spares kept the native object alive"
+    # A failing call must not leak a lent argument either.
+    x = testing.Pair(None, None)
+    for _ in range(10):
+        testing.echo(x)
+    with pytest.raises(TypeError):
+        testing.add3(x, 1, 2)
+    with pytest.raises(TypeError):
+        testing.echo(x, x)
+    del x
+    assert live_now() == baseline
+
+
+def test_callback_functions_keep_no_spares(testing, baseline):
+    # A Python callable passed as a Function is its own wrapper; returning it again must not
+    # pin the native Function (nothing would ever release a spare there).
+    import weakref
+
+    def cb():
+        return 1
+
+    ref = weakref.ref(cb)
+    holder = testing.Pair(cb, None)  # the native Function lives in the field
+    for _ in range(100):
+        assert holder.first is cb
+        assert testing.echo(cb) is cb
+    del holder, cb
+    testing.add(1, 1)  # a safe point: queued references are dropped
+    gc.collect()
+    assert ref() is None
+    assert live_now() == baseline
