@@ -465,7 +465,7 @@ impl<'a> AnyView<'a> {
     }
 
     #[inline(never)]
-    fn to_owned_borrowed_data(&self) -> Any {
+    fn to_owned_borrowed_data(self) -> Any {
         match self.tix() {
             TypeIndex::RAW_STR => Any::str(self.as_str().unwrap_or_default()),
             _ => Any::bytes(self.as_bytes().unwrap_or_default()),

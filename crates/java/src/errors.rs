@@ -5,7 +5,7 @@
 //! (the mapping table is in docs/java.md).
 
 use jni_sys::jvalue;
-use tether_core::error::catch_panic;
+use tether_core::error::{catch_panic, panic_message};
 use tether_core::{Error, Result};
 
 use crate::callback;
@@ -45,6 +45,27 @@ pub fn guard<T>(env: Env, default: T, f: impl FnOnce() -> Result<T>) -> T {
         Ok(v) => v,
         Err(e) => {
             throw(env, e);
+            default
+        }
+    }
+}
+
+/// [`guard`] for the call paths: the same outcome, with `std::panic::catch_unwind` directly.
+///
+/// What runs inside is this crate's glue around a `safe_call`, which catches the callee's
+/// panics itself; `catch_panic`'s bookkeeping (two thread-local updates through
+/// `__tls_get_addr` in a cdylib) is measurable there. A panic in the glue (a bug) still
+/// becomes a `RustPanic` exception, reported by the default panic hook as well.
+#[inline(always)]
+pub fn guard_call<T>(env: Env, default: T, f: impl FnOnce() -> Result<T>) -> T {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => {
+            throw(env, e);
+            default
+        }
+        Err(panic) => {
+            throw(env, Error::new("RustPanic", panic_message(&*panic)));
             default
         }
     }

@@ -76,7 +76,7 @@ pub unsafe fn to_view_into<'a>(
         if tp == std::ptr::addr_of_mut!(ffi::PyLong_Type) {
             let mut overflow = 0;
             let v = ffi::PyLong_AsLongLongAndOverflow(o, &mut overflow);
-            if overflow == 0 && !(v == -1 && !ffi::PyErr_Occurred().is_null()) {
+            if overflow == 0 && (v != -1 || ffi::PyErr_Occurred().is_null()) {
                 *slot = AnyView::int(v);
                 return Ok(());
             }

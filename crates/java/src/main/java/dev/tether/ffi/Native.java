@@ -93,6 +93,14 @@ final class Native {
     static native long call3L(long function, int k0, long b0, Object r0, int k1, long b1, Object r1,
             int k2, long b2, Object r2);
 
+    // As call1L..call3L when every argument is an int: bare longs, no kinds, no refs.
+
+    static native long ints1(long function, long a);
+
+    static native long ints2(long function, long a, long b);
+
+    static native long ints3(long function, long a, long b, long c);
+
     /** The result the last {@code call*L} on this thread parked (it returned {@link #PENDING}). */
     static native Object takePending();
 

@@ -65,6 +65,9 @@ public final class TetherFunction implements TetherObject, Tied {
     public Object call(Object a) {
         long fn = ref.handle();
         try {
+            if (intResults && isLong(a)) {
+                return fromLong(Native.ints1(fn, (Long) a));
+            }
             int ka = Marshal.fastKind(a);
             if (ka != Marshal.SLOW) {
                 long ba = Marshal.fastBits(a, ka);
@@ -82,6 +85,9 @@ public final class TetherFunction implements TetherObject, Tied {
     public Object call(Object a, Object b) {
         long fn = ref.handle();
         try {
+            if (intResults && isLong(a) && isLong(b)) {
+                return fromLong(Native.ints2(fn, (Long) a, (Long) b));
+            }
             int ka = Marshal.fastKind(a);
             int kb = Marshal.fastKind(b);
             if (ka != Marshal.SLOW && kb != Marshal.SLOW) {
@@ -105,6 +111,9 @@ public final class TetherFunction implements TetherObject, Tied {
     public Object call(Object a, Object b, Object c) {
         long fn = ref.handle();
         try {
+            if (intResults && isLong(a) && isLong(b) && isLong(c)) {
+                return fromLong(Native.ints3(fn, (Long) a, (Long) b, (Long) c));
+            }
             int ka = Marshal.fastKind(a);
             int kb = Marshal.fastKind(b);
             int kc = Marshal.fastKind(c);
@@ -156,6 +165,10 @@ public final class TetherFunction implements TetherObject, Tied {
             Reference.reachabilityFence(this);
             Reference.reachabilityFence(args);
         }
+    }
+
+    private static boolean isLong(Object v) {
+        return v != null && v.getClass() == Long.class;
     }
 
     /** A result of the object-returning path; an int switches this function to the long path. */
