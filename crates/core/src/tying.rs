@@ -207,6 +207,18 @@ pub fn tie<H: TieHost>(host: &H, slot: &SlotPrefix, obj: ObjectRef) -> Result<H:
 /// Only for serialized hosts, under their lock (nothing else writes `aux` meanwhile).
 #[inline]
 fn keep_spare(slot: &SlotPrefix, obj: ObjectRef) {
+    // SAFETY: the callers (`tie`'s serialized fast path) meet `keep_spare_in`'s contract.
+    unsafe { keep_spare_in(slot, obj) }
+}
+
+/// [`tie`]'s spare keeping, for a host that found the canonical wrapper itself (a call that
+/// returned its own argument): keep `obj`'s +1 in `slot`, or drop it when the slot is full.
+///
+/// # Safety
+/// `slot` is `obj`'s slot, Active with a wrapper that owns its +1 and will be untied, and
+/// the caller is its serialized host ([`TieHost::SERIALIZED`]) running under its lock.
+#[inline]
+pub unsafe fn keep_spare_in(slot: &SlotPrefix, obj: ObjectRef) {
     let aux = slot.aux.load(Ordering::Relaxed);
     if aux >> 32 < SPARE_MAX {
         slot.aux.store(aux + SPARE_ONE, Ordering::Relaxed);

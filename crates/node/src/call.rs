@@ -10,7 +10,7 @@ use std::ptr;
 use napi::sys;
 use tether_core::arc::ObjectBox;
 use tether_core::error::take_last_error;
-use tether_core::function::{FunctionObj, FUNC_LEAF};
+use tether_core::function::{FunctionObj, FUNC_ADOPTS_LENT, FUNC_LEAF};
 use tether_core::object::ObjectHeader;
 use tether_core::{Any, AnyView, Error, ObjectRef};
 
@@ -108,6 +108,7 @@ fn call_native(state: &EnvState, wrapper: &Wrapper, argv: &[Value]) -> JsResult<
     // SAFETY: the wrapper holds +1 on a Function.
     let func = unsafe { function_obj(obj) };
     let leaf = func.flags & FUNC_LEAF != 0;
+    let lend = leaf && func.flags & FUNC_ADOPTS_LENT != 0;
     let mut owned: Vec<Any> = Vec::new();
     let mut stack_views = [AnyView::none(); STACK_ARGS];
     let mut heap_views;
@@ -119,11 +120,18 @@ fn call_native(state: &EnvState, wrapper: &Wrapper, argv: &[Value]) -> JsResult<
     };
     // The first wrapper argument, for the fast return of an argument (`echo(p)`).
     let mut first_wrapper: Option<(Value, &Wrapper)> = None;
-    for (slot, &v) in views.iter_mut().zip(argv) {
+    for (i, &v) in argv.iter().enumerate() {
         // Leaf functions never call back, so a wrapper's own +1 keeps a borrowed argument
         // alive; otherwise a callback could dispose of it mid-call, so hold our own.
-        let (view, wrapper) = arg_view(state, v, leaf, &mut owned)?;
-        *slot = view;
+        let (view, wrapper) = match arg_view(state, v, leaf, lend, &mut owned) {
+            Ok(converted) => converted,
+            Err(fail) => {
+                // Arguments lent so far were never passed: give their references back.
+                views[..i].iter().for_each(AnyView::release_if_lent);
+                return Err(fail);
+            }
+        };
+        views[i] = view;
         if first_wrapper.is_none() {
             first_wrapper = wrapper.map(|w| (v, w));
         }

@@ -44,12 +44,14 @@ fn number_to_any(x: f64) -> Any {
 /// An argument cell for a call, and the wrapper it came from (if any). Plain values are
 /// returned by value; anything needing an owner is pushed to `owned`. With
 /// `borrow_objects`, a wrapper's object is borrowed (its wrapper keeps it alive for the
-/// call) instead of taking a reference.
+/// call) instead of taking a reference, and with `lend` a spare reference of its slot is
+/// handed to the callee when there is one (`tying::take_spare`).
 #[inline]
 pub fn arg_view<'w>(
     state: &EnvState,
     v: Value,
     borrow_objects: bool,
+    lend: bool,
     owned: &mut Vec<Any>,
 ) -> JsResult<(AnyView<'static>, Option<&'w Wrapper>)> {
     let env = state.env;
@@ -58,6 +60,12 @@ pub fn arg_view<'w>(
         if let Some(w) = wrapper_of(env, v) {
             let obj = w.live_object()?;
             if borrow_objects {
+                // SAFETY: this env's slots change only on this thread (lending is asked for
+                // on the JS thread only); `obj` is live.
+                if lend && unsafe { tether_core::tying::take_spare(obj, state.tag) } {
+                    // SAFETY: `take_spare` handed us that +1; the view carries it.
+                    return Ok((unsafe { AnyView::lent_object(obj) }, Some(w)));
+                }
                 // SAFETY: the wrapper is an argument of the running call, so it and its +1
                 // outlive the call (a leaf function cannot run JS that disposes of it).
                 return Ok((unsafe { AnyView::from_object_ptr(obj) }, Some(w)));
@@ -91,7 +99,10 @@ pub fn return_argument(state: &EnvState, obj: ObjectRef, arg: Value, w: &Wrapper
     // SAFETY: `obj` is live (we hold +1); the prefix exists only when its alloc_tag is ours.
     match unsafe { tether_core::tying::slot_of(ptr, state.tag) } {
         Some(slot) if tether_core::tying::peek(slot) == w.reference.get() as usize => {
-            drop(obj); // the canonical wrapper already owns its +1
+            // The canonical wrapper already owns its +1: the slot keeps this one as a spare.
+            // SAFETY: the Active slot of `obj` names `w`, which owns its +1 and unties in its
+            // finalizer; this env's slots change only on this, its JS thread.
+            unsafe { tether_core::tying::keep_spare_in(slot, obj) };
             Ok(arg)
         }
         _ => Err(obj),
