@@ -190,3 +190,21 @@ test('JS callbacks passed to native code are released once native code lets go',
   })();
   await expectLiveBackTo(baseline);
 });
+
+test('spare references of returned and lent wrappers die with the wrapper', async () => {
+  // Returning a live wrapper's object again leaves a spare +1 in its slot, and a wrapper
+  // argument lends one to the callee: none of them may outlive the wrapper.
+  const baseline = await settledBaseline();
+  (() => {
+    const inner = new Pair(null, null);
+    const outer = new Pair(inner, null);
+    for (let i = 0; i < 1000; i++) {
+      assert.equal(testing.echo(inner), inner);
+      assert.equal(outer.first, inner);
+    }
+    assert.equal(testing.make_pair(inner, inner).first, inner);
+    assert.throws(() => testing.add3(inner, 1, 2), TypeError);
+    assert.throws(() => testing.echo(inner, inner), TypeError);
+  })();
+  await expectLiveBackTo(baseline, 'spares kept native objects alive');
+});
