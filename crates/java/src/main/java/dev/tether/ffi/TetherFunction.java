@@ -168,7 +168,7 @@ public final class TetherFunction implements TetherObject, Tied {
     }
 
     private static boolean isLong(Object v) {
-        return v != null && v.getClass() == Long.class;
+        return v instanceof Long; // a final class: one klass compare
     }
 
     /** A result of the object-returning path; an int switches this function to the long path. */

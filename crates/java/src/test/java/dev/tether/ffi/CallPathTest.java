@@ -41,6 +41,22 @@ class CallPathTest {
     }
 
     @Test
+    void anObjectResultOnTheIntPathIsParkedAndTaken() throws ReflectiveOperationException {
+        TetherFunction makeArray = t("make_array");
+        java.lang.reflect.Field learned = TetherFunction.class.getDeclaredField("intResults");
+        learned.setAccessible(true);
+        for (int i = 0; i < 3; i++) {
+            learned.setBoolean(makeArray, true); // as if its last result had been an int
+            TetherList items = (TetherList) makeArray.call(3L);
+            assertEquals(3, items.size());
+            assertFalse(learned.getBoolean(makeArray), "a non-int result switches back");
+            learned.setBoolean(makeArray, true);
+            assertEquals(2, ((TetherList) makeArray.call(new Object[] {2L})).size());
+        }
+        assertThrows(TetherException.class, Native::takePending, "nothing is parked after a take");
+    }
+
+    @Test
     void everyArityOnBothPaths() {
         TetherFunction add = t("add");
         TetherFunction add3 = t("add3");
