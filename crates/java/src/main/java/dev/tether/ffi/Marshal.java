@@ -26,8 +26,8 @@ final class Marshal {
     static final int SLOW = -2;
 
     /**
-     * The kind of the values the call paths pass without arrays: null, {@code Long} and the
-     * two commonest wrapper classes (exact-class checks, no interface {@code instanceof});
+     * The kind of the values the call paths pass without arrays: null, {@code Long},
+     * {@code Integer} (what {@code f.call(1, 2)} boxes to) and the two commonest wrapper classes (exact-class checks, no interface {@code instanceof});
      * {@link #SLOW} for everything else.
      */
     static int fastKind(Object v) {
@@ -35,7 +35,7 @@ final class Marshal {
             return NONE;
         }
         Class<?> c = v.getClass();
-        if (c == Long.class) {
+        if (c == Long.class || c == Integer.class) {
             return INT;
         }
         if (c == TetherInstance.class || c == TetherFunction.class) {
@@ -47,7 +47,7 @@ final class Marshal {
     /** The bits of a value of {@link #fastKind} {@code kind} (throws if a wrapper is closed). */
     static long fastBits(Object v, int kind) {
         if (kind == INT) {
-            return (Long) v;
+            return v.getClass() == Long.class ? (Long) v : (Integer) v;
         }
         if (kind == OBJECT) {
             return v.getClass() == TetherInstance.class

@@ -59,14 +59,15 @@ public final class TetherFunction implements TetherObject, Tied {
     }
 
     /**
-     * Call with one argument. Wrappers, {@code Long}s and null reach native code as plain
-     * arguments (no arrays); a result that is the argument comes back as that very wrapper.
+     * Call with one argument. Wrappers, {@code Long}s, {@code Integer}s and null reach native
+     * code as plain arguments (no arrays); a result that is the argument comes back as that
+     * very wrapper.
      */
     public Object call(Object a) {
         long fn = ref.handle();
         try {
-            if (intResults && isLong(a)) {
-                return fromLong(Native.ints1(fn, (Long) a));
+            if (intResults && isInt(a)) {
+                return fromLong(Native.ints1(fn, intOf(a)));
             }
             int ka = Marshal.fastKind(a);
             if (ka != Marshal.SLOW) {
@@ -85,8 +86,8 @@ public final class TetherFunction implements TetherObject, Tied {
     public Object call(Object a, Object b) {
         long fn = ref.handle();
         try {
-            if (intResults && isLong(a) && isLong(b)) {
-                return fromLong(Native.ints2(fn, (Long) a, (Long) b));
+            if (intResults && isInt(a) && isInt(b)) {
+                return fromLong(Native.ints2(fn, intOf(a), intOf(b)));
             }
             int ka = Marshal.fastKind(a);
             int kb = Marshal.fastKind(b);
@@ -111,8 +112,8 @@ public final class TetherFunction implements TetherObject, Tied {
     public Object call(Object a, Object b, Object c) {
         long fn = ref.handle();
         try {
-            if (intResults && isLong(a) && isLong(b) && isLong(c)) {
-                return fromLong(Native.ints3(fn, (Long) a, (Long) b, (Long) c));
+            if (intResults && isInt(a) && isInt(b) && isInt(c)) {
+                return fromLong(Native.ints3(fn, intOf(a), intOf(b), intOf(c)));
             }
             int ka = Marshal.fastKind(a);
             int kb = Marshal.fastKind(b);
@@ -167,8 +168,13 @@ public final class TetherFunction implements TetherObject, Tied {
         }
     }
 
-    private static boolean isLong(Object v) {
-        return v instanceof Long; // a final class: one klass compare
+    /** A {@code Long} or an {@code Integer} (final classes: one klass compare each). */
+    private static boolean isInt(Object v) {
+        return v instanceof Long || v instanceof Integer;
+    }
+
+    private static long intOf(Object v) {
+        return Marshal.fastBits(v, Marshal.INT);
     }
 
     /** A result of the object-returning path; an int switches this function to the long path. */

@@ -65,6 +65,9 @@ class CallPathTest {
             assertEquals(6L, add3.call(1L, 2L, 3L));
             assertEquals(6L, add3.call(new Object[] {1L, 2L, 3L}));
             assertEquals(6L, add3.call(1, (short) 2, (byte) 3), "other integer boxes take the encoding path");
+            assertEquals(6L, add3.call(1, 2, 3), "Integers pass like Longs");
+            assertEquals(6L, add3.call(1, 2L, 3));
+            assertEquals(Integer.MIN_VALUE * 2L, add.call(Integer.MIN_VALUE, Integer.MIN_VALUE));
             assertEquals(Native.PENDING, add3.call(Native.PENDING - 3, 1L, 2L));
             assertTrue((Long) t("live_objects").call() > 0);
         }
