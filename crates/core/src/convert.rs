@@ -51,9 +51,10 @@ pub fn arg<T: FromArg>(func: &str, position: usize, v: &AnyView<'_>) -> Result<T
     }
 }
 
+/// The TypeError for argument `position` (1-based) of `func` that is not a `T`.
 #[cold]
 #[inline(never)]
-fn arg_error<T: FromArg>(func: &str, position: usize, v: &AnyView<'_>) -> Error {
+pub(crate) fn arg_error<T: FromArg>(func: &str, position: usize, v: &AnyView<'_>) -> Error {
     Error::type_error(format!("{func}() argument {position}: expected {}, got {}", T::expected(), v.kind_name()))
 }
 

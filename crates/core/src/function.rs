@@ -10,7 +10,7 @@ use std::sync::RwLock;
 
 use crate::any::{Any, AnyView, TypeIndex};
 use crate::arc::ObjectArc;
-use crate::convert::{arg, FromArg, IntoRet};
+use crate::convert::{arg_error, FromArg, IntoRet};
 use crate::error::{catch_panic, set_last_error, take_last_error, Error, Result};
 use crate::object::{Object, ObjectHeader};
 use crate::plugin;
@@ -125,7 +125,7 @@ unsafe extern "C" fn typed_safe_call<Marker, F: TypedFn<Marker>>(
         let func = &(*(handle as *const crate::arc::ObjectBox<FunctionObj>)).value;
         let f = &*(func.data as *const F);
         let args = if n <= 0 { &[][..] } else { std::slice::from_raw_parts(args, n as usize) };
-        f.call_packed(func.name.view_str(), args)
+        f.call_packed(&func.name, args)
     });
     match outcome {
         Ok(value) => {
@@ -259,7 +259,8 @@ impl std::fmt::Debug for Function {
 /// `Ai: FromArg`, `R: IntoRet`, n up to 8.
 pub trait TypedFn<Marker>: Send + Sync + 'static {
     const ARITY: usize;
-    fn call_packed(&self, name: &str, args: &[AnyView<'_>]) -> Result<Any>;
+    /// `name` is the function's name cell, read only for error messages.
+    fn call_packed(&self, name: &Any, args: &[AnyView<'_>]) -> Result<Any>;
 }
 
 /// "f() takes 2 arguments but 3 were given"
@@ -278,16 +279,19 @@ macro_rules! typed_fn {
         {
             const ARITY: usize = $n;
             #[allow(unused_variables, non_snake_case)]
-            fn call_packed(&self, name: &str, args: &[AnyView<'_>]) -> Result<Any> {
+            fn call_packed(&self, name: &Any, args: &[AnyView<'_>]) -> Result<Any> {
                 if args.len() != $n {
                     args.iter().for_each(AnyView::release_if_lent);
-                    return Err(arity_error(name, $n, args.len()));
+                    return Err(arity_error(name.view_str(), $n, args.len()));
                 }
                 // Every argument is converted before the first error is reported, so each
                 // lent argument is consumed exactly once (see `FUNC_ADOPTS_LENT`); the branch
                 // on `ADOPTS_LENT` is decided at compile time.
                 $(
-                    let $a = arg::<$a>(name, $i + 1, &args[$i]);
+                    let $a = match <$a as FromArg>::from_arg(&args[$i]) {
+                        Some(value) => Ok(value),
+                        None => Err(arg_error::<$a>(name.view_str(), $i + 1, &args[$i])),
+                    };
                     if !<$a as FromArg>::ADOPTS_LENT {
                         args[$i].release_if_lent();
                     }
@@ -357,5 +361,5 @@ pub fn remove_global(name: &str) -> bool {
 
 /// Convert a typed argument outside a closure (shared helper for hand-written packed fns).
 pub fn convert_arg<T: FromArg>(func: &str, position: usize, v: &AnyView<'_>) -> Result<T> {
-    arg(func, position, v)
+    crate::convert::arg(func, position, v)
 }

@@ -277,6 +277,41 @@ impl PyHost {
     }
 }
 
+/// The fast return of an object that came in as argument (`echo(p)`): when one of `args` is
+/// a wrapper of ours that the object's prefix slot names, it is the canonical wrapper, so it
+/// is returned as is and the result's +1 stays in the slot as a spare. Gives `obj` back
+/// otherwise. GIL builds only (the slot is read without its lock).
+///
+/// # Safety
+/// GIL held; `args` are live objects.
+#[inline]
+pub unsafe fn return_argument(obj: ObjectRef, args: &[*mut ffi::PyObject]) -> Result<*mut ffi::PyObject, ObjectRef> {
+    if cfg!(Py_GIL_DISABLED) {
+        return Err(obj);
+    }
+    let ptr = obj.as_ptr();
+    // SAFETY: GIL held; a wrapper's fields are read only after its type says it is one; the
+    // prefix exists only when the alloc_tag is ours.
+    unsafe {
+        for &a in args {
+            let ours = (*ffi::Py_TYPE(a)).tp_dealloc.map(|f| f as usize) == Some(wrapper_dealloc as *const () as usize);
+            if !ours || (*(a as *mut Wrapper)).obj.load(Ordering::Relaxed) != ptr {
+                continue;
+            }
+            if let Some(slot) = tying::slot_of(ptr, state::tag()) {
+                if tying::peek(slot) == a as usize {
+                    // The slot names this wrapper (it owns its +1 and unties in dealloc), and
+                    // with the GIL no other thread changes it.
+                    tying::keep_spare_in(slot, obj);
+                    return Ok(ffi::Py_NewRef(a));
+                }
+            }
+            break;
+        }
+    }
+    Err(obj)
+}
+
 /// Return a native object to Python: its canonical wrapper (revived or new). Every native
 /// object handed to Python goes through here. Null with a Python error on failure.
 #[inline]
