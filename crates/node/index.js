@@ -89,17 +89,36 @@ function describe(value) {
   return String(value);
 }
 
+/** The handle of `a` when it is a tether wrapper, else undefined (set by TetherObject). */
+let handleOf;
+
 /** Base class of every tied native object. */
 class TetherObject {
+  /**
+   * A number naming this wrapper's native side. Function shims pass it to the addon in place
+   * of the wrapper, which saves the addon a `napi_unwrap` (a V8 private-symbol lookup, most
+   * of a call's cost). Private: only code in this class body can read or forge it.
+   */
+  #handle;
+
   constructor(...args) {
-    if (args[0] === TOKEN) return;
+    if (args[0] === TOKEN) {
+      this.#handle = args[1];
+      return;
+    }
     const typeIndex = new.target[TYPE_INDEX];
     if (typeIndex === undefined) {
       throw new TetherTypeError(`${new.target.name} cannot be constructed directly`);
     }
-    const wrapper = native.construct(this, typeIndex, ...args);
-    // The constructor may hand back an object that already has a wrapper.
-    if (wrapper !== this) return wrapper;
+    // The handle of `this` when it became the new object's wrapper; the constructor may
+    // also hand back an object that already has a wrapper.
+    const made = native.construct(this, typeIndex, ...args);
+    if (typeof made !== 'number') return made;
+    this.#handle = made;
+  }
+
+  static {
+    handleOf = (a) => (typeof a === 'object' && a !== null && #handle in a ? a.#handle : undefined);
   }
 
   /** Release this wrapper's native reference now; later use throws a TetherRuntimeError. */
@@ -131,9 +150,9 @@ let arrayGetItem, arraySize, newMap, mapGetItem, mapContains, mapSize, mapKeys, 
 
 /** A native immutable array (`tether.Array`). `new TetherArray(iterable)` builds one. */
 class TetherArray extends TetherObject {
-  constructor(items) {
+  constructor(items, handle) {
     if (items === TOKEN) {
-      super(TOKEN);
+      super(TOKEN, handle);
       return;
     }
     return native.toNative(Array.from(items ?? []));
@@ -162,9 +181,9 @@ class TetherArray extends TetherObject {
 
 /** A native immutable insertion-ordered map (`tether.Map`). `new TetherMap(objectOrEntries)`. */
 class TetherMap extends TetherObject {
-  constructor(source) {
+  constructor(source, handle) {
     if (source === TOKEN) {
-      super(TOKEN);
+      super(TOKEN, handle);
       return;
     }
     if (source == null) return native.toNative({});
@@ -289,7 +308,67 @@ function collectionEntries(value) {
   return undefined;
 }
 
-native._setup(classFor, makeError, TOKEN, collectionEntries);
+/**
+ * The JS function users call for native function `raw` (the canonical wrapper of the native
+ * Function): wrapper arguments travel as their handles, flagged in a bit mask that `raw`
+ * takes first; a result that is one of those handles means "that argument". `raw` itself is
+ * reachable only through the shim, so the mask cannot be forged. Arities 1-3 get a
+ * monomorphic body; a call with another argument count takes the general path.
+ */
+function makeShim(raw, arity, name) {
+  let shim;
+  const general = function (...args) {
+    const n = args.length;
+    const orig = n > 0 ? args.slice() : args;
+    let mask = 0;
+    for (let i = 0; i < n && i < 30; i++) {
+      const h = handleOf(args[i]);
+      if (h !== undefined) {
+        mask |= 1 << i;
+        args[i] = h;
+      }
+    }
+    const r = raw(mask, ...args);
+    if (mask !== 0) {
+      for (let i = 0; i < n && i < 30; i++) if ((mask >> i) & 1 && r === args[i]) return orig[i];
+    }
+    return r;
+  };
+  if (arity === 1) {
+    shim = function (a) {
+      if (arguments.length !== 1) return general(...arguments);
+      const ha = handleOf(a);
+      if (ha === undefined) return raw(0, a);
+      const r = raw(1, ha);
+      return r === ha ? a : r;
+    };
+  } else if (arity === 2) {
+    shim = function (a, b) {
+      if (arguments.length !== 2) return general(...arguments);
+      const ha = handleOf(a);
+      const hb = handleOf(b);
+      const r = raw((ha !== undefined ? 1 : 0) | (hb !== undefined ? 2 : 0), ha ?? a, hb ?? b);
+      return ha !== undefined && r === ha ? a : hb !== undefined && r === hb ? b : r;
+    };
+  } else if (arity === 3) {
+    shim = function (a, b, c) {
+      if (arguments.length !== 3) return general(...arguments);
+      const ha = handleOf(a);
+      const hb = handleOf(b);
+      const hc = handleOf(c);
+      const mask = (ha !== undefined ? 1 : 0) | (hb !== undefined ? 2 : 0) | (hc !== undefined ? 4 : 0);
+      const r = raw(mask, ha ?? a, hb ?? b, hc ?? c);
+      if (mask === 0) return r;
+      return ha !== undefined && r === ha ? a : hb !== undefined && r === hb ? b : hc !== undefined && r === hc ? c : r;
+    };
+  } else {
+    shim = general;
+  }
+  Object.defineProperty(shim, 'name', { value: name, configurable: true });
+  return shim;
+}
+
+native._setup(classFor, makeError, TOKEN, collectionEntries, makeShim);
 
 arrayGetItem = native.getGlobalFunc('tether.ArrayGetItem');
 arraySize = native.getGlobalFunc('tether.ArraySize');

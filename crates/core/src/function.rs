@@ -211,6 +211,13 @@ impl Function {
         self
     }
 
+    /// Declare the argument count of a packed function that checks it itself (frontends may
+    /// specialise calls by arity).
+    pub fn with_arity(mut self, arity: i32) -> Function {
+        ObjectArc::get_mut(&mut self.0).expect("with_arity on a shared function").arity = arity;
+        self
+    }
+
     /// Mark as a leaf (see [`FUNC_LEAF`]).
     pub fn leaf(mut self) -> Function {
         ObjectArc::get_mut(&mut self.0).expect("leaf on a shared function").flags |= FUNC_LEAF;

@@ -501,6 +501,7 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
             get(this).into_ret()
         })
         .leaf()
+        .with_arity(1)
     }
 
     /// A read-only field.
@@ -525,7 +526,8 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
             set(this, arg::<V>(&owned, 1, &args[1])?)?;
             Ok(Any::none())
         })
-        .leaf();
+        .leaf()
+        .with_arity(2);
         self.field_with(name, "", "", Self::getter_fn(name, get), Some(setter))
     }
 

@@ -12,7 +12,7 @@ use crate::convert::{any_to_js, js_to_any};
 use crate::env::EnvState;
 use crate::errors::throw;
 use crate::raw::{self, Args, Env, Fail, JsResult, Value};
-use crate::tie::{dispose, tie_object, wrapper_of};
+use crate::tie::{dispose, tie_object, tie_object_made, wrapper_of};
 
 type ColdFn = fn(&EnvState, Args) -> JsResult<Value>;
 
@@ -95,15 +95,17 @@ fn int_arg(state: &EnvState, args: &Args, i: usize, what: &str) -> JsResult<i64>
         .ok_or_else(|| Error::type_error(format!("{what}: expected an integer")).into())
 }
 
-/// `_setup(classFactory, errorFactory, token, collectionEntries)`: the JS helpers the
-/// native side calls.
+/// `_setup(classFactory, errorFactory, token, collectionEntries, makeShim)`: the JS helpers
+/// the native side calls.
 fn setup(state: &EnvState, args: Args) -> JsResult<Value> {
     let env = state.env;
     let class_factory = raw::strong_ref(env, arg(&args, 0)?)?;
     let error_factory = raw::strong_ref(env, arg(&args, 1)?)?;
     let token = raw::strong_ref(env, arg(&args, 2)?)?;
     let collection_entries = raw::strong_ref(env, arg(&args, 3)?)?;
+    let shim_factory = raw::strong_ref(env, arg(&args, 4)?)?;
     let mut refs = state.refs.borrow_mut();
+    refs.shim_factory = Some(shim_factory);
     refs.collection_entries = Some(collection_entries);
     refs.class_factory = Some(class_factory);
     refs.error_factory = Some(error_factory);
@@ -170,7 +172,8 @@ fn type_info_of(state: &EnvState, args: Args) -> JsResult<Value> {
 }
 
 /// `construct(this, typeIndex, ...args)`: call the type's constructor and tie the new object
-/// to `this` (or return the existing wrapper if the constructor returned a tied object).
+/// to `this`, returning the handle of `this` (see `TetherObject#handle`); or return the
+/// existing wrapper if the constructor returned an object that has one.
 fn construct(state: &EnvState, args: Args) -> JsResult<Value> {
     let this = arg(&args, 0)?;
     let index = int_arg(state, &args, 1, "construct(this, typeIndex)")?;
@@ -190,7 +193,10 @@ fn construct(state: &EnvState, args: Args) -> JsResult<Value> {
     let obj = made
         .into_object()
         .ok_or_else(|| Error::type_error(format!("the constructor of {} did not return an object", info.key())))?;
-    tie_object(state, obj, Some(this))
+    match tie_object_made(state, obj, Some(this))? {
+        (_, Some(made)) => crate::tie::handle(state.env, made),
+        (existing, None) => Ok(existing),
+    }
 }
 
 fn dispose_wrapper(state: &EnvState, args: Args) -> JsResult<Value> {

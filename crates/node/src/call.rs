@@ -1,8 +1,10 @@
 //! Native functions as JS functions: the hot call path (raw Node-API) and `callAsync`.
 //!
-//! A native function's JS shell is made with `napi_create_function`; its callback data is
-//! the function's [`Wrapper`], so a call reads its arguments into a stack buffer, converts
-//! them to `AnyView`s, calls `safe_call` directly and converts the result.
+//! A native function's JS face is a shim (index.js `makeShim`) around a raw function made with
+//! `napi_create_function`, whose callback data is the function's [`Wrapper`]. The shim passes
+//! a bit mask first and wrapper arguments as their handles (numbers naming the wrapper
+//! box), so a call reads its arguments into a stack buffer, converts them to `AnyView`s
+//! without a `napi_unwrap` per wrapper, calls `safe_call` directly and converts the result.
 
 use std::ffi::c_void;
 use std::ptr;
@@ -14,11 +16,11 @@ use tether_core::function::{FunctionObj, FUNC_ADOPTS_LENT, FUNC_LEAF};
 use tether_core::object::ObjectHeader;
 use tether_core::{Any, AnyView, Error, ObjectRef};
 
-use crate::convert::{any_to_js, arg_view, js_to_any, return_argument};
+use crate::convert::{any_to_js, arg_view, js_to_any, return_argument, wrapper_view};
 use crate::env::EnvState;
 use crate::errors::throw;
 use crate::raw::{self, napi_call, Env, Fail, JsResult, Value};
-use crate::tie::{wrapper_of, Wrapper};
+use crate::tie::{wrapper_of, wrapper_of_handle, Wrapper};
 
 /// Arguments read on the stack; more spill to the heap.
 const STACK_ARGS: usize = 8;
@@ -29,7 +31,12 @@ pub fn make_function(state: &EnvState, wrapper: *mut Wrapper) -> JsResult<Value>
     let func = unsafe { function_obj((*wrapper).obj.get()) };
     let name = func.name.view().as_str().unwrap_or("").to_string();
     let short = name.rsplit('.').next().unwrap_or(&name);
-    let f = raw::function(state.env, short, Some(native_function_callback), wrapper as *mut c_void)?;
+    let raw_fn = raw::function(state.env, short, Some(native_function_callback), wrapper as *mut c_void)?;
+    let factory = state.refs.borrow().shim_factory.expect("makeShim set at init");
+    let factory = raw::reference_value(state.env, factory)?;
+    let undefined = raw::undefined(state.env)?;
+    let shim_args = [raw_fn, raw::number(state.env, func.arity as f64)?, raw::string(state.env, short)?];
+    let f = raw::call(state.env, undefined, factory, &shim_args)?;
     let call_async = state.refs.borrow().call_async.expect("callAsync set at init");
     let call_async = raw::reference_value(state.env, call_async)?;
     raw::set_named(state.env, f, "callAsync", call_async)?;
@@ -45,10 +52,11 @@ unsafe fn function_obj<'a>(obj: *mut ObjectHeader) -> &'a FunctionObj {
     unsafe { &(*(obj as *const ObjectBox<FunctionObj>)).value }
 }
 
-/// The Node-API callback of every native function.
+/// The Node-API callback of every native function, called by its shim only: `(mask, ...args)`,
+/// where bit i of `mask` says argument i is a wrapper handle.
 unsafe extern "C" fn native_function_callback(env: Env, info: sys::napi_callback_info) -> Value {
-    let mut argc = STACK_ARGS;
-    let mut argv: [Value; STACK_ARGS] = [ptr::null_mut(); STACK_ARGS];
+    let mut argc = STACK_ARGS + 1;
+    let mut argv: [Value; STACK_ARGS + 1] = [ptr::null_mut(); STACK_ARGS + 1];
     let mut data: *mut c_void = ptr::null_mut();
     // SAFETY: `info` is this call's; the buffer holds STACK_ARGS handles.
     unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), &mut data) };
@@ -57,8 +65,13 @@ unsafe extern "C" fn native_function_callback(env: Env, info: sys::napi_callback
     let wrapper = unsafe { &*(data as *const Wrapper) };
     let state = wrapper.state();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        if argc <= STACK_ARGS {
-            call_native(state, wrapper, &argv[..argc])
+        let mut mask = 0u32;
+        if argc > 0 {
+            // SAFETY: a value of this call; a non-number leaves the mask 0 (no handles).
+            unsafe { sys::napi_get_value_uint32(env, argv[0], &mut mask) };
+        }
+        if argc <= STACK_ARGS + 1 {
+            call_native(state, wrapper, mask, &argv[1.min(argc)..argc])
         } else {
             let mut heap = vec![ptr::null_mut(); argc];
             let mut again = argc;
@@ -66,7 +79,7 @@ unsafe extern "C" fn native_function_callback(env: Env, info: sys::napi_callback
                 env,
                 napi_get_cb_info(env, info, &mut again, heap.as_mut_ptr(), ptr::null_mut(), ptr::null_mut())
             )?;
-            call_native(state, wrapper, &heap)
+            call_native(state, wrapper, mask, &heap[1..])
         }
     }));
     match outcome {
@@ -102,8 +115,9 @@ impl Drop for SyncCall<'_> {
     }
 }
 
-/// Call a native function with JS arguments, synchronously.
-fn call_native(state: &EnvState, wrapper: &Wrapper, argv: &[Value]) -> JsResult<Value> {
+/// Call a native function with JS arguments, synchronously. Bit i of `handles` marks
+/// argument i as a wrapper handle (see `tie::handle`).
+fn call_native(state: &EnvState, wrapper: &Wrapper, handles: u32, argv: &[Value]) -> JsResult<Value> {
     let obj = wrapper.live_object()?;
     // SAFETY: the wrapper holds +1 on a Function.
     let func = unsafe { function_obj(obj) };
@@ -123,7 +137,16 @@ fn call_native(state: &EnvState, wrapper: &Wrapper, argv: &[Value]) -> JsResult<
     for (i, &v) in argv.iter().enumerate() {
         // Leaf functions never call back, so a wrapper's own +1 keeps a borrowed argument
         // alive; otherwise a callback could dispose of it mid-call, so hold our own.
-        let (view, wrapper) = match arg_view(state, v, leaf, lend, &mut owned) {
+        let converted = if i < 32 && handles & (1 << i) != 0 {
+            // SAFETY: the shim flags only handles it read from wrappers' private fields.
+            match unsafe { wrapper_of_handle(state.env, v) } {
+                Some(w) => wrapper_view(state, w, leaf, lend, &mut owned).map(|view| (view, Some(w))),
+                None => Err(Error::type_error("a flagged argument is not a tether handle").into()),
+            }
+        } else {
+            arg_view(state, v, leaf, lend, &mut owned)
+        };
+        let (view, wrapper) = match converted {
             Ok(converted) => converted,
             Err(fail) => {
                 // Arguments lent so far were never passed: give their references back.

@@ -58,21 +58,7 @@ pub fn arg_view<'w>(
     let t = raw::type_of(env, v)?;
     if t == ValueType::napi_object {
         if let Some(w) = wrapper_of(env, v) {
-            let obj = w.live_object()?;
-            if borrow_objects {
-                // SAFETY: this env's slots change only on this thread (lending is asked for
-                // on the JS thread only); `obj` is live.
-                if lend && unsafe { tether_core::tying::take_spare(obj, state.tag) } {
-                    // SAFETY: `take_spare` handed us that +1; the view carries it.
-                    return Ok((unsafe { AnyView::lent_object(obj) }, Some(w)));
-                }
-                // SAFETY: the wrapper is an argument of the running call, so it and its +1
-                // outlive the call (a leaf function cannot run JS that disposes of it).
-                return Ok((unsafe { AnyView::from_object_ptr(obj) }, Some(w)));
-            }
-            // SAFETY: the wrapper's +1 keeps `obj` alive while we take our own.
-            let r = unsafe { ObjectRef::from_borrowed(obj) };
-            return Ok((keep(owned, Any::object(r)), Some(w)));
+            return Ok((wrapper_view(state, w, borrow_objects, lend, owned)?, Some(w)));
         }
     } else if t == ValueType::napi_number {
         let mut x = 0.0;
@@ -83,6 +69,32 @@ pub fn arg_view<'w>(
     }
     let a = convert(state, v, t, 0)?;
     Ok((keep(owned, a), None))
+}
+
+/// The argument cell for wrapper `w` (see [`arg_view`] for `borrow_objects` and `lend`).
+#[inline]
+pub fn wrapper_view(
+    state: &EnvState,
+    w: &Wrapper,
+    borrow_objects: bool,
+    lend: bool,
+    owned: &mut Vec<Any>,
+) -> JsResult<AnyView<'static>> {
+    let obj = w.live_object()?;
+    if borrow_objects {
+        // SAFETY: this env's slots change only on this thread (lending is asked for on the JS
+        // thread only); `obj` is live.
+        if lend && unsafe { tether_core::tying::take_spare(obj, state.tag) } {
+            // SAFETY: `take_spare` handed us that +1; the view carries it.
+            return Ok(unsafe { AnyView::lent_object(obj) });
+        }
+        // SAFETY: the wrapper is an argument of the running call, so it and its +1 outlive the
+        // call (a leaf function cannot run JS that disposes of it).
+        return Ok(unsafe { AnyView::from_object_ptr(obj) });
+    }
+    // SAFETY: the wrapper's +1 keeps `obj` alive while we take our own.
+    let r = unsafe { ObjectRef::from_borrowed(obj) };
+    Ok(keep(owned, Any::object(r)))
 }
 
 /// The fast return of an object that was passed in as argument `arg` (`echo(p)`): when the

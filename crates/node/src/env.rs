@@ -43,6 +43,8 @@ pub struct JsRefs {
     pub token: Option<Ref>,
     /// The shared `callAsync` installed on every native function.
     pub call_async: Option<Ref>,
+    /// `makeShim(raw, arity, name) -> function`, from index.js: the JS function users call.
+    pub shim_factory: Option<Ref>,
     /// Constructors by type index.
     pub classes: Vec<Option<Ref>>,
 }

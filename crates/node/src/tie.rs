@@ -77,6 +77,34 @@ pub fn wrapper_of<'a>(env: Env, v: Value) -> Option<&'a Wrapper> {
     (unsafe { *(data as *const u64) } == WRAPPER_MAGIC).then(|| unsafe { &*(data as *const Wrapper) })
 }
 
+/// A handle for `w`: the wrapper box's address as a JS number. It lives in the wrapper
+/// object's private field (index.js `TetherObject#handle`), where no other code can read or
+/// forge it, and the box lives as long as that object. Function shims pass handles in place
+/// of wrapper arguments. A number, not an External: Node makes each External with a weak
+/// handle for type tagging, ~130 ns apiece and work for the GC.
+pub fn handle(env: Env, w: &Wrapper) -> JsResult<Value> {
+    let address = w as *const Wrapper as usize;
+    // Heap addresses on the 64-bit targets Node runs on fit in 48 bits, so a double holds
+    // them exactly.
+    debug_assert!(address < 1 << 53);
+    raw::number(env, address as f64)
+}
+
+/// The wrapper a handle names.
+///
+/// # Safety
+/// `v` is a handle made by [`handle`] (the shims flag them; nothing else can), so it names a
+/// wrapper box that lives as long as the wrapper object holding the handle, which the running
+/// call's caller keeps alive.
+#[inline]
+pub unsafe fn wrapper_of_handle<'a>(env: Env, v: Value) -> Option<&'a Wrapper> {
+    let mut address = 0.0f64;
+    // SAFETY: `v` is a value of the current call.
+    let status = unsafe { sys::napi_get_value_double(env, v, &mut address) };
+    // SAFETY: the caller's guarantee.
+    (status == sys::Status::napi_ok && address >= 1.0).then(|| unsafe { &*(address as usize as *const Wrapper) })
+}
+
 /// What JS value a new wrapper is.
 #[derive(Clone, Copy)]
 pub enum Shell {
@@ -92,6 +120,8 @@ struct Host<'a> {
     state: &'a EnvState,
     shell: Shell,
     failure: RefCell<Option<Fail>>,
+    /// The wrapper `create` made, if it made one.
+    made: Cell<*const Wrapper>,
 }
 
 // SAFETY: `revive` returns a value only when the weak reference still yields the wrapper;
@@ -160,6 +190,7 @@ impl Host<'_> {
         }
         // SAFETY: the box is live (wrapped) and only this thread touches it.
         unsafe { (*wrapper).reference.set(reference) };
+        self.made.set(wrapper);
         Ok((js, reference as usize))
     }
 
@@ -170,9 +201,10 @@ impl Host<'_> {
             Shell::Function => crate::call::make_function(self.state, wrapper),
             Shell::Instance(ctor) => {
                 let ctor = raw::reference_value(env, ctor)?;
-                let token = self.state.token()?;
+                // SAFETY: the box is live; its handle is only read while the instance lives.
+                let args = [self.state.token()?, handle(env, unsafe { &*wrapper })?];
                 let mut out = ptr::null_mut();
-                napi_call!(env, napi_new_instance(env, ctor, 1, &token, &mut out))?;
+                napi_call!(env, napi_new_instance(env, ctor, 2, args.as_ptr(), &mut out))?;
                 Ok(out)
             }
         }
@@ -257,15 +289,21 @@ fn ensure_class(state: &EnvState, type_index: i32) -> JsResult<Ref> {
 /// Return `obj` (an owned +1) to JS as its canonical wrapper in this env. With `preset`,
 /// a new wrapper is that value (a JS constructor's `this`).
 pub fn tie_object(state: &EnvState, obj: ObjectRef, preset: Option<Value>) -> JsResult<Value> {
+    tie_object_made(state, obj, preset).map(|(v, _)| v)
+}
+
+/// As [`tie_object`], also saying which wrapper box was made, when a new one was.
+pub fn tie_object_made(state: &EnvState, obj: ObjectRef, preset: Option<Value>) -> JsResult<(Value, Option<&Wrapper>)> {
     let type_index = obj.type_index();
     let shell = match preset {
         Some(v) => Shell::Preset(v),
         None if type_index == TypeIndex::FUNCTION => Shell::Function,
         None => Shell::Instance(ensure_class(state, type_index)?),
     };
-    let host = Host { state, shell, failure: RefCell::new(None) };
+    let host = Host { state, shell, failure: RefCell::new(None), made: Cell::new(ptr::null()) };
     match tying::tie_any(&host, state.tag, &state.side, obj) {
-        Ok(v) => Ok(v),
+        // SAFETY: a box `create` just wrapped onto the returned value, which keeps it alive.
+        Ok(v) => Ok((v, unsafe { host.made.get().as_ref() })),
         Err(e) => Err(host.failure.into_inner().unwrap_or(Fail::Native(e))),
     }
 }
