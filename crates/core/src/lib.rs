@@ -18,6 +18,7 @@
 pub mod alloc;
 pub mod any;
 pub mod arc;
+pub mod cell;
 pub mod containers;
 pub mod convert;
 pub mod error;

@@ -6,6 +6,7 @@ use std::sync::Mutex;
 
 use crate::any::{Any, AnyView};
 use crate::arc::{alloc_raw_object, ObjectArc, ObjectRef};
+use crate::cell::AnyCell;
 use crate::containers::{ArrayObj, MapObj};
 use crate::error::{Error, Result};
 use crate::function::{register_global, Function};
@@ -14,26 +15,26 @@ use crate::types::TypeBuilder;
 
 /// `testing.Pair`: two settable `Any` fields.
 pub struct Pair {
-    first: Mutex<Any>,
-    second: Mutex<Any>,
+    first: AnyCell,
+    second: AnyCell,
 }
 crate::declare_object!(Pair, "testing.Pair");
 
 impl Pair {
     pub fn new(first: Any, second: Any) -> ObjectArc<Pair> {
-        ObjectArc::new(Pair { first: Mutex::new(first), second: Mutex::new(second) })
+        ObjectArc::new(Pair { first: AnyCell::new(first), second: AnyCell::new(second) })
     }
     pub fn first(&self) -> Any {
-        self.first.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.first.get()
     }
     pub fn second(&self) -> Any {
-        self.second.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.second.get()
     }
     pub fn set_first(&self, v: Any) {
-        *self.first.lock().unwrap_or_else(|e| e.into_inner()) = v;
+        self.first.set(v);
     }
     pub fn set_second(&self, v: Any) {
-        *self.second.lock().unwrap_or_else(|e| e.into_inner()) = v;
+        self.second.set(v);
     }
 }
 

@@ -229,3 +229,31 @@ fn tying_races_with_wrapper_death_never_duplicate_a_live_wrapper() {
     drop(objects);
     assert_eq!(live_objects(), base);
 }
+
+#[test]
+fn any_cells_read_and_replaced_from_8_threads_keep_counts_exact() {
+    use tether_core::cell::AnyCell;
+    let _g = common::serial();
+    let base = live_objects();
+    let rounds = common::iters(5000, 20);
+    let cell = Arc::new(AnyCell::new(Any::object(Pair::new(Any::int(0), Any::none()).into())));
+    let c = cell.clone();
+    run_threads(move |t| {
+        for r in 0..rounds {
+            if (r + t) % 4 == 0 {
+                // A fresh object each write: the replaced one must die exactly once.
+                c.set(Any::object(Pair::new(Any::int(r as i64), Any::none()).into()));
+            } else {
+                let v = c.get();
+                let pair = v.view().downcast_ref::<Pair>().expect("the cell always holds a Pair");
+                assert!(pair.first().view().as_int().is_some());
+            }
+        }
+    });
+    assert_eq!(live_objects(), base + 1, "only the last value is alive");
+    let last = Arc::try_unwrap(cell).expect("workers joined").into_inner();
+    let obj = last.view().to_object().expect("an object");
+    assert_eq!(obj.header().strong_count(), 2, "the cell's reference and ours: no stray counts");
+    drop((obj, last));
+    assert_eq!(live_objects(), base);
+}
