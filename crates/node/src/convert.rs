@@ -34,8 +34,11 @@ const MAX_DEPTH: u32 = 100;
 /// A JS number as int when it is integral and fits in i64, else float.
 #[inline]
 fn number_to_any(x: f64) -> Any {
-    if x.fract() == 0.0 && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&x) {
-        Any::int(x as i64)
+    // `as` saturates and maps NaN to 0, so the round trip holds exactly for integral values in
+    // i64's range (not `fract()`, which is a libm call, ~9% of an `add3` call).
+    let i = x as i64;
+    if i as f64 == x && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&x) {
+        Any::int(i)
     } else {
         Any::float(x)
     }
