@@ -45,10 +45,7 @@ pub trait IntoRet {
 /// Convert argument `position` (1-based) of `func`, or a TypeError naming it.
 #[inline]
 pub fn arg<T: FromArg>(func: &str, position: usize, v: &AnyView<'_>) -> Result<T> {
-    match T::from_arg(v) {
-        Some(value) => Ok(value),
-        None => Err(arg_error::<T>(func, position, v)),
-    }
+    T::from_arg(v).ok_or_else(|| arg_error::<T>(func, position, v))
 }
 
 /// The TypeError for argument `position` (1-based) of `func` that is not a `T`.

@@ -295,10 +295,8 @@ macro_rules! typed_fn {
                 // lent argument is consumed exactly once (see `FUNC_ADOPTS_LENT`); the branch
                 // on `ADOPTS_LENT` is decided at compile time.
                 $(
-                    let $a = match <$a as FromArg>::from_arg(&args[$i]) {
-                        Some(value) => Ok(value),
-                        None => Err(arg_error::<$a>(name.view_str(), $i + 1, &args[$i])),
-                    };
+                    let $a = <$a as FromArg>::from_arg(&args[$i])
+                        .ok_or_else(|| arg_error::<$a>(name.view_str(), $i + 1, &args[$i]));
                     if !<$a as FromArg>::ADOPTS_LENT {
                         args[$i].release_if_lent();
                     }

@@ -204,21 +204,10 @@ pub fn tie<H: TieHost>(host: &H, slot: &SlotPrefix, obj: ObjectRef) -> Result<H:
 }
 
 /// Keep `obj`'s extra +1 in its Active slot, or drop it when the slot is full.
-/// Only for serialized hosts, under their lock (nothing else writes `aux` meanwhile).
+/// Only for serialized hosts, under their lock (nothing else writes `aux` meanwhile), and
+/// only when the slot's wrapper owns its +1 and will be untied ([`TieHost::keeps_spares`]).
 #[inline]
 fn keep_spare(slot: &SlotPrefix, obj: ObjectRef) {
-    // SAFETY: the callers (`tie`'s serialized fast path) meet `keep_spare_in`'s contract.
-    unsafe { keep_spare_in(slot, obj) }
-}
-
-/// [`tie`]'s spare keeping, for a host that found the canonical wrapper itself (a call that
-/// returned its own argument): keep `obj`'s +1 in `slot`, or drop it when the slot is full.
-///
-/// # Safety
-/// `slot` is `obj`'s slot, Active with a wrapper that owns its +1 and will be untied, and
-/// the caller is its serialized host ([`TieHost::SERIALIZED`]) running under its lock.
-#[inline]
-pub unsafe fn keep_spare_in(slot: &SlotPrefix, obj: ObjectRef) {
     let aux = slot.aux.load(Ordering::Relaxed);
     if aux >> 32 < SPARE_MAX {
         slot.aux.store(aux + SPARE_ONE, Ordering::Relaxed);
@@ -245,6 +234,45 @@ pub unsafe fn take_spare(obj: *mut ObjectHeader, tag: u32) -> bool {
     }
     slot.aux.store(aux - SPARE_ONE, Ordering::Relaxed);
     true
+}
+
+/// A call returned `obj`, which the argument wrapper whose slot word is `word` names (`echo(p)`):
+/// when `obj`'s prefix slot holds that word, that wrapper is canonical, so the host returns the
+/// argument itself and `obj`'s +1 stays in the slot as a spare (`Ok`). Otherwise `obj` comes
+/// back for the ordinary [`tie`].
+///
+/// # Safety
+/// `obj` is live; the caller is a serialized host ([`TieHost::SERIALIZED`]) of the allocator
+/// tagged `tag`, running under its lock, whose wrappers own their +1 and are untied when they
+/// go (so [`TieHost::keeps_spares`] holds for `obj`).
+#[inline]
+pub unsafe fn keep_if_tied_to(obj: ObjectRef, tag: u32, word: usize) -> std::result::Result<(), ObjectRef> {
+    // SAFETY: `obj` keeps the object alive.
+    match unsafe { slot_of(obj.as_ptr(), tag) } {
+        Some(slot) if peek(slot) == word => {
+            keep_spare(slot, obj);
+            Ok(())
+        }
+        _ => Err(obj),
+    }
+}
+
+/// The argument cell for `obj`, whose wrapper is an argument of a running leaf call (the
+/// wrapper's +1 keeps it alive): with `lend`, a lent view carrying one of its slot's spares
+/// when there is one (the callee then adds no reference), else a borrowed view.
+///
+/// # Safety
+/// As [`take_spare`]; `obj` outlives the call.
+#[inline]
+pub unsafe fn argument_view<'a>(obj: *mut ObjectHeader, tag: u32, lend: bool) -> crate::AnyView<'a> {
+    // SAFETY: forwarded; a spare taken is handed to the view, which carries it to the callee.
+    unsafe {
+        if lend && take_spare(obj, tag) {
+            crate::AnyView::lent_object(obj)
+        } else {
+            crate::AnyView::from_object_ptr(obj)
+        }
+    }
 }
 
 /// Spare references a slot holds right now (for tests and diagnostics).

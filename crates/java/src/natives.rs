@@ -242,162 +242,47 @@ pub extern "system" fn Java_dev_tether_ffi_Native_call0(env: *mut JNIEnv, _c: jc
     guard(env, null(), || unsafe { call_function(env, func, &[]) })
 }
 
-#[no_mangle]
-pub extern "system" fn Java_dev_tether_ffi_Native_call1(
-    env: *mut JNIEnv,
-    _c: jclass,
-    func: jlong,
-    kind: jint,
-    bits: jlong,
-    r: jobject,
-) -> jobject {
-    let env = Env(env);
-    // SAFETY: Java encodes with `Marshal` and keeps `r` (the wrapper) and the function reachable.
-    guard_call(env, null(), || unsafe { call_encoded_object(env, func, &[(kind, bits, r)]) })
+/// The array-free call natives. `encoded`: arguments as `(kind, bits, ref)` triples encoded by
+/// `Marshal` (1-3 arguments skip the array encoding), the result through `$call`
+/// ([`call_encoded_object`], or [`call_encoded_long`] for the `call*L` variants that call
+/// sites whose results have been ints use). `ints`: a `call*L` whose arguments are all ints,
+/// passed as bare `long`s (a third of the parameters: the JNI stub moves fewer of them, and no
+/// `Long` reaches native code, so the JIT can drop the boxes).
+macro_rules! call_natives {
+    (encoded: $($name:ident($($k:ident $b:ident $r:ident),*) -> $ret:ty = $call:ident or $fail:expr;)*) => {$(
+        #[no_mangle]
+        #[allow(clippy::too_many_arguments)]
+        pub extern "system" fn $name(env: *mut JNIEnv, _c: jclass, func: jlong $(, $k: jint, $b: jlong, $r: jobject)*) -> $ret {
+            let env = Env(env);
+            // SAFETY: Java encodes with `Marshal` and keeps each `ref` (a wrapper) and the
+            // function reachable for the call.
+            guard_call(env, $fail, || unsafe { $call(env, func, &[$(($k, $b, $r)),*]) })
+        }
+    )*};
+    (ints: $($name:ident($($a:ident),*);)*) => {$(
+        #[no_mangle]
+        pub extern "system" fn $name(env: *mut JNIEnv, _c: jclass, func: jlong $(, $a: jlong)*) -> jlong {
+            let env = Env(env);
+            // SAFETY: Java keeps the function reachable; ints need nothing else alive.
+            guard_call(env, 0, || unsafe { call_encoded_long(env, func, &[$((convert::KIND_INT, $a, null())),*]) })
+        }
+    )*};
 }
 
-/// Two and three arguments without arrays: the common arities skip the array encoding.
-#[no_mangle]
-#[allow(clippy::too_many_arguments)]
-pub extern "system" fn Java_dev_tether_ffi_Native_call2(
-    env: *mut JNIEnv,
-    _c: jclass,
-    func: jlong,
-    k0: jint,
-    b0: jlong,
-    r0: jobject,
-    k1: jint,
-    b1: jlong,
-    r1: jobject,
-) -> jobject {
-    let env = Env(env);
-    // SAFETY: as in call1.
-    guard_call(env, null(), || unsafe { call_encoded_object(env, func, &[(k0, b0, r0), (k1, b1, r1)]) })
+call_natives! { encoded:
+    Java_dev_tether_ffi_Native_call1(k0 b0 r0) -> jobject = call_encoded_object or null();
+    Java_dev_tether_ffi_Native_call2(k0 b0 r0, k1 b1 r1) -> jobject = call_encoded_object or null();
+    Java_dev_tether_ffi_Native_call3(k0 b0 r0, k1 b1 r1, k2 b2 r2) -> jobject = call_encoded_object or null();
+    Java_dev_tether_ffi_Native_call0L() -> jlong = call_encoded_long or 0;
+    Java_dev_tether_ffi_Native_call1L(k0 b0 r0) -> jlong = call_encoded_long or 0;
+    Java_dev_tether_ffi_Native_call2L(k0 b0 r0, k1 b1 r1) -> jlong = call_encoded_long or 0;
+    Java_dev_tether_ffi_Native_call3L(k0 b0 r0, k1 b1 r1, k2 b2 r2) -> jlong = call_encoded_long or 0;
 }
 
-#[no_mangle]
-#[allow(clippy::too_many_arguments)]
-pub extern "system" fn Java_dev_tether_ffi_Native_call3(
-    env: *mut JNIEnv,
-    _c: jclass,
-    func: jlong,
-    k0: jint,
-    b0: jlong,
-    r0: jobject,
-    k1: jint,
-    b1: jlong,
-    r1: jobject,
-    k2: jint,
-    b2: jlong,
-    r2: jobject,
-) -> jobject {
-    let env = Env(env);
-    // SAFETY: as in call1.
-    guard_call(env, null(), || unsafe { call_encoded_object(env, func, &[(k0, b0, r0), (k1, b1, r1), (k2, b2, r2)]) })
-}
-
-// The `call*L` natives: as `call0`..`call3`, for call sites whose results have been ints
-// (`TetherFunction` learns that per function). See [`call_encoded_long`].
-
-#[no_mangle]
-pub extern "system" fn Java_dev_tether_ffi_Native_call0L(env: *mut JNIEnv, _c: jclass, func: jlong) -> jlong {
-    let env = Env(env);
-    // SAFETY: as in call1.
-    guard_call(env, 0, || unsafe { call_encoded_long(env, func, &[]) })
-}
-
-#[no_mangle]
-pub extern "system" fn Java_dev_tether_ffi_Native_call1L(
-    env: *mut JNIEnv,
-    _c: jclass,
-    func: jlong,
-    kind: jint,
-    bits: jlong,
-    r: jobject,
-) -> jlong {
-    let env = Env(env);
-    // SAFETY: as in call1.
-    guard_call(env, 0, || unsafe { call_encoded_long(env, func, &[(kind, bits, r)]) })
-}
-
-#[no_mangle]
-#[allow(clippy::too_many_arguments)]
-pub extern "system" fn Java_dev_tether_ffi_Native_call2L(
-    env: *mut JNIEnv,
-    _c: jclass,
-    func: jlong,
-    k0: jint,
-    b0: jlong,
-    r0: jobject,
-    k1: jint,
-    b1: jlong,
-    r1: jobject,
-) -> jlong {
-    let env = Env(env);
-    // SAFETY: as in call1.
-    guard_call(env, 0, || unsafe { call_encoded_long(env, func, &[(k0, b0, r0), (k1, b1, r1)]) })
-}
-
-#[no_mangle]
-#[allow(clippy::too_many_arguments)]
-pub extern "system" fn Java_dev_tether_ffi_Native_call3L(
-    env: *mut JNIEnv,
-    _c: jclass,
-    func: jlong,
-    k0: jint,
-    b0: jlong,
-    r0: jobject,
-    k1: jint,
-    b1: jlong,
-    r1: jobject,
-    k2: jint,
-    b2: jlong,
-    r2: jobject,
-) -> jlong {
-    let env = Env(env);
-    // SAFETY: as in call1.
-    guard_call(env, 0, || unsafe { call_encoded_long(env, func, &[(k0, b0, r0), (k1, b1, r1), (k2, b2, r2)]) })
-}
-
-// The `ints*` natives: a `call*L` whose arguments are all ints, passed as bare `long`s (a
-// third of the parameters: the JNI stub moves fewer of them, and no `Long` reaches native
-// code, so the JIT can drop the boxes).
-
-#[no_mangle]
-pub extern "system" fn Java_dev_tether_ffi_Native_ints1(env: *mut JNIEnv, _c: jclass, func: jlong, a: jlong) -> jlong {
-    let env = Env(env);
-    const I: jint = convert::KIND_INT;
-    // SAFETY: as in call1 (ints only: nothing to keep alive but the function).
-    guard_call(env, 0, || unsafe { call_encoded_long(env, func, &[(I, a, null())]) })
-}
-
-#[no_mangle]
-pub extern "system" fn Java_dev_tether_ffi_Native_ints2(
-    env: *mut JNIEnv,
-    _c: jclass,
-    func: jlong,
-    a: jlong,
-    b: jlong,
-) -> jlong {
-    let env = Env(env);
-    const I: jint = convert::KIND_INT;
-    // SAFETY: as in ints1.
-    guard_call(env, 0, || unsafe { call_encoded_long(env, func, &[(I, a, null()), (I, b, null())]) })
-}
-
-#[no_mangle]
-pub extern "system" fn Java_dev_tether_ffi_Native_ints3(
-    env: *mut JNIEnv,
-    _c: jclass,
-    func: jlong,
-    a: jlong,
-    b: jlong,
-    c: jlong,
-) -> jlong {
-    let env = Env(env);
-    const I: jint = convert::KIND_INT;
-    // SAFETY: as in ints1.
-    guard_call(env, 0, || unsafe { call_encoded_long(env, func, &[(I, a, null()), (I, b, null()), (I, c, null())]) })
+call_natives! { ints:
+    Java_dev_tether_ffi_Native_ints1(a);
+    Java_dev_tether_ffi_Native_ints2(a, b);
+    Java_dev_tether_ffi_Native_ints3(a, b, c);
 }
 
 /// The result a `call*L` native parked (see [`call_encoded_long`]), as a Java object.

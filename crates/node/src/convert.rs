@@ -85,15 +85,10 @@ pub fn wrapper_view(
 ) -> JsResult<AnyView<'static>> {
     let obj = w.live_object()?;
     if borrow_objects {
-        // SAFETY: this env's slots change only on this thread (lending is asked for on the JS
-        // thread only); `obj` is live.
-        if lend && unsafe { tether_core::tying::take_spare(obj, state.tag) } {
-            // SAFETY: `take_spare` handed us that +1; the view carries it.
-            return Ok(unsafe { AnyView::lent_object(obj) });
-        }
-        // SAFETY: the wrapper is an argument of the running call, so it and its +1 outlive the
-        // call (a leaf function cannot run JS that disposes of it).
-        return Ok(unsafe { AnyView::from_object_ptr(obj) });
+        // SAFETY: this env's slots change only on this, its JS thread; the wrapper is an
+        // argument of the running call, so it and its +1 outlive the call (a leaf function
+        // cannot run JS that disposes of it).
+        return Ok(unsafe { tether_core::tying::argument_view(obj, state.tag, lend) });
     }
     // SAFETY: the wrapper's +1 keeps `obj` alive while we take our own.
     let r = unsafe { ObjectRef::from_borrowed(obj) };
@@ -107,21 +102,12 @@ pub fn wrapper_view(
 /// Consumes `obj`'s +1 on success; gives it back otherwise.
 #[inline]
 pub fn return_argument(state: &EnvState, obj: ObjectRef, arg: Value, w: &Wrapper) -> Result<Value, ObjectRef> {
-    let ptr = obj.as_ptr();
-    if w.obj.get() != ptr {
+    if w.obj.get() != obj.as_ptr() {
         return Err(obj);
     }
-    // SAFETY: `obj` is live (we hold +1); the prefix exists only when its alloc_tag is ours.
-    match unsafe { tether_core::tying::slot_of(ptr, state.tag) } {
-        Some(slot) if tether_core::tying::peek(slot) == w.reference.get() as usize => {
-            // The canonical wrapper already owns its +1: the slot keeps this one as a spare.
-            // SAFETY: the Active slot of `obj` names `w`, which owns its +1 and unties in its
-            // finalizer; this env's slots change only on this, its JS thread.
-            unsafe { tether_core::tying::keep_spare_in(slot, obj) };
-            Ok(arg)
-        }
-        _ => Err(obj),
-    }
+    // SAFETY: this env's slots change only on this, its JS thread; wrappers own their +1 and
+    // untie in their finalizer.
+    unsafe { tether_core::tying::keep_if_tied_to(obj, state.tag, w.reference.get() as usize) }.map(|()| arg)
 }
 
 /// A view of a plain (non-object, non-borrowing) cell.

@@ -9,7 +9,7 @@ use std::ptr::null_mut;
 use std::sync::atomic::Ordering;
 
 use pyo3::ffi;
-use tether_core::any::{Any, AnyView, TypeIndex};
+use tether_core::any::{Any, AnyView};
 use tether_core::arc::ObjectBox;
 use tether_core::error::take_last_error;
 use tether_core::function::{FunctionObj, FUNC_ADOPTS_LENT, FUNC_LEAF};
@@ -71,15 +71,7 @@ pub unsafe fn call_native(func: *mut ObjectHeader, args: &[*mut ffi::PyObject]) 
             errors::raise(take_last_error());
             return null_mut();
         }
-        if result.view().is_object() && result.type_index() != TypeIndex::STR && result.type_index() != TypeIndex::BYTES
-        {
-            let obj = result.into_object().expect("an object cell");
-            return match wrapper::return_argument(obj, args) {
-                Ok(o) => o,
-                Err(obj) => wrapper::return_object(obj),
-            };
-        }
-        convert::from_any(result)
+        convert::from_result(result, args)
     }
 }
 

@@ -62,15 +62,10 @@ pub unsafe fn to_view_into<'a>(
     // SAFETY: GIL held, `o` live (caller).
     unsafe {
         let tp = ffi::Py_TYPE(o);
-        if !hold && (*tp).tp_dealloc.map(|f| f as usize) == Some(wrapper::wrapper_dealloc as *const () as usize) {
+        if !hold && wrapper::deallocs_as_wrapper(tp) {
             let obj = wrapper::native_of(o)?;
-            // A spare reference of the wrapper's slot, when it has one, goes to the callee,
-            // which then adds none (see `tying::take_spare`).
-            *slot = if lend && tying::take_spare(obj, state::tag()) {
-                AnyView::lent_object(obj)
-            } else {
-                AnyView::from_raw_parts((*obj).type_index, 0, obj as u64)
-            };
+            // The GIL serialises every slot change; the wrapper's +1 outlives the leaf call.
+            *slot = tying::argument_view(obj, state::tag(), lend);
             return Ok(());
         }
         if tp == std::ptr::addr_of_mut!(ffi::PyLong_Type) {
@@ -91,9 +86,7 @@ pub unsafe fn to_view<'a>(o: *mut ffi::PyObject, arena: &mut Arena, hold: bool) 
     // SAFETY: GIL held, `o` live (caller).
     unsafe {
         let tp = ffi::Py_TYPE(o);
-        if (*tp).tp_dealloc.map(|f| f as usize) == Some(wrapper::wrapper_dealloc as *const () as usize)
-            || wrapper::is_wrapper(o)
-        {
+        if wrapper::is_wrapper(o) {
             let obj = wrapper::native_of(o)?;
             if hold {
                 inc_ref(obj);
@@ -239,11 +232,24 @@ pub unsafe fn to_any(o: *mut ffi::PyObject) -> Result<Any, PyErrSet> {
 /// GIL held.
 #[inline]
 pub unsafe fn from_any(v: Any) -> *mut ffi::PyObject {
+    // SAFETY: forwarded.
+    unsafe { from_result(v, &[]) }
+}
+
+/// As [`from_any`], for the result of a call with Python arguments `args`: an object that is
+/// one of them comes back as that argument (see `wrapper::return_argument`).
+///
+/// # Safety
+/// As [`from_any`]; `args` are live objects.
+pub unsafe fn from_result(v: Any, args: &[*mut ffi::PyObject]) -> *mut ffi::PyObject {
     // SAFETY: GIL held (caller).
     unsafe {
         match v.type_index() {
             t if t >= TypeIndex::OBJECT && t != TypeIndex::STR && t != TypeIndex::BYTES => {
-                wrapper::return_object(v.into_object().expect("object kind"))
+                match wrapper::return_argument(v.into_object().expect("object kind"), args) {
+                    Ok(arg) => arg,
+                    Err(obj) => wrapper::return_object(obj),
+                }
             }
             TypeIndex::NONE => ffi::Py_NewRef(ffi::Py_None()),
             TypeIndex::INT => ffi::PyLong_FromLongLong(v.view().as_int().unwrap_or(0)),

@@ -87,10 +87,7 @@ pub unsafe extern "C" fn wrapper_dealloc(o: *mut ffi::PyObject) {
         let tp = ffi::Py_TYPE(o);
         // A `__del__` added to one of our classes: run it (it may resurrect the wrapper).
         // User subclasses reach us through subtype_dealloc, which already ran it.
-        if (*tp).tp_finalize.is_some()
-            && (*tp).tp_dealloc.map(|f| f as *const () as usize) == Some(wrapper_dealloc as *const () as usize)
-            && ffi::PyObject_CallFinalizerFromDealloc(o) < 0
-        {
+        if (*tp).tp_finalize.is_some() && deallocs_as_wrapper(tp) && ffi::PyObject_CallFinalizerFromDealloc(o) < 0 {
             return;
         }
         let obj = (*w).obj.swap(null_mut(), Ordering::AcqRel);
@@ -127,9 +124,19 @@ pub unsafe fn is_wrapper(o: *mut ffi::PyObject) -> bool {
     // SAFETY: `o` is a live object.
     unsafe {
         let tp = ffi::Py_TYPE(o);
-        (*tp).tp_dealloc.map(|f| f as usize) == Some(wrapper_dealloc as *const () as usize)
-            || ffi::PyType_IsSubtype(tp, base_type()) != 0
+        deallocs_as_wrapper(tp) || ffi::PyType_IsSubtype(tp, base_type()) != 0
     }
+}
+
+/// True for our generated classes (not Python subclasses of them): the one-compare test of
+/// the hot paths.
+///
+/// # Safety
+/// `tp` is a live type object.
+#[inline]
+pub unsafe fn deallocs_as_wrapper(tp: *mut ffi::PyTypeObject) -> bool {
+    // SAFETY: forwarded.
+    unsafe { (*tp).tp_dealloc.map(|f| f as usize) == Some(wrapper_dealloc as *const () as usize) }
 }
 
 /// The native object of a wrapper, or a Python error if it was moved.
@@ -294,19 +301,11 @@ pub unsafe fn return_argument(obj: ObjectRef, args: &[*mut ffi::PyObject]) -> Re
     // prefix exists only when the alloc_tag is ours.
     unsafe {
         for &a in args {
-            let ours = (*ffi::Py_TYPE(a)).tp_dealloc.map(|f| f as usize) == Some(wrapper_dealloc as *const () as usize);
-            if !ours || (*(a as *mut Wrapper)).obj.load(Ordering::Relaxed) != ptr {
+            if !deallocs_as_wrapper(ffi::Py_TYPE(a)) || (*(a as *mut Wrapper)).obj.load(Ordering::Relaxed) != ptr {
                 continue;
             }
-            if let Some(slot) = tying::slot_of(ptr, state::tag()) {
-                if tying::peek(slot) == a as usize {
-                    // The slot names this wrapper (it owns its +1 and unties in dealloc), and
-                    // with the GIL no other thread changes it.
-                    tying::keep_spare_in(slot, obj);
-                    return Ok(ffi::Py_NewRef(a));
-                }
-            }
-            break;
+            // Wrappers own their +1 and untie in dealloc; the GIL serialises slot changes.
+            return tying::keep_if_tied_to(obj, state::tag(), a as usize).map(|()| ffi::Py_NewRef(a));
         }
     }
     Err(obj)
