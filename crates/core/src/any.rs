@@ -404,6 +404,7 @@ impl<'a> AnyView<'a> {
         }
     }
     /// Borrow the object as a typed value, if it is a `T`.
+    #[inline]
     pub fn downcast_ref<T: crate::Object>(&self) -> Option<&'a T> {
         let p = self.as_object_ptr()?;
         if crate::types::is_instance(self.tix(), T::type_index()) {

@@ -84,21 +84,26 @@ impl Drop for FunctionObj {
 #[derive(Clone)]
 pub struct Function(pub ObjectArc<FunctionObj>);
 
-type Packed = Box<dyn Fn(&[AnyView<'_>]) -> Result<Any> + Send + Sync>;
-
-unsafe extern "C" fn packed_safe_call(
+/// The body of every Rust-closure `safe_call`: the closure `F` boxed in the function's `data`
+/// runs under `catch_panic`, its value fills `result` and its error the raised slot.
+///
+/// # Safety
+/// `handle` is a live Function whose `data` is a `Box<F>`; `args` holds `n` cells; `result`
+/// is a writable cell holding None.
+#[inline(always)]
+unsafe fn run_closure<F>(
     handle: *mut ObjectHeader,
     args: *const AnyView<'_>,
     n: i32,
     result: *mut Any,
+    run: impl FnOnce(&F, &Any, &[AnyView<'_>]) -> Result<Any>,
 ) -> i32 {
-    // SAFETY: `handle` is a live Function whose `data` is a `Box<Packed>` (made by
-    // `from_packed`); `args` holds `n` cells; `result` is a writable cell.
+    // SAFETY: the caller's guarantees.
     let outcome = catch_panic(|| unsafe {
         let func = &(*(handle as *const crate::arc::ObjectBox<FunctionObj>)).value;
-        let packed = &*(func.data as *const Packed);
+        let f = &*(func.data as *const F);
         let args = if n <= 0 { &[][..] } else { std::slice::from_raw_parts(args, n as usize) };
-        packed(args)
+        run(f, &func.name, args)
     });
     match outcome {
         Ok(value) => {
@@ -113,41 +118,34 @@ unsafe extern "C" fn packed_safe_call(
     }
 }
 
+/// `safe_call` of [`Function::from_packed`]: one indirect call, no `dyn` dispatch.
+unsafe extern "C" fn packed_safe_call<F>(
+    handle: *mut ObjectHeader,
+    args: *const AnyView<'_>,
+    n: i32,
+    result: *mut Any,
+) -> i32
+where
+    F: Fn(&[AnyView<'_>]) -> Result<Any>,
+{
+    // SAFETY: `handle` is a Function made by `from_packed::<F>`; the rest is the ABI's.
+    unsafe { run_closure::<F>(handle, args, n, result, |f, _, args| f(args)) }
+}
+
+/// `safe_call` of [`Function::from_typed`].
 unsafe extern "C" fn typed_safe_call<Marker, F: TypedFn<Marker>>(
     handle: *mut ObjectHeader,
     args: *const AnyView<'_>,
     n: i32,
     result: *mut Any,
 ) -> i32 {
-    // SAFETY: `handle` is a live Function whose `data` is the `F` boxed by `from_typed`;
-    // `args` holds `n` cells; `result` is a writable cell.
-    let outcome = catch_panic(|| unsafe {
-        let func = &(*(handle as *const crate::arc::ObjectBox<FunctionObj>)).value;
-        let f = &*(func.data as *const F);
-        let args = if n <= 0 { &[][..] } else { std::slice::from_raw_parts(args, n as usize) };
-        f.call_packed(&func.name, args)
-    });
-    match outcome {
-        Ok(value) => {
-            // SAFETY: the caller's result cell holds None (no drop needed) and is ours to fill.
-            unsafe { result.write(value) };
-            0
-        }
-        Err(e) => {
-            set_last_error(e);
-            -1
-        }
-    }
+    // SAFETY: `handle` is a Function made by `from_typed::<Marker, F>`; the rest is the ABI's.
+    unsafe { run_closure::<F>(handle, args, n, result, |f, name, args| f.call_packed(name, args)) }
 }
 
-unsafe extern "C" fn drop_typed<F>(data: *mut c_void) {
-    // SAFETY: `data` is the `Box<F>` leaked in `from_typed`.
+unsafe extern "C" fn drop_closure<F>(data: *mut c_void) {
+    // SAFETY: `data` is the `Box<F>` leaked in `from_typed` or `from_packed`.
     drop(unsafe { Box::from_raw(data as *mut F) });
-}
-
-unsafe extern "C" fn drop_packed(data: *mut c_void) {
-    // SAFETY: `data` is the `Box<Packed>` leaked in `from_packed`.
-    drop(unsafe { Box::from_raw(data as *mut Packed) });
 }
 
 impl Function {
@@ -156,10 +154,9 @@ impl Function {
     where
         F: Fn(&[AnyView<'_>]) -> Result<Any> + Send + Sync + 'static,
     {
-        let packed: Packed = Box::new(f);
-        let data = Box::into_raw(Box::new(packed)) as *mut c_void;
-        // SAFETY: `packed_safe_call` reads exactly this payload; `drop_packed` frees it.
-        unsafe { Function::from_raw_parts(packed_safe_call, data, Some(drop_packed), name, -1, 0) }
+        let data = Box::into_raw(Box::new(f)) as *mut c_void;
+        // SAFETY: `packed_safe_call::<F>` reads exactly this payload; `drop_closure::<F>` frees it.
+        unsafe { Function::from_raw_parts(packed_safe_call::<F>, data, Some(drop_closure::<F>), name, -1, 0) }
     }
 
     /// A typed closure: arguments convert by [`FromArg`], the result by [`IntoRet`]; a
@@ -167,13 +164,13 @@ impl Function {
     /// The closure is called through a `safe_call` made for its type: one indirect call.
     pub fn from_typed<Marker, F: TypedFn<Marker>>(name: &str, f: F) -> Function {
         let data = Box::into_raw(Box::new(f)) as *mut c_void;
-        // SAFETY: `typed_safe_call::<Marker, F>` reads exactly this payload; `drop_typed::<F>`
+        // SAFETY: `typed_safe_call::<Marker, F>` reads exactly this payload; `drop_closure::<F>`
         // frees it.
         unsafe {
             Function::from_raw_parts(
                 typed_safe_call::<Marker, F>,
                 data,
-                Some(drop_typed::<F>),
+                Some(drop_closure::<F>),
                 name,
                 F::ARITY as i32,
                 FUNC_ADOPTS_LENT,
@@ -286,6 +283,7 @@ macro_rules! typed_fn {
         {
             const ARITY: usize = $n;
             #[allow(unused_variables, non_snake_case)]
+            #[inline]
             fn call_packed(&self, name: &Any, args: &[AnyView<'_>]) -> Result<Any> {
                 if args.len() != $n {
                     args.iter().for_each(AnyView::release_if_lent);

@@ -88,6 +88,7 @@ impl Default for SlotPrefix {
 ///
 /// # Safety
 /// `obj` is a live object.
+#[inline]
 pub unsafe fn slot_of<'a>(obj: *mut ObjectHeader, tag: u32) -> Option<&'a SlotPrefix> {
     // SAFETY: `obj` is live; its alloc_tag says whether the prefix exists.
     if unsafe { (*obj).alloc_tag } == tag && tag != crate::alloc::BUILTIN_TAG {
@@ -186,21 +187,50 @@ impl Drop for Locked<'_> {
 /// otherwise a new one tied into the slot. Consumes `obj` either way.
 #[inline]
 pub fn tie<H: TieHost>(host: &H, slot: &SlotPrefix, obj: ObjectRef) -> Result<H::Handle> {
-    if H::SERIALIZED {
-        let word = slot.slot.load(Ordering::Acquire);
-        if word != 0 && word & TAG_MASK == 0 {
-            // SAFETY: an Active word; the host's lock (held by the caller, see `SERIALIZED`)
-            // keeps it from changing while we revive.
-            if let Some(handle) = unsafe { host.revive(word) } {
-                // The canonical wrapper already owns its +1: keep this one as a spare.
-                if host.keeps_spares(obj.as_ptr()) {
-                    keep_spare(slot, obj);
-                }
-                return Ok(handle);
+    let obj = if H::SERIALIZED {
+        match revive_active(host, slot, obj) {
+            Ok(handle) => return Ok(handle),
+            Err(obj) => obj,
+        }
+    } else {
+        obj
+    };
+    tie_locked(host, slot, obj)
+}
+
+/// A serialized host's return without locking: the wrapper an Active word names, revived,
+/// with `obj`'s +1 kept as a spare. `obj` comes back when the slot holds no live wrapper.
+#[inline]
+fn revive_active<H: TieHost>(host: &H, slot: &SlotPrefix, obj: ObjectRef) -> std::result::Result<H::Handle, ObjectRef> {
+    debug_assert!(H::SERIALIZED);
+    let word = slot.slot.load(Ordering::Acquire);
+    if word != 0 && word & TAG_MASK == 0 {
+        // SAFETY: an Active word; the host's lock (held by the caller, see `SERIALIZED`)
+        // keeps it from changing while we revive.
+        if let Some(handle) = unsafe { host.revive(word) } {
+            // The canonical wrapper already owns its +1: keep this one as a spare.
+            if host.keeps_spares(obj.as_ptr()) {
+                keep_spare(slot, obj);
             }
+            return Ok(handle);
         }
     }
-    tie_locked(host, slot, obj)
+    Err(obj)
+}
+
+/// The first step of [`tie_any`] for serialized hosts, for callers that must prepare before a
+/// wrapper can be made (e.g. build its class): the live wrapper of an object with this
+/// host's prefix, revived, or `obj` back (then call [`tie_any`]).
+#[inline]
+pub fn revive_any<H: TieHost>(host: &H, tag: u32, obj: ObjectRef) -> std::result::Result<H::Handle, ObjectRef> {
+    if !H::SERIALIZED {
+        return Err(obj);
+    }
+    // SAFETY: `obj` keeps the object alive.
+    match unsafe { slot_of(obj.as_ptr(), tag) } {
+        Some(slot) => revive_active(host, slot, obj),
+        None => Err(obj),
+    }
 }
 
 /// Keep `obj`'s extra +1 in its Active slot, or drop it when the slot is full.
@@ -343,6 +373,7 @@ pub fn take_inactive(slot: &SlotPrefix) -> Option<usize> {
 }
 
 /// The word currently in the slot (a racy snapshot, for tests and diagnostics).
+#[inline]
 pub fn peek(slot: &SlotPrefix) -> usize {
     slot.slot.load(Ordering::Acquire)
 }
@@ -398,43 +429,17 @@ impl SideTable {
     }
 }
 
-/// Where `obj`'s slot lives for a frontend: its prefix, or an entry in `side`.
-pub enum SlotRef<'a> {
-    Prefix(&'a SlotPrefix),
-    Side(Arc<SlotPrefix>),
-}
-
-impl std::ops::Deref for SlotRef<'_> {
-    type Target = SlotPrefix;
-    fn deref(&self) -> &SlotPrefix {
-        match self {
-            SlotRef::Prefix(p) => p,
-            SlotRef::Side(a) => a,
-        }
-    }
-}
-
-/// `obj`'s slot for the frontend whose allocator has `tag`, using `side` for foreign objects.
-///
-/// # Safety
-/// `obj` is a live object.
-pub unsafe fn locate<'a>(obj: *mut ObjectHeader, tag: u32, side: &SideTable) -> SlotRef<'a> {
-    // SAFETY: forwarded.
-    match unsafe { slot_of(obj, tag) } {
-        Some(p) => SlotRef::Prefix(p),
-        None => SlotRef::Side(side.entry(obj)),
-    }
-}
-
 /// Tie `obj` through its prefix or the side table, pruning a side entry a failed create
 /// left Detached.
 pub fn tie_any<H: TieHost>(host: &H, tag: u32, side: &SideTable, obj: ObjectRef) -> Result<H::Handle> {
     let ptr = obj.as_ptr();
     // SAFETY: `obj` keeps the object alive.
-    let slot = unsafe { locate(ptr, tag, side) };
-    let is_side = matches!(slot, SlotRef::Side(_));
+    if let Some(slot) = unsafe { slot_of(ptr, tag) } {
+        return tie(host, slot, obj);
+    }
+    let slot = side.entry(ptr);
     let out = tie(host, &slot, obj);
-    if is_side && out.is_err() {
+    if out.is_err() {
         drop(slot);
         side.prune(ptr);
     }

@@ -259,9 +259,11 @@ pub fn list_types() -> Vec<(i32, &'static str)> {
 /// Is an object of type `index` an instance of `target` (itself or a subtype)?
 #[inline]
 pub fn is_instance(index: i32, target: i32) -> bool {
-    if index == target {
-        return true;
-    }
+    index == target || is_proper_subtype(index, target)
+}
+
+#[inline(never)]
+fn is_proper_subtype(index: i32, target: i32) -> bool {
     if target == TypeIndex::OBJECT {
         return index >= TypeIndex::OBJECT;
     }

@@ -5,6 +5,7 @@
 //! through the tie. The GIL is released around the call unless the function is a leaf
 //! (`FUNC_LEAF`: it neither blocks nor calls back).
 
+use std::mem::MaybeUninit;
 use std::ptr::null_mut;
 use std::sync::atomic::Ordering;
 
@@ -35,33 +36,55 @@ pub unsafe fn call_native(func: *mut ObjectHeader, args: &[*mut ffi::PyObject]) 
     unsafe {
         pending::drain();
         let f = &(*(func as *const ObjectBox<FunctionObj>)).value;
-        let leaf = f.flags & FUNC_LEAF != 0;
-        // Off the GIL a concurrent `_move()` could release an argument: hold references then.
-        let hold = !leaf || cfg!(Py_GIL_DISABLED);
+        // Off the GIL a concurrent `_move()` could release an argument: only leaf calls on
+        // GIL builds borrow their arguments.
+        if f.flags & FUNC_LEAF != 0 && !cfg!(Py_GIL_DISABLED) {
+            call_with::<true>(func, f, args)
+        } else {
+            call_with::<false>(func, f, args)
+        }
+    }
+}
+
+/// [`call_native`] for leaf calls (`LEAF`: the GIL stays held, wrapper arguments are
+/// borrowed or lent a spare) or for calls that release the GIL (arguments hold references).
+///
+/// # Safety
+/// As [`call_native`]; `f` is `func`'s body.
+#[inline(always)]
+unsafe fn call_with<const LEAF: bool>(
+    func: *mut ObjectHeader,
+    f: &FunctionObj,
+    args: &[*mut ffi::PyObject],
+) -> *mut ffi::PyObject {
+    // SAFETY: GIL held (caller); every view read below was written by `to_view_into`.
+    unsafe {
         // Spare references are only touched under the GIL (`PyHost::SERIALIZED`).
-        let lend = !hold && f.flags & FUNC_ADOPTS_LENT != 0;
+        let lend = LEAF && f.flags & FUNC_ADOPTS_LENT != 0;
         let mut arena = Arena::new();
-        let mut stack = [AnyView::none(); STACK_ARGS];
-        let mut heap: Vec<AnyView<'_>>;
-        let views: &mut [AnyView<'_>] = if args.len() <= STACK_ARGS {
+        let mut stack = [const { MaybeUninit::<AnyView<'_>>::uninit() }; STACK_ARGS];
+        let mut heap: Vec<MaybeUninit<AnyView<'_>>>;
+        let views: &mut [MaybeUninit<AnyView<'_>>] = if args.len() <= STACK_ARGS {
             &mut stack[..args.len()]
         } else {
-            heap = vec![AnyView::none(); args.len()];
+            heap = Vec::with_capacity(args.len());
+            heap.resize_with(args.len(), MaybeUninit::uninit);
             &mut heap
         };
         for (i, &a) in args.iter().enumerate() {
-            if convert::to_view_into(a, &mut arena, hold, lend, &mut views[i]).is_err() {
+            if convert::to_view_into(a, &mut arena, !LEAF, lend, &mut views[i]).is_err() {
                 // Arguments lent so far were never passed: give their references back.
-                views[..i].iter().for_each(AnyView::release_if_lent);
+                views[..i].iter().for_each(|v| v.assume_init_ref().release_if_lent());
                 return null_mut();
             }
         }
+        let cells = views.as_ptr() as *const AnyView<'_>;
         let mut result = Any::none();
-        let rc = if leaf {
-            (f.safe_call)(func, views.as_ptr(), views.len() as i32, &mut result)
+        let rc = if LEAF {
+            (f.safe_call)(func, cells, views.len() as i32, &mut result)
         } else {
             let ts = ffi::PyEval_SaveThread();
-            let rc = (f.safe_call)(func, views.as_ptr(), views.len() as i32, &mut result);
+            let rc = (f.safe_call)(func, cells, views.len() as i32, &mut result);
             ffi::PyEval_RestoreThread(ts);
             rc
         };

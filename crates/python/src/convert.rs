@@ -6,6 +6,7 @@
 //! the caller drops after the call. Results come back as native Python values for scalars,
 //! strings and bytes, and as canonical wrappers for objects.
 
+use std::mem::MaybeUninit;
 use std::ptr::null_mut;
 
 use pyo3::ffi;
@@ -39,12 +40,6 @@ impl Arena {
     }
 }
 
-/// Convert a Python argument to a view. `hold` takes a native reference on wrapped objects
-/// too (used when the GIL is released during the call, so a concurrent `_move()` cannot free
-/// an argument under the callee). Err means a Python error is set.
-///
-/// # Safety
-/// GIL held; `o` is alive for as long as the returned view is used.
 /// [`to_view`] written straight into `slot`: the hot wrapper/int branches store the view's fields
 /// in place instead of returning it (a returned view is stored in pieces and reloaded whole, a
 /// store-forwarding stall per argument).
@@ -57,7 +52,7 @@ pub unsafe fn to_view_into<'a>(
     arena: &mut Arena,
     hold: bool,
     lend: bool,
-    slot: &mut AnyView<'a>,
+    slot: &mut MaybeUninit<AnyView<'a>>,
 ) -> Result<(), PyErrSet> {
     // SAFETY: GIL held, `o` live (caller).
     unsafe {
@@ -65,22 +60,26 @@ pub unsafe fn to_view_into<'a>(
         if !hold && wrapper::deallocs_as_wrapper(tp) {
             let obj = wrapper::native_of(o)?;
             // The GIL serialises every slot change; the wrapper's +1 outlives the leaf call.
-            *slot = tying::argument_view(obj, state::tag(), lend);
+            slot.write(tying::argument_view(obj, state::tag(), lend));
             return Ok(());
         }
         if tp == std::ptr::addr_of_mut!(ffi::PyLong_Type) {
-            let mut overflow = 0;
-            let v = ffi::PyLong_AsLongLongAndOverflow(o, &mut overflow);
-            if overflow == 0 && (v != -1 || ffi::PyErr_Occurred().is_null()) {
-                *slot = AnyView::int(v);
+            if let Some(v) = compact_long(o) {
+                slot.write(AnyView::int(v));
                 return Ok(());
             }
         }
-        *slot = to_view(o, arena, hold)?;
+        slot.write(to_view(o, arena, hold)?);
         Ok(())
     }
 }
 
+/// Convert a Python argument to a view. `hold` takes a native reference on wrapped objects
+/// too (used when the GIL is released during the call, so a concurrent `_move()` cannot free
+/// an argument under the callee). Err means a Python error is set.
+///
+/// # Safety
+/// GIL held; `o` is alive for as long as the returned view is used.
 #[inline]
 pub unsafe fn to_view<'a>(o: *mut ffi::PyObject, arena: &mut Arena, hold: bool) -> Result<AnyView<'a>, PyErrSet> {
     // SAFETY: GIL held, `o` live (caller).
@@ -114,6 +113,10 @@ pub unsafe fn to_view<'a>(o: *mut ffi::PyObject, arena: &mut Arena, hold: bool) 
 }
 
 unsafe fn long_view<'a>(o: *mut ffi::PyObject) -> Result<AnyView<'a>, PyErrSet> {
+    // SAFETY: `o` is an int.
+    if let Some(v) = unsafe { compact_long(o) } {
+        return Ok(AnyView::int(v));
+    }
     let mut overflow = 0;
     // SAFETY: `o` is an int.
     let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(o, &mut overflow) };
@@ -129,6 +132,32 @@ unsafe fn long_view<'a>(o: *mut ffi::PyObject) -> Result<AnyView<'a>, PyErrSet> 
         return Err(PyErrSet);
     }
     Ok(AnyView::int(v))
+}
+
+/// The value of an int of at most one digit, read from the object itself (what
+/// `PyLong_AsLongLongAndOverflow` does first, without the call and its error checks).
+///
+/// # Safety
+/// `o` is a live exact `int`.
+#[inline(always)]
+unsafe fn compact_long(o: *mut ffi::PyObject) -> Option<i64> {
+    // After the object head: the size word (3.11: signed digit count; 3.12+: `lv_tag`, digit
+    // count << 3 | sign bits, 0 = positive, 1 = zero, 2 = negative), then 30-bit digits.
+    const HEAD: usize = std::mem::size_of::<ffi::PyObject>();
+    // SAFETY: every int has its size word and at least one digit (zero included).
+    unsafe {
+        let size = *((o as *const u8).add(HEAD) as *const isize);
+        let digit = *((o as *const u8).add(HEAD + 8) as *const u32) as i64;
+        #[cfg(not(Py_3_12))]
+        {
+            (size.unsigned_abs() <= 1).then_some(size as i64 * digit)
+        }
+        #[cfg(Py_3_12)]
+        {
+            let tag = size as usize;
+            (tag < 2 << 3).then_some((1 - (tag & 3) as i64) * digit)
+        }
+    }
 }
 
 unsafe fn str_view<'a>(o: *mut ffi::PyObject) -> Result<AnyView<'a>, PyErrSet> {

@@ -315,8 +315,12 @@ pub unsafe fn return_argument(obj: ObjectRef, args: &[*mut ffi::PyObject]) -> Re
 /// object handed to Python goes through here. Null with a Python error on failure.
 #[inline]
 pub unsafe fn return_object(obj: ObjectRef) -> *mut ffi::PyObject {
-    // SAFETY: GIL held by the caller.
-    unsafe { return_object_as(obj, null_mut(), null_mut()) }
+    // The common case, a live wrapper, needs no class.
+    match tying::revive_any(&PyHost { cls: null_mut(), fresh: null_mut() }, state::tag(), obj) {
+        Ok((o, _)) => o,
+        // SAFETY: GIL held by the caller.
+        Err(obj) => unsafe { return_object_as(obj, null_mut(), null_mut()) },
+    }
 }
 
 /// As [`return_object`]; a new wrapper gets class `cls` (a subclass the user called) and

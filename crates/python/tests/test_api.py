@@ -48,6 +48,13 @@ def test_int_arguments_on_the_fast_path(testing):
         testing.add(2**63, 0)
     with pytest.raises(tether_ffi.TypeError, match="argument 1: expected int, got bool"):
         testing.add(True, 1)
+    # One-digit ints are read from the object; the digit is 30 bits wide. Both paths (leaf
+    # call and a value stored in a field) must agree with Python's own arithmetic.
+    edges = [0, 1, -1, 2**30 - 1, -(2**30 - 1), 2**30, -(2**30), 2**60, -(2**63), 2**63 - 1]
+    for a in edges:
+        assert testing.add(a, 0) == a
+        assert testing.echo(a) == a
+        assert testing.Pair(a, None).first == a
 
 
 def test_equality_and_hash_by_identity(testing):
