@@ -308,47 +308,74 @@ function collectionEntries(value) {
   return undefined;
 }
 
+/** Arguments that can travel as handles (crates/node/src/call.rs `FRAME_HANDLES`). */
+const FRAME_HANDLES = 30;
 /**
- * The JS function users call for native function `raw` (the canonical wrapper of the native
- * Function): wrapper arguments travel as their handles, flagged in a bit mask that `raw`
- * takes first; a result that is one of those handles means "that argument". `raw` itself is
- * reachable only through the shim, so the mask cannot be forged. Arities 1-3 get a
- * monomorphic body; a call with another argument count takes the general path.
+ * The call frame shared with the addon (call.rs `CallFrame`, one per env): `frameWords` are
+ * [mask of the arguments that are handles, argument count, the argument a call returned
+ * (when `raw` returns undefined)]; `frameFloats` are [the called function's handle, then
+ * argument i's handle at 1 + i].
  */
-function makeShim(raw, arity, name) {
+const callFrame = native._setup(classFor, makeError, TOKEN, collectionEntries, makeShim);
+const frameWords = new Int32Array(callFrame, 0, 3);
+const frameFloats = new Float64Array(callFrame, 16, 1 + FRAME_HANDLES);
+
+/**
+ * The JS function users call for native function `raw`, whose own wrapper has handle `fh`
+ * (the shim becomes that wrapper). Wrapper arguments travel as their handles in the call
+ * frame (a placeholder in their place, or nothing when all arguments are wrappers), which
+ * spares the addon a Node-API read per argument; `undefined` from `raw` means "the result
+ * is argument frameWords[2]". `raw` is reachable only through the shim and the frame only
+ * from this file, so neither can be forged. Arities 1-3 get a monomorphic body; a call with
+ * another argument count takes the general path.
+ */
+function makeShim(raw, arity, name, fh) {
   let shim;
   const general = function (...args) {
     const n = args.length;
     const orig = n > 0 ? args.slice() : args;
     let mask = 0;
-    for (let i = 0; i < n && i < 30; i++) {
+    for (let i = 0; i < n && i < FRAME_HANDLES; i++) {
       const h = handleOf(args[i]);
       if (h !== undefined) {
         mask |= 1 << i;
-        args[i] = h;
+        frameFloats[1 + i] = h;
+        args[i] = 0;
       }
     }
-    const r = raw(mask, ...args);
-    if (mask !== 0) {
-      for (let i = 0; i < n && i < 30; i++) if ((mask >> i) & 1 && r === args[i]) return orig[i];
-    }
-    return r;
+    frameFloats[0] = fh;
+    frameWords[0] = mask;
+    frameWords[1] = n;
+    const r = raw(...args);
+    return r === undefined ? orig[frameWords[2]] : r;
   };
   if (arity === 1) {
     shim = function (a) {
       if (arguments.length !== 1) return general(...arguments);
       const ha = handleOf(a);
-      if (ha === undefined) return raw(0, a);
-      const r = raw(1, ha);
-      return r === ha ? a : r;
+      frameFloats[0] = fh;
+      frameWords[1] = 1;
+      if (ha === undefined) {
+        frameWords[0] = 0;
+        return raw(a);
+      }
+      frameWords[0] = 1;
+      frameFloats[1] = ha;
+      const r = raw();
+      return r === undefined ? a : r;
     };
   } else if (arity === 2) {
     shim = function (a, b) {
       if (arguments.length !== 2) return general(...arguments);
       const ha = handleOf(a);
       const hb = handleOf(b);
-      const r = raw((ha !== undefined ? 1 : 0) | (hb !== undefined ? 2 : 0), ha ?? a, hb ?? b);
-      return ha !== undefined && r === ha ? a : hb !== undefined && r === hb ? b : r;
+      if (ha !== undefined) frameFloats[1] = ha;
+      if (hb !== undefined) frameFloats[2] = hb;
+      frameFloats[0] = fh;
+      frameWords[0] = (ha !== undefined ? 1 : 0) | (hb !== undefined ? 2 : 0);
+      frameWords[1] = 2;
+      const r = raw(ha === undefined ? a : 0, hb === undefined ? b : 0);
+      return r === undefined ? (frameWords[2] === 0 ? a : b) : r;
     };
   } else if (arity === 3) {
     shim = function (a, b, c) {
@@ -356,10 +383,16 @@ function makeShim(raw, arity, name) {
       const ha = handleOf(a);
       const hb = handleOf(b);
       const hc = handleOf(c);
-      const mask = (ha !== undefined ? 1 : 0) | (hb !== undefined ? 2 : 0) | (hc !== undefined ? 4 : 0);
-      const r = raw(mask, ha ?? a, hb ?? b, hc ?? c);
-      if (mask === 0) return r;
-      return ha !== undefined && r === ha ? a : hb !== undefined && r === hb ? b : hc !== undefined && r === hc ? c : r;
+      if (ha !== undefined) frameFloats[1] = ha;
+      if (hb !== undefined) frameFloats[2] = hb;
+      if (hc !== undefined) frameFloats[3] = hc;
+      frameFloats[0] = fh;
+      frameWords[0] = (ha !== undefined ? 1 : 0) | (hb !== undefined ? 2 : 0) | (hc !== undefined ? 4 : 0);
+      frameWords[1] = 3;
+      const r = raw(ha === undefined ? a : 0, hb === undefined ? b : 0, hc === undefined ? c : 0);
+      if (r !== undefined) return r;
+      const i = frameWords[2];
+      return i === 0 ? a : i === 1 ? b : c;
     };
   } else {
     shim = general;
@@ -368,7 +401,6 @@ function makeShim(raw, arity, name) {
   return shim;
 }
 
-native._setup(classFor, makeError, TOKEN, collectionEntries, makeShim);
 
 arrayGetItem = native.getGlobalFunc('tether.ArrayGetItem');
 arraySize = native.getGlobalFunc('tether.ArraySize');

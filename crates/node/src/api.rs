@@ -96,9 +96,13 @@ fn int_arg(state: &EnvState, args: &Args, i: usize, what: &str) -> JsResult<i64>
 }
 
 /// `_setup(classFactory, errorFactory, token, collectionEntries, makeShim)`: the JS helpers
-/// the native side calls.
+/// the native side calls. Returns the ArrayBuffer of the shims' call frame (`call::CallFrame`).
 fn setup(state: &EnvState, args: Args) -> JsResult<Value> {
     let env = state.env;
+    if state.refs.borrow().shim_factory.is_some() {
+        // The frame stays index.js's own: anything else writing it could name freed wrappers.
+        return Err(Error::runtime("_setup was already called for this environment").into());
+    }
     let class_factory = raw::strong_ref(env, arg(&args, 0)?)?;
     let error_factory = raw::strong_ref(env, arg(&args, 1)?)?;
     let token = raw::strong_ref(env, arg(&args, 2)?)?;
@@ -110,7 +114,8 @@ fn setup(state: &EnvState, args: Args) -> JsResult<Value> {
     refs.class_factory = Some(class_factory);
     refs.error_factory = Some(error_factory);
     refs.token = Some(token);
-    raw::undefined(env)
+    let frame = refs.frame_buffer.expect("made with the env");
+    raw::reference_value(env, frame)
 }
 
 /// `getGlobalFunc(name)`: the registered function, or undefined.

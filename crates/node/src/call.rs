@@ -7,6 +7,7 @@
 //! without a `napi_unwrap` per wrapper, calls `safe_call` directly and converts the result.
 
 use std::ffi::c_void;
+use std::mem::MaybeUninit;
 use std::ptr;
 
 use napi::sys;
@@ -25,17 +26,52 @@ use crate::tie::{wrapper_of, wrapper_of_handle, Wrapper};
 /// Arguments read on the stack; more spill to the heap.
 const STACK_ARGS: usize = 8;
 
+/// Arguments that can travel as handles (bits of [`CallFrame::mask`]).
+pub const FRAME_HANDLES: usize = 30;
+
+/// What a shim (index.js `makeShim`) tells the addon about a call, in a buffer shared with
+/// index.js: one per env, used on its JS thread only. The called function and the wrapper
+/// arguments travel here as handles (see `tie::handle`), because a typed-array store in JS
+/// costs less than reading an argument or the callback data through Node-API; a call whose
+/// arguments are all wrappers makes no Node-API call at all to read them.
+#[repr(C)]
+pub struct CallFrame {
+    /// Bit i: argument i is a wrapper whose handle is `handles[i]`; the JS argument is a
+    /// placeholder (or absent when every argument is a handle).
+    pub mask: u32,
+    /// The call's argument count.
+    pub count: u32,
+    /// Set when the addon returns `undefined` (which no conversion produces): the result is
+    /// argument `returned` itself, so the shim hands back the caller's own wrapper.
+    pub returned: i32,
+    _reserved: u32,
+    /// The handle of the called function's own wrapper.
+    pub function: f64,
+    pub handles: [f64; FRAME_HANDLES],
+}
+
+const _: () = {
+    assert!(std::mem::offset_of!(CallFrame, mask) == 0);
+    assert!(std::mem::offset_of!(CallFrame, count) == 4);
+    assert!(std::mem::offset_of!(CallFrame, returned) == 8);
+    assert!(std::mem::offset_of!(CallFrame, function) == 16);
+    assert!(std::mem::offset_of!(CallFrame, handles) == 24);
+};
+
 /// Make the JS function for a native Function wrapper (called while tying).
 pub fn make_function(state: &EnvState, wrapper: *mut Wrapper) -> JsResult<Value> {
     // SAFETY: the wrapper box is live and holds a Function object.
     let func = unsafe { function_obj((*wrapper).obj.get()) };
     let name = func.name.view().as_str().unwrap_or("").to_string();
     let short = name.rsplit('.').next().unwrap_or(&name);
-    let raw_fn = raw::function(state.env, short, Some(native_function_callback), wrapper as *mut c_void)?;
+    // The callback finds its function through the call frame, not through callback data.
+    let raw_fn = raw::function(state.env, short, Some(native_function_callback), ptr::null_mut())?;
     let factory = state.refs.borrow().shim_factory.expect("makeShim set at init");
     let factory = raw::reference_value(state.env, factory)?;
     let undefined = raw::undefined(state.env)?;
-    let shim_args = [raw_fn, raw::number(state.env, func.arity as f64)?, raw::string(state.env, short)?];
+    // SAFETY: the box is live; the shim made here becomes its wrapper.
+    let handle = crate::tie::handle(state.env, unsafe { &*wrapper })?;
+    let shim_args = [raw_fn, raw::number(state.env, func.arity as f64)?, raw::string(state.env, short)?, handle];
     let f = raw::call(state.env, undefined, factory, &shim_args)?;
     let call_async = state.refs.borrow().call_async.expect("callAsync set at init");
     let call_async = raw::reference_value(state.env, call_async)?;
@@ -52,38 +88,42 @@ unsafe fn function_obj<'a>(obj: *mut ObjectHeader) -> &'a FunctionObj {
     unsafe { &(*(obj as *const ObjectBox<FunctionObj>)).value }
 }
 
-/// The Node-API callback of every native function, called by its shim only: `(mask, ...args)`,
-/// where bit i of `mask` says argument i is a wrapper handle.
+/// How a call's result goes back to JS.
+enum Outcome {
+    Value(Value),
+    /// The result is this argument's own wrapper.
+    Argument(usize),
+}
+
+/// The Node-API callback of every native function, called by its shim only, with the
+/// function's [`CallFrame`] filled in.
 unsafe extern "C" fn native_function_callback(env: Env, info: sys::napi_callback_info) -> Value {
-    let mut argc = STACK_ARGS + 1;
-    let mut argv: [Value; STACK_ARGS + 1] = [ptr::null_mut(); STACK_ARGS + 1];
-    let mut data: *mut c_void = ptr::null_mut();
-    // SAFETY: `info` is this call's; the buffer holds STACK_ARGS handles.
-    unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), &mut data) };
-    // SAFETY: the data of a native function is its live Wrapper (the function is reachable,
-    // so its wrapper is not finalized).
-    let wrapper = unsafe { &*(data as *const Wrapper) };
-    let state = wrapper.state();
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let mut mask = 0u32;
-        if argc > 0 {
-            // SAFETY: a value of this call; a non-number leaves the mask 0 (no handles).
-            unsafe { sys::napi_get_value_uint32(env, argv[0], &mut mask) };
+    // SAFETY: called by Node on this env's JS thread after init.
+    let state = unsafe { crate::env::state_of(env) };
+    let frame = state.frame;
+    // SAFETY: the frame is this env's and the shim just filled it in; the function handle is
+    // that of the shim's own wrapper, alive while the shim runs.
+    let (wrapper, mask, count) = unsafe {
+        let f = &*frame;
+        match wrapper_of_handle(f.function) {
+            Some(w) => (w, f.mask, f.count as usize),
+            None => {
+                throw(state, Fail::Native(Error::runtime("a native function was called without its call frame")));
+                return ptr::null_mut();
+            }
         }
-        if argc <= STACK_ARGS + 1 {
-            call_native(state, wrapper, mask, &argv[1.min(argc)..argc])
-        } else {
-            let mut heap = vec![ptr::null_mut(); argc];
-            let mut again = argc;
-            raw::napi_call!(
-                env,
-                napi_get_cb_info(env, info, &mut again, heap.as_mut_ptr(), ptr::null_mut(), ptr::null_mut())
-            )?;
-            call_native(state, wrapper, mask, &heap[1..])
-        }
+    };
+    // SAFETY: the frame is this env's and the shim just filled it in; `info` is this call's.
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
+        call_counted(state, wrapper, frame, env, info, mask, count)
     }));
     match outcome {
-        Ok(Ok(v)) => v,
+        Ok(Ok(Outcome::Value(v))) => v,
+        Ok(Ok(Outcome::Argument(i))) => {
+            // SAFETY: the env's frame, on its JS thread; the shim reads it right after.
+            unsafe { (*frame).returned = i as i32 };
+            ptr::null_mut()
+        }
         Ok(Err(fail)) => {
             throw(state, fail);
             ptr::null_mut()
@@ -92,6 +132,48 @@ unsafe extern "C" fn native_function_callback(env: Env, info: sys::napi_callback
             let msg = tether_core::error::panic_message(&*panic);
             throw(state, Fail::Native(Error::of_kind(tether_core::ErrorKind::RustPanic, msg)));
             ptr::null_mut()
+        }
+    }
+}
+
+/// Read the JS arguments (none when the frame carries them all) and call; exact small counts
+/// get code with their loops unrolled, since most calls are these.
+///
+/// # Safety
+/// As [`call_native`]; `info` is this call's and `mask`/`count` come from `frame`.
+#[inline(always)]
+unsafe fn call_counted(
+    state: &EnvState,
+    wrapper: &Wrapper,
+    frame: *const CallFrame,
+    env: Env,
+    info: sys::napi_callback_info,
+    mask: u32,
+    count: usize,
+) -> JsResult<Outcome> {
+    if count > STACK_ARGS {
+        let mut heap = vec![ptr::null_mut(); count];
+        let mut argc = count;
+        raw::napi_call!(
+            env,
+            napi_get_cb_info(env, info, &mut argc, heap.as_mut_ptr(), ptr::null_mut(), ptr::null_mut())
+        )?;
+        // SAFETY: forwarded; every slot was filled (with `undefined` past the JS count).
+        return unsafe { call_native::<STACK_ARGS>(state, wrapper, frame, &heap) };
+    }
+    let mut argv: [Value; STACK_ARGS] = [ptr::null_mut(); STACK_ARGS];
+    if u64::from(mask) != (1u64 << count) - 1 {
+        let mut argc = count;
+        // SAFETY: the buffer holds `count` (<= STACK_ARGS) values; all are filled in.
+        unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
+    }
+    // SAFETY: forwarded, for every arm.
+    unsafe {
+        match count {
+            1 => call_native::<1>(state, wrapper, frame, &argv[..1]),
+            2 => call_native::<2>(state, wrapper, frame, &argv[..2]),
+            3 => call_native::<3>(state, wrapper, frame, &argv[..3]),
+            _ => call_native::<STACK_ARGS>(state, wrapper, frame, &argv[..count]),
         }
     }
 }
@@ -115,69 +197,99 @@ impl Drop for SyncCall<'_> {
     }
 }
 
-/// Call a native function with JS arguments, synchronously. Bit i of `handles` marks
-/// argument i as a wrapper handle (see `tie::handle`).
-fn call_native(state: &EnvState, wrapper: &Wrapper, handles: u32, argv: &[Value]) -> JsResult<Value> {
+/// Call a native function with JS arguments, synchronously; `frame` says which arguments
+/// are wrapper handles. `N` is the argument count when below [`STACK_ARGS`], else the stack
+/// capacity (more arguments go to the heap).
+///
+/// # Safety
+/// `frame` is this env's call frame, filled in by the shim that made this call.
+#[inline(always)]
+unsafe fn call_native<const N: usize>(
+    state: &EnvState,
+    wrapper: &Wrapper,
+    frame: *const CallFrame,
+    argv: &[Value],
+) -> JsResult<Outcome> {
     let obj = wrapper.live_object()?;
     // SAFETY: the wrapper holds +1 on a Function.
     let func = unsafe { function_obj(obj) };
     let leaf = func.flags & FUNC_LEAF != 0;
     let lend = leaf && func.flags & FUNC_ADOPTS_LENT != 0;
-    let mut owned: Vec<Any> = Vec::new();
-    let mut stack_views = [AnyView::none(); STACK_ARGS];
-    let mut heap_views;
-    let views: &mut [AnyView<'_>] = if argv.len() <= STACK_ARGS {
-        &mut stack_views[..argv.len()]
+    debug_assert!(N >= STACK_ARGS || argv.len() == N);
+    let n = if N < STACK_ARGS { N } else { argv.len() };
+    // The handles first: converting another argument may run JS (a getter, a callback made
+    // for a function argument) that makes another call and refills the frame.
+    let mut stack_wrappers: [Option<&Wrapper>; N] = [None; N];
+    let mut heap_wrappers;
+    let wrappers: &mut [Option<&Wrapper>] = if n <= N {
+        &mut stack_wrappers[..n]
     } else {
-        heap_views = vec![AnyView::none(); argv.len()];
+        heap_wrappers = vec![None; n];
+        &mut heap_wrappers
+    };
+    // SAFETY: the caller's guarantee.
+    let mut mask = unsafe { (*frame).mask } & ((1u64 << n.min(FRAME_HANDLES)) - 1) as u32;
+    while mask != 0 {
+        let i = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        // SAFETY: the shim stores handles read from wrappers' private fields only; each names
+        // a box that lives as long as that wrapper, an argument of this call.
+        let w = unsafe { wrapper_of_handle((*frame).handles[i]) };
+        wrappers[i] = Some(w.ok_or_else(|| Error::type_error("a flagged argument is not a tether handle"))?);
+    }
+    let mut owned: Vec<Any> = Vec::new();
+    let mut stack_views = [const { MaybeUninit::<AnyView<'_>>::uninit() }; N];
+    let mut heap_views;
+    let views: &mut [MaybeUninit<AnyView<'_>>] = if n <= N {
+        &mut stack_views[..n]
+    } else {
+        heap_views = Vec::with_capacity(n);
+        heap_views.resize_with(n, MaybeUninit::uninit);
         &mut heap_views
     };
-    // The first wrapper argument, for the fast return of an argument (`echo(p)`).
-    let mut first_wrapper: Option<(Value, &Wrapper)> = None;
-    for (i, &v) in argv.iter().enumerate() {
+    for i in 0..n {
         // Leaf functions never call back, so a wrapper's own +1 keeps a borrowed argument
         // alive; otherwise a callback could dispose of it mid-call, so hold our own.
-        let converted = if i < 32 && handles & (1 << i) != 0 {
-            // SAFETY: the shim flags only handles it read from wrappers' private fields.
-            match unsafe { wrapper_of_handle(state.env, v) } {
-                Some(w) => wrapper_view(state, w, leaf, lend, &mut owned).map(|view| (view, Some(w))),
-                None => Err(Error::type_error("a flagged argument is not a tether handle").into()),
-            }
-        } else {
-            arg_view(state, v, leaf, lend, &mut owned)
+        let converted = match wrappers[i] {
+            Some(w) => wrapper_view(state, w, leaf, lend, &mut owned),
+            None => arg_view(state, argv[i], leaf, lend, &mut owned).map(|(view, w)| {
+                wrappers[i] = w;
+                view
+            }),
         };
-        let (view, wrapper) = match converted {
-            Ok(converted) => converted,
+        match converted {
+            Ok(view) => {
+                views[i].write(view);
+            }
             Err(fail) => {
                 // Arguments lent so far were never passed: give their references back.
-                views[..i].iter().for_each(AnyView::release_if_lent);
+                // SAFETY: views before `i` were written.
+                views[..i].iter().for_each(|v| unsafe { v.assume_init_ref() }.release_if_lent());
                 return Err(fail);
             }
-        };
-        views[i] = view;
-        if first_wrapper.is_none() {
-            first_wrapper = wrapper.map(|w| (v, w));
         }
     }
     let mut result = Any::none();
     let rc = {
         let _sync = (!leaf).then(|| SyncCall::enter(state));
-        // SAFETY: a live Function, `views.len()` cells kept alive by `owned` and the argument
+        // SAFETY: a live Function, `n` written cells kept alive by `owned` and the argument
         // wrappers, and a None result cell.
-        unsafe { (func.safe_call)(obj, views.as_ptr(), views.len() as i32, &mut result) }
+        unsafe { (func.safe_call)(obj, views.as_ptr() as *const AnyView<'_>, n as i32, &mut result) }
     };
     drop(owned);
     if rc != 0 {
         return Err(Fail::Native(take_last_error()));
     }
-    if let (Some((arg, w)), true) = (first_wrapper, result.view().as_object_ptr().is_some()) {
-        let obj = result.into_object().expect("checked object");
-        return match return_argument(state, obj, arg, w) {
-            Ok(v) => Ok(v),
-            Err(obj) => any_to_js(state, Any::object(obj)),
-        };
+    if let Some(ptr) = result.view().as_object_ptr() {
+        if let Some(i) = wrappers.iter().position(|w| w.is_some_and(|w| w.obj.get() == ptr)) {
+            let obj = result.into_object().expect("checked object");
+            return match return_argument(state, obj, wrappers[i].expect("found")) {
+                Ok(()) => Ok(Outcome::Argument(i)),
+                Err(obj) => any_to_js(state, Any::object(obj)).map(Outcome::Value),
+            };
+        }
     }
-    any_to_js(state, result)
+    any_to_js(state, result).map(Outcome::Value)
 }
 
 // ---- callAsync ------------------------------------------------------------------------

@@ -58,17 +58,19 @@ pub fn arg_view<'w>(
     owned: &mut Vec<Any>,
 ) -> JsResult<(AnyView<'static>, Option<&'w Wrapper>)> {
     let env = state.env;
+    // Numbers first, in one Node-API call: it fails (with no exception) for anything else.
+    let mut x = 0.0;
+    // SAFETY: `v` is a value of the current call.
+    if unsafe { sys::napi_get_value_double(env, v, &mut x) } == sys::Status::napi_ok {
+        let a = number_to_any(x);
+        // SAFETY: ints and floats are plain values.
+        return Ok((unsafe { plain_view(&a) }, None));
+    }
     let t = raw::type_of(env, v)?;
     if t == ValueType::napi_object {
         if let Some(w) = wrapper_of(env, v) {
             return Ok((wrapper_view(state, w, borrow_objects, lend, owned)?, Some(w)));
         }
-    } else if t == ValueType::napi_number {
-        let mut x = 0.0;
-        napi_call!(env, napi_get_value_double(env, v, &mut x))?;
-        let a = number_to_any(x);
-        // SAFETY: ints and floats are plain values.
-        return Ok((unsafe { plain_view(&a) }, None));
     }
     let a = convert(state, v, t, 0)?;
     Ok((keep(owned, a), None))
@@ -95,19 +97,19 @@ pub fn wrapper_view(
     Ok(keep(owned, Any::object(r)))
 }
 
-/// The fast return of an object that was passed in as argument `arg` (`echo(p)`): when the
-/// argument's wrapper still names the object and is the one its prefix slot holds, it is the
-/// canonical wrapper, so it is returned without locking the slot or reviving a reference.
-/// Prefix slots of this env are only written on this thread, so the snapshot is exact.
-/// Consumes `obj`'s +1 on success; gives it back otherwise.
+/// The fast return of an object that was passed in as an argument (`echo(p)`) with wrapper
+/// `w`: when `w` still names the object and is the one its prefix slot holds, it is the
+/// canonical wrapper, so the caller hands back that argument itself (`Ok`), without locking
+/// the slot or reviving a reference. Prefix slots of this env are only written on this
+/// thread, so the snapshot is exact. Consumes `obj`'s +1 on success; gives it back otherwise.
 #[inline]
-pub fn return_argument(state: &EnvState, obj: ObjectRef, arg: Value, w: &Wrapper) -> Result<Value, ObjectRef> {
+pub fn return_argument(state: &EnvState, obj: ObjectRef, w: &Wrapper) -> Result<(), ObjectRef> {
     if w.obj.get() != obj.as_ptr() {
         return Err(obj);
     }
     // SAFETY: this env's slots change only on this, its JS thread; wrappers own their +1 and
     // untie in their finalizer.
-    unsafe { tether_core::tying::keep_if_tied_to(obj, state.tag, w.reference.get() as usize) }.map(|()| arg)
+    unsafe { tether_core::tying::keep_if_tied_to(obj, state.tag, w.reference.get() as usize) }
 }
 
 /// A view of a plain (non-object, non-borrowing) cell.

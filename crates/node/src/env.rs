@@ -8,12 +8,13 @@
 use std::cell::RefCell;
 use std::ffi::c_void;
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use napi::sys;
 use tether_core::tying::SideTable;
 
+use crate::call::CallFrame;
 use crate::raw::{self, napi_call, Env, JsResult, Ref, Value};
 
 /// A tag no allocator ever has: ties everything through the side table.
@@ -47,6 +48,8 @@ pub struct JsRefs {
     pub shim_factory: Option<Ref>,
     /// Constructors by type index.
     pub classes: Vec<Option<Ref>>,
+    /// The ArrayBuffer holding [`EnvState::frame`], handed to index.js by `_setup`.
+    pub frame_buffer: Option<Ref>,
 }
 
 pub struct EnvState {
@@ -67,6 +70,9 @@ pub struct EnvState {
     pub pending_deletes: Mutex<Vec<usize>>,
     /// JS-thread-only state.
     pub refs: RefCell<JsRefs>,
+    /// The shims' call frame: the memory of the ArrayBuffer `refs.frame_buffer` keeps alive
+    /// (V8 never moves an ArrayBuffer's contents). JS thread only.
+    pub frame: *mut CallFrame,
 }
 
 /// The threadsafe function handle (a raw pointer, shared across threads).
@@ -121,11 +127,22 @@ impl EnvState {
     }
 }
 
+/// The main env and its state, so that the hot paths find the state without a Node-API call
+/// (set by [`init_env`], cleared by the env's cleanup hook before the state can go away).
+static MAIN_ENV: AtomicPtr<sys::napi_env__> = AtomicPtr::new(ptr::null_mut());
+static MAIN_STATE: AtomicPtr<EnvState> = AtomicPtr::new(ptr::null_mut());
+
 /// The env's state (set at module init).
 ///
 /// # Safety
 /// Called on `env`'s JS thread after [`init_env`].
+#[inline]
 pub unsafe fn state_of<'a>(env: Env) -> &'a EnvState {
+    if env == MAIN_ENV.load(Ordering::Relaxed) {
+        // SAFETY: the main env is live (it is calling us), so its cleanup hook has not run and
+        // the state its instance data holds is alive.
+        return unsafe { &*MAIN_STATE.load(Ordering::Relaxed) };
+    }
     let mut data = ptr::null_mut();
     // SAFETY: the caller's guarantee; instance data is an `Arc<EnvState>` raw pointer.
     unsafe {
@@ -142,6 +159,10 @@ unsafe extern "C" fn finalize_instance(_env: Env, data: *mut c_void, _hint: *mut
 unsafe extern "C" fn cleanup_env(arg: *mut c_void) {
     // SAFETY: `arg` is an `Arc` raw pointer the hook owns (registered in `init_env`).
     let state = unsafe { Arc::from_raw(arg as *const EnvState) };
+    if state.is_main {
+        MAIN_ENV.store(ptr::null_mut(), Ordering::Relaxed);
+        MAIN_STATE.store(ptr::null_mut(), Ordering::Relaxed);
+    }
     {
         let mut alive = state.alive.write().unwrap_or_else(|e| e.into_inner());
         *alive = false;
@@ -160,6 +181,7 @@ pub fn init_env(env: Env) -> JsResult<Arc<EnvState>> {
             .expect("the Node frontend allocator can be installed")
     });
     let is_main = !MAIN_CLAIMED.swap(true, Ordering::AcqRel);
+    let (frame, frame_buffer) = call_frame(env)?;
     let state = Arc::new(EnvState {
         env,
         is_main,
@@ -170,7 +192,8 @@ pub fn init_env(env: Env) -> JsResult<Arc<EnvState>> {
         alive: RwLock::new(true),
         tsfn: AtomicTsfn(std::sync::atomic::AtomicPtr::new(ptr::null_mut())),
         pending_deletes: Mutex::new(Vec::new()),
-        refs: RefCell::new(JsRefs::default()),
+        refs: RefCell::new(JsRefs { frame_buffer: Some(frame_buffer), ..JsRefs::default() }),
+        frame,
     });
     let raw_state = Arc::into_raw(state.clone()) as *mut c_void;
     napi_call!(env, napi_set_instance_data(env, raw_state, Some(finalize_instance), ptr::null_mut()))?;
@@ -179,5 +202,22 @@ pub fn init_env(env: Env) -> JsResult<Arc<EnvState>> {
     crate::callback::create_tsfn(&state)?;
     let hook_state = Arc::into_raw(state.clone()) as *mut c_void;
     napi_call!(env, napi_add_env_cleanup_hook(env, Some(cleanup_env), hook_state))?;
+    if is_main {
+        // The cleanup hook's Arc keeps the state alive until the hook clears these.
+        MAIN_STATE.store(Arc::as_ptr(&state) as *mut EnvState, Ordering::Relaxed);
+        MAIN_ENV.store(env, Ordering::Relaxed);
+    }
     Ok(state)
+}
+
+/// A zeroed ArrayBuffer the size of a [`CallFrame`], its memory, and a strong reference that
+/// keeps it alive for the env's life.
+fn call_frame(env: Env) -> JsResult<(*mut CallFrame, Ref)> {
+    let mut data = ptr::null_mut();
+    let mut buffer = ptr::null_mut();
+    napi_call!(env, napi_create_arraybuffer(env, std::mem::size_of::<CallFrame>(), &mut data, &mut buffer))?;
+    if data.is_null() || (data as usize) % std::mem::align_of::<CallFrame>() != 0 {
+        return Err(tether_core::Error::runtime("the call frame buffer is not aligned for its fields").into());
+    }
+    Ok((data as *mut CallFrame, raw::strong_ref(env, buffer)?))
 }

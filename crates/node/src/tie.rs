@@ -77,32 +77,39 @@ pub fn wrapper_of<'a>(env: Env, v: Value) -> Option<&'a Wrapper> {
     (unsafe { *(data as *const u64) } == WRAPPER_MAGIC).then(|| unsafe { &*(data as *const Wrapper) })
 }
 
-/// A handle for `w`: the wrapper box's address as a JS number. It lives in the wrapper
-/// object's private field (index.js `TetherObject#handle`), where no other code can read or
-/// forge it, and the box lives as long as that object. Function shims pass handles in place
-/// of wrapper arguments. A number, not an External: Node makes each External with a weak
-/// handle for type tagging, ~130 ns apiece and work for the GC.
+/// A handle for `w`: a JS number naming the wrapper box. It lives in the wrapper object's
+/// private field (index.js `TetherObject#handle`), where no other code can read or forge it,
+/// and the box lives as long as that object. Function shims pass handles in place of wrapper
+/// arguments. A number, not an External: Node makes each External with a weak handle for
+/// type tagging, ~130 ns apiece and work for the GC.
+///
+/// The number is 2^52 + the box's address: a double with exponent 52 whose 52 mantissa
+/// bits are the address, so [`wrapper_of_handle`] takes the address from the bits instead of
+/// converting a float to an integer (a chain of dependent float compares on every call).
 pub fn handle(env: Env, w: &Wrapper) -> JsResult<Value> {
-    let address = w as *const Wrapper as usize;
-    // Heap addresses on the 64-bit targets Node runs on fit in 48 bits, so a double holds
-    // them exactly.
-    debug_assert!(address < 1 << 53);
-    raw::number(env, address as f64)
+    let address = w as *const Wrapper as u64;
+    // Heap addresses on the 64-bit targets Node runs on fit in 48 bits.
+    debug_assert!(address & !HANDLE_ADDRESS == 0);
+    raw::number(env, f64::from_bits(HANDLE_EXPONENT | address))
 }
 
-/// The wrapper a handle names.
+/// The bits of 2^52 (a biased exponent of 52, an empty mantissa).
+const HANDLE_EXPONENT: u64 = 0x4330_0000_0000_0000;
+/// The mantissa bits, which hold the address.
+const HANDLE_ADDRESS: u64 = (1 << 52) - 1;
+
+/// The wrapper a handle names, or `None` for a number that is no handle.
 ///
 /// # Safety
-/// `v` is a handle made by [`handle`] (the shims flag them; nothing else can), so it names a
-/// wrapper box that lives as long as the wrapper object holding the handle, which the running
-/// call's caller keeps alive.
+/// A `handle` of the right form was made by [`handle`], so it names a wrapper box that lives
+/// as long as the wrapper object holding the handle, which the running call's caller keeps
+/// alive.
 #[inline]
-pub unsafe fn wrapper_of_handle<'a>(env: Env, v: Value) -> Option<&'a Wrapper> {
-    let mut address = 0.0f64;
-    // SAFETY: `v` is a value of the current call.
-    let status = unsafe { sys::napi_get_value_double(env, v, &mut address) };
+pub unsafe fn wrapper_of_handle<'a>(handle: f64) -> Option<&'a Wrapper> {
+    let bits = handle.to_bits();
+    let address = (bits & HANDLE_ADDRESS) as usize;
     // SAFETY: the caller's guarantee.
-    (status == sys::Status::napi_ok && address >= 1.0).then(|| unsafe { &*(address as usize as *const Wrapper) })
+    (bits & !HANDLE_ADDRESS == HANDLE_EXPONENT && address != 0).then(|| unsafe { &*(address as *const Wrapper) })
 }
 
 /// What JS value a new wrapper is.
@@ -294,6 +301,16 @@ pub fn tie_object(state: &EnvState, obj: ObjectRef, preset: Option<Value>) -> Js
 
 /// As [`tie_object`], also saying which wrapper box was made, when a new one was.
 pub fn tie_object_made(state: &EnvState, obj: ObjectRef, preset: Option<Value>) -> JsResult<(Value, Option<&Wrapper>)> {
+    let obj = if preset.is_none() {
+        // The common case, a live wrapper, needs no class (`revive` never reads the shell).
+        let reviver = Host { state, shell: Shell::Function, failure: RefCell::new(None), made: Cell::new(ptr::null()) };
+        match tying::revive_any(&reviver, state.tag, obj) {
+            Ok(v) => return Ok((v, None)),
+            Err(obj) => obj,
+        }
+    } else {
+        obj
+    };
     let type_index = obj.type_index();
     let shell = match preset {
         Some(v) => Shell::Preset(v),

@@ -208,3 +208,38 @@ test('spare references of returned and lent wrappers die with the wrapper', asyn
   })();
   await expectLiveBackTo(baseline, 'spares kept native objects alive');
 });
+
+test('the call frame: any argument can come back as itself, at any arity', () => {
+  const p = new Pair(1, 2);
+  const q = new Pair(3, 4);
+  // Arity 3 through testing.call (variadic, the general shim): the callback's result is an
+  // argument of the outer call, so the shim must hand back that argument's own wrapper.
+  assert.equal(testing.call((a, b) => b, p, q), q);
+  assert.equal(testing.call((a) => a, p, 7), p);
+  // More arguments than the addon reads on the stack, wrappers and numbers mixed.
+  const many = Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? new Pair(i, i) : i));
+  assert.equal(testing.call((...xs) => xs[10], ...many), many[10]);
+  assert.equal(testing.call((...xs) => xs.length, ...many), 12);
+  // Wrong counts take the general path and still get clear errors.
+  assert.throws(() => testing.echo(), tether.TetherTypeError);
+  assert.throws(() => testing.echo(p, q), /takes 1 argument but 2 were given/);
+});
+
+test('the call frame: a call made while converting another call\'s arguments', () => {
+  const p = new Pair(1, 2);
+  const q = new Pair(3, 4);
+  let inner;
+  // Converting the plain object runs its getter, which makes a call of its own with a
+  // wrapper in the same position as the outer call's `p` (so it rewrites that frame slot)
+  // before the outer call has converted `p`.
+  const source = {
+    get key() {
+      inner = testing.call((x, y) => y, 0, q);
+      return 5;
+    },
+  };
+  const out = testing.call((m, a) => [a, m], source, p);
+  assert.equal(inner, q);
+  assert.equal(out.get(0), p);
+  assert.equal(out.get(1).get('key'), 5);
+});
