@@ -30,9 +30,11 @@ const BODIES = {
   W7: 'if (f(cb) !== x) throw new Error("call(cb) did not return cb()");',
 };
 
-function makeLoop(body) {
-  // A fresh function per (peer, workload): its own type feedback.
-  return new Function('f', 'x', 'p', 'cb', `
+function makeLoop(body, peer) {
+  // A fresh function per (peer, workload): its own type feedback. The peer's name goes into
+  // the source: V8 caches compiled code by source text, and closures made from one cached
+  // source share their feedback, so identical loops for three peers would see three callees.
+  return new Function('f', 'x', 'p', 'cb', `// ${peer}
     return function loop(n) {
       let acc = 0, last = null;
       const t0 = process.hrtime.bigint();
@@ -106,7 +108,7 @@ function main() {
     for (const [name, peer] of Object.entries(peers)) {
       if (!peer[w]) continue;
       const [f, x, p, cb] = peer[w];
-      const loop = makeLoop(BODIES[w])(f, x, p, cb);
+      const loop = makeLoop(BODIES[w], name)(f, x, p, cb);
       const end = Date.now() + WARMUP_NS / 1e6;
       let n = 1000;
       while (Date.now() < end) loop(n);
