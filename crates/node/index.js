@@ -357,7 +357,8 @@ function makeShim(raw, arity, name, fh) {
       frameWords[1] = 1;
       if (ha === undefined) {
         frameWords[0] = 0;
-        return raw(a);
+        const r = raw(a);
+        return r === undefined ? a : r;
       }
       frameWords[0] = 1;
       frameFloats[1] = ha;

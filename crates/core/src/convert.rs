@@ -35,6 +35,9 @@ pub trait FromArg: Sized {
     /// read the cell (numbers, strings) keep the default, and the typed call releases a lent
     /// argument right after converting it.
     const ADOPTS_LENT: bool = false;
+    /// False when a successful conversion implies the cell held no object (numbers, bools),
+    /// so the typed call need not look for a lent object to release after one.
+    const FROM_OBJECTS: bool = true;
 }
 
 /// A Rust result type.
@@ -58,6 +61,7 @@ pub(crate) fn arg_error<T: FromArg>(func: &str, position: usize, v: &AnyView<'_>
 macro_rules! int_arg {
     ($($t:ty),*) => {$(
         impl FromArg for $t {
+            const FROM_OBJECTS: bool = false;
             fn from_arg(v: &AnyView<'_>) -> Option<Self> {
                 v.as_int().and_then(|i| <$t>::try_from(i).ok())
             }
@@ -77,6 +81,7 @@ macro_rules! int_arg {
 int_arg!(i64, i32, u32, u64, usize);
 
 impl FromArg for f64 {
+    const FROM_OBJECTS: bool = false;
     fn from_arg(v: &AnyView<'_>) -> Option<Self> {
         v.as_float().or_else(|| v.as_int().map(|i| i as f64))
     }
@@ -91,6 +96,7 @@ impl IntoRet for f64 {
 }
 
 impl FromArg for bool {
+    const FROM_OBJECTS: bool = false;
     fn from_arg(v: &AnyView<'_>) -> Option<Self> {
         v.as_bool()
     }
@@ -200,6 +206,7 @@ impl IntoRet for Function {
 
 impl<T: FromArg> FromArg for Option<T> {
     const ADOPTS_LENT: bool = T::ADOPTS_LENT;
+    const FROM_OBJECTS: bool = T::FROM_OBJECTS;
     fn from_arg(v: &AnyView<'_>) -> Option<Self> {
         if v.type_index() == TypeIndex::NONE {
             Some(None)

@@ -295,7 +295,7 @@ macro_rules! typed_fn {
                 $(
                     let $a = <$a as FromArg>::from_arg(&args[$i])
                         .ok_or_else(|| arg_error::<$a>(name.view_str(), $i + 1, &args[$i]));
-                    if !<$a as FromArg>::ADOPTS_LENT {
+                    if !<$a as FromArg>::ADOPTS_LENT && (<$a as FromArg>::FROM_OBJECTS || $a.is_err()) {
                         args[$i].release_if_lent();
                     }
                 )*

@@ -1,10 +1,10 @@
 //! Native functions as JS functions: the hot call path (raw Node-API) and `callAsync`.
 //!
 //! A native function's JS face is a shim (index.js `makeShim`) around a raw function made with
-//! `napi_create_function`, whose callback data is the function's [`Wrapper`]. The shim passes
-//! a bit mask first and wrapper arguments as their handles (numbers naming the wrapper
-//! box), so a call reads its arguments into a stack buffer, converts them to `AnyView`s
-//! without a `napi_unwrap` per wrapper, calls `safe_call` directly and converts the result.
+//! `napi_create_function`. The shim fills in the env's [`CallFrame`] (the function, the argument
+//! count, which arguments are wrappers and their handles), so a call finds its function and
+//! wrapper arguments without Node-API reads, converts the rest into a stack buffer of
+//! `AnyView`s, calls `safe_call` directly and converts the result.
 
 use std::ffi::c_void;
 use std::mem::MaybeUninit;

@@ -270,16 +270,34 @@ pub unsafe fn from_any(v: Any) -> *mut ffi::PyObject {
 ///
 /// # Safety
 /// As [`from_any`]; `args` are live objects.
+#[inline(always)]
 pub unsafe fn from_result(v: Any, args: &[*mut ffi::PyObject]) -> *mut ffi::PyObject {
+    let t = v.type_index();
+    if t >= TypeIndex::OBJECT && t != TypeIndex::STR && t != TypeIndex::BYTES {
+        // SAFETY: GIL held (caller).
+        return unsafe {
+            match wrapper::return_argument(v.into_object().expect("object kind"), args) {
+                Ok(arg) => arg,
+                Err(obj) => wrapper::return_object(obj),
+            }
+        };
+    }
+    if t == TypeIndex::INT {
+        // SAFETY: GIL held (caller).
+        return unsafe { ffi::PyLong_FromLongLong(v.view().as_int().unwrap_or(0)) };
+    }
+    // SAFETY: forwarded.
+    unsafe { from_value(v) }
+}
+
+/// [`from_result`] for a result that is neither an object nor an int.
+///
+/// # Safety
+/// As [`from_any`].
+unsafe fn from_value(v: Any) -> *mut ffi::PyObject {
     // SAFETY: GIL held (caller).
     unsafe {
         match v.type_index() {
-            t if t >= TypeIndex::OBJECT && t != TypeIndex::STR && t != TypeIndex::BYTES => {
-                match wrapper::return_argument(v.into_object().expect("object kind"), args) {
-                    Ok(arg) => arg,
-                    Err(obj) => wrapper::return_object(obj),
-                }
-            }
             TypeIndex::NONE => ffi::Py_NewRef(ffi::Py_None()),
             TypeIndex::INT => ffi::PyLong_FromLongLong(v.view().as_int().unwrap_or(0)),
             TypeIndex::BOOL => ffi::PyBool_FromLong(v.view().as_bool().unwrap_or(false) as _),
