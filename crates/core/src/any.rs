@@ -208,6 +208,18 @@ impl Any {
         Any { head: head(type_index, small_len), payload: Payload::from_exposed(payload) }
     }
 
+    /// The head word and the payload with its provenance, for [`crate::cell::AnyCell`].
+    pub(crate) fn into_words(self) -> (u64, *mut u8) {
+        let this = ManuallyDrop::new(self);
+        (this.head, this.payload.0)
+    }
+
+    /// # Safety
+    /// The words came from [`Any::into_words`] of a value not dropped since.
+    pub(crate) unsafe fn from_words(head: u64, payload: *mut u8) -> Any {
+        Any { head, payload: Payload(payload) }
+    }
+
     /// The string inside (inline or a `Str` object), borrowed from this cell. Unlike
     /// `self.view().as_str()`, an inline string borrows `self`, not a temporary view.
     pub fn as_str(&self) -> Option<&str> {
