@@ -15,6 +15,7 @@
 //! - [`ffi`]: the C ABI declared in `include/tether.h`
 //! - [`testing`]: the `testing.*` namespace used by every conformance suite
 
+pub mod address_map;
 pub mod alloc;
 pub mod any;
 pub mod arc;

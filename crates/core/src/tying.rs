@@ -29,10 +29,10 @@
 //! one) and calls [`tie`] for every native object it returns to its language, and
 //! [`untie`] when a wrapper dies or is closed.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::address_map::AddressMap;
 use crate::arc::ObjectRef;
 use crate::error::Result;
 use crate::object::ObjectHeader;
@@ -386,7 +386,7 @@ pub fn peek(slot: &SlotPrefix) -> usize {
 /// always ties into the entry that stays in the table.
 #[derive(Default)]
 pub struct SideTable {
-    entries: Mutex<HashMap<usize, Arc<SlotPrefix>>>,
+    entries: Mutex<AddressMap<Arc<SlotPrefix>>>,
 }
 
 impl SideTable {

@@ -5,12 +5,12 @@
 //! it lives, and the tie returns the callable itself for that Function: `echo(f) is f`.
 //! Calling it from any thread attaches to the interpreter (`PyGILState_Ensure`).
 
-use std::collections::HashMap;
 use std::ffi::c_void;
 use std::ptr::null_mut;
 use std::sync::Mutex;
 
 use pyo3::ffi;
+use tether_core::address_map::AddressMap;
 use tether_core::any::{Any, AnyView, TypeIndex};
 use tether_core::arc::{ObjectArc, ObjectBox, ObjectRef, WeakObjectArc};
 use tether_core::error::{catch_panic, set_last_error};
@@ -25,22 +25,15 @@ use crate::{convert, errors};
 /// Native name of every Function made from a Python callable (at most 7 bytes: stored inline).
 const CALLABLE_NAME: &str = "py.call";
 
-static CALLABLES: Mutex<Option<HashMap<usize, WeakObjectArc<FunctionObj>>>> = Mutex::new(None);
-
-fn lookup(callable: *mut ffi::PyObject) -> Option<ObjectArc<FunctionObj>> {
-    CALLABLES.lock().unwrap_or_else(|e| e.into_inner()).as_ref()?.get(&(callable as usize))?.upgrade()
-}
+static CALLABLES: Mutex<Option<AddressMap<WeakObjectArc<FunctionObj>>>> = Mutex::new(None);
 
 /// The native Function for a Python callable (the same one while it lives).
 ///
 /// # Safety
 /// GIL held; `callable` is live.
 pub unsafe fn function_for(callable: *mut ffi::PyObject) -> Result<ObjectRef, PyErrSet> {
-    if let Some(f) = lookup(callable) {
-        return Ok(f.into());
-    }
     let mut guard = CALLABLES.lock().unwrap_or_else(|e| e.into_inner());
-    let map = guard.get_or_insert_with(HashMap::new);
+    let map = guard.get_or_insert_with(AddressMap::default);
     if let Some(f) = map.get(&(callable as usize)).and_then(WeakObjectArc::upgrade) {
         drop(guard);
         return Ok(f.into());
@@ -80,7 +73,7 @@ unsafe extern "C" fn drop_callable(data: *mut c_void) {
     let (stale, newer);
     {
         let mut guard = CALLABLES.lock().unwrap_or_else(|e| e.into_inner());
-        let map = guard.get_or_insert_with(HashMap::new);
+        let map = guard.get_or_insert_with(AddressMap::default);
         // Remove the entry only if it is ours (dead); a newer Function may have replaced it.
         newer = map.get(&(data as usize)).and_then(WeakObjectArc::upgrade);
         stale = if newer.is_none() { map.remove(&(data as usize)) } else { None };

@@ -6,11 +6,11 @@
 //! field's native getter directly; methods and the Python-level API are added by the package's
 //! class hook. Built classes are never freed.
 
-use std::collections::HashMap;
 use std::ffi::{c_void, CString};
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Mutex;
+use tether_core::address_map::AddressMap;
 
 use pyo3::ffi;
 use tether_core::any::{Any, AnyView, TypeIndex};
@@ -29,7 +29,7 @@ const MAX_TYPES: usize = types::MAX_TYPES;
 #[allow(clippy::declare_interior_mutable_const)]
 const NO_CLASS: AtomicPtr<ffi::PyTypeObject> = AtomicPtr::new(null_mut());
 static CLASSES: [AtomicPtr<ffi::PyTypeObject>; MAX_TYPES] = [NO_CLASS; MAX_TYPES];
-static INDEX_OF: Mutex<Option<HashMap<usize, i32>>> = Mutex::new(None);
+static INDEX_OF: Mutex<Option<AddressMap<i32>>> = Mutex::new(None);
 
 /// The class for native type `index`, built on first use. Null with a Python error when the
 /// type is unknown.
@@ -153,7 +153,7 @@ pub unsafe fn build_base_type() -> *mut ffi::PyTypeObject {
         INDEX_OF
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get_or_insert_with(HashMap::new)
+            .get_or_insert_with(AddressMap::default)
             .insert(tp as usize, TypeIndex::OBJECT);
     }
     tp
@@ -208,7 +208,11 @@ unsafe fn build(index: i32) -> *mut ffi::PyTypeObject {
             ffi::Py_DECREF(cls as *mut ffi::PyObject);
             return null_mut();
         }
-        INDEX_OF.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(cls as usize, index);
+        INDEX_OF
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(AddressMap::default)
+            .insert(cls as usize, index);
         let hook = state::CLASS_HOOK.get();
         if !hook.is_null() {
             let idx = ffi::PyLong_FromLong(index as _);
