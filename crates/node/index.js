@@ -402,7 +402,6 @@ function makeShim(raw, arity, name, fh) {
   return shim;
 }
 
-
 arrayGetItem = native.getGlobalFunc('tether.ArrayGetItem');
 arraySize = native.getGlobalFunc('tether.ArraySize');
 newMap = native.getGlobalFunc('tether.Map');

@@ -159,7 +159,7 @@ unsafe fn call_counted(
             napi_get_cb_info(env, info, &mut argc, heap.as_mut_ptr(), ptr::null_mut(), ptr::null_mut())
         )?;
         // SAFETY: forwarded; every slot was filled (with `undefined` past the JS count).
-        return unsafe { call_native::<STACK_ARGS>(state, wrapper, frame, &heap) };
+        return unsafe { call_native::<STACK_ARGS>(state, wrapper, frame, mask, &heap) };
     }
     let mut argv: [Value; STACK_ARGS] = [ptr::null_mut(); STACK_ARGS];
     if u64::from(mask) != (1u64 << count) - 1 {
@@ -170,10 +170,10 @@ unsafe fn call_counted(
     // SAFETY: forwarded, for every arm.
     unsafe {
         match count {
-            1 => call_native::<1>(state, wrapper, frame, &argv[..1]),
-            2 => call_native::<2>(state, wrapper, frame, &argv[..2]),
-            3 => call_native::<3>(state, wrapper, frame, &argv[..3]),
-            _ => call_native::<STACK_ARGS>(state, wrapper, frame, &argv[..count]),
+            1 => call_native::<1>(state, wrapper, frame, mask, &argv[..1]),
+            2 => call_native::<2>(state, wrapper, frame, mask, &argv[..2]),
+            3 => call_native::<3>(state, wrapper, frame, mask, &argv[..3]),
+            _ => call_native::<STACK_ARGS>(state, wrapper, frame, mask, &argv[..count]),
         }
     }
 }
@@ -197,17 +197,19 @@ impl Drop for SyncCall<'_> {
     }
 }
 
-/// Call a native function with JS arguments, synchronously; `frame` says which arguments
-/// are wrapper handles. `N` is the argument count when below [`STACK_ARGS`], else the stack
-/// capacity (more arguments go to the heap).
+/// Call a native function with JS arguments, synchronously; bit i of `mask` says argument i
+/// is a wrapper whose handle is in `frame`. `N` is the argument count when below
+/// [`STACK_ARGS`], else the stack capacity (more arguments go to the heap).
 ///
 /// # Safety
-/// `frame` is this env's call frame, filled in by the shim that made this call.
+/// `frame` is this env's call frame, filled in by the shim that made this call, and `mask`
+/// was read from it; no JS has run since.
 #[inline(always)]
 unsafe fn call_native<const N: usize>(
     state: &EnvState,
     wrapper: &Wrapper,
     frame: *const CallFrame,
+    mask: u32,
     argv: &[Value],
 ) -> JsResult<Outcome> {
     let obj = wrapper.live_object()?;
@@ -227,8 +229,7 @@ unsafe fn call_native<const N: usize>(
         heap_wrappers = vec![None; n];
         &mut heap_wrappers
     };
-    // SAFETY: the caller's guarantee.
-    let mut mask = unsafe { (*frame).mask } & ((1u64 << n.min(FRAME_HANDLES)) - 1) as u32;
+    let mut mask = mask & ((1u64 << n.min(FRAME_HANDLES)) - 1) as u32;
     while mask != 0 {
         let i = mask.trailing_zeros() as usize;
         mask &= mask - 1;
