@@ -311,7 +311,7 @@ pub fn spares(slot: &SlotPrefix) -> u32 {
 }
 
 fn tie_locked<H: TieHost>(host: &H, slot: &SlotPrefix, obj: ObjectRef) -> Result<H::Handle> {
-    let word = lock(slot);
+    let word = enter::<H>(slot);
     let mut guard = Locked { slot, restore: word };
     let previous = if word == 0 {
         Previous::Detached
@@ -349,11 +349,28 @@ pub struct Untied {
     pub spare: u32,
 }
 
+/// Enter a transition of `slot` for a caller of host `H` that holds a reference to its object;
+/// returns the word in the slot, which the caller stores back (or replaces) to leave.
+///
+/// A serialized host needs no slot lock: every tie and untie of its slots runs under the
+/// host's own lock, and the only other writer, the allocator's free hook, runs once the object
+/// is dead, which the caller's reference rules out. Everyone else locks the word (bit 0).
+#[inline]
+fn enter<H: TieHost>(slot: &SlotPrefix) -> usize {
+    if H::SERIALIZED {
+        slot.slot.load(Ordering::Acquire)
+    } else {
+        lock(slot)
+    }
+}
+
 /// A wrapper of `generation` is going away: if the slot still names it, replace its word by
 /// `replacement` (0, or a cached block | [`TAG_INACTIVE`]) and return the removed word and
 /// spares for the caller to dispose of. `None` when a newer wrapper owns the slot (leave it).
-pub fn untie(slot: &SlotPrefix, generation: u64, replacement: usize) -> Option<Untied> {
-    let word = lock(slot);
+/// `H` is the frontend's host (it says whether the slot must be locked); the caller holds a
+/// reference to the slot's object.
+pub fn untie<H: TieHost>(slot: &SlotPrefix, generation: u64, replacement: usize) -> Option<Untied> {
+    let word = enter::<H>(slot);
     let aux = slot.aux.load(Ordering::Relaxed);
     let current = aux & GENERATION_MASK == generation && word != 0 && word & TAG_INACTIVE == 0;
     if current {
@@ -446,13 +463,13 @@ pub fn tie_any<H: TieHost>(host: &H, tag: u32, side: &SideTable, obj: ObjectRef)
     out
 }
 
-/// Release for a wrapper of `generation` tied to `obj` (prefix or side table). Returns the
-/// removed word for the caller to dispose of; the slot's spare references are dropped here.
-/// Call before dropping the wrapper's +1.
+/// Release for a wrapper of `generation` tied to `obj` (prefix or side table) by host `H`.
+/// Returns the removed word for the caller to dispose of; the slot's spare references are
+/// dropped here. Call before dropping the wrapper's +1.
 ///
 /// # Safety
 /// `obj` is live (the wrapper still holds its +1).
-pub unsafe fn untie_any(
+pub unsafe fn untie_any<H: TieHost>(
     obj: *mut ObjectHeader,
     tag: u32,
     side: &SideTable,
@@ -461,10 +478,10 @@ pub unsafe fn untie_any(
 ) -> Option<usize> {
     // SAFETY: forwarded.
     let untied = if let Some(p) = unsafe { slot_of(obj, tag) } {
-        untie(p, generation, replacement)
+        untie::<H>(p, generation, replacement)
     } else {
         let entry = side.existing(obj)?;
-        let untied = untie(&entry, generation, replacement);
+        let untied = untie::<H>(&entry, generation, replacement);
         drop(entry);
         side.prune(obj);
         untied

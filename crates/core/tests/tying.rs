@@ -9,7 +9,7 @@ mod mock_host;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use mock_host::{host, BLOCKS_LIVE};
+use mock_host::{host, MockHost, BLOCKS_LIVE};
 use tether_core::alloc::live_objects;
 use tether_core::testing::Pair;
 use tether_core::tying::{self, SideTable, SlotPrefix, TAG_INACTIVE};
@@ -83,19 +83,19 @@ fn a_dying_wrapper_is_replaced_and_its_late_finalizer_leaves_the_slot_alone() {
 fn untie_with_a_stale_generation_returns_none() {
     let _g = common::serial();
     let slot = SlotPrefix::new();
-    assert_eq!(tying::untie(&slot, 1, 0), None, "Detached: nothing to untie");
+    assert_eq!(tying::untie::<MockHost>(&slot, 1, 0), None, "Detached: nothing to untie");
     slot.slot.store(0x1000, Ordering::SeqCst);
     slot.aux.store(7, Ordering::SeqCst);
-    assert_eq!(tying::untie(&slot, 6, 0), None);
+    assert_eq!(tying::untie::<MockHost>(&slot, 6, 0), None);
     assert_eq!(tying::peek(&slot), 0x1000, "left alone");
     assert_eq!(
-        tying::untie(&slot, 7, 0),
+        tying::untie::<MockHost>(&slot, 7, 0),
         Some(tying::Untied { word: 0x1000, spare: 0 }),
         "the current generation takes its word out"
     );
     assert_eq!(tying::peek(&slot), 0);
     slot.slot.store(0x2000 | TAG_INACTIVE, Ordering::SeqCst);
-    assert_eq!(tying::untie(&slot, 7, 0), None, "an Inactive slot is not an Active wrapper");
+    assert_eq!(tying::untie::<MockHost>(&slot, 7, 0), None, "an Inactive slot is not an Active wrapper");
     assert_eq!(tying::take_inactive(&slot), Some(0x2000));
     assert_eq!(tying::peek(&slot), 0);
     assert_eq!(tying::take_inactive(&slot), None);

@@ -97,7 +97,7 @@ pub fn to_wrapper(env: Env, obj: ObjectRef) -> Result<jobject> {
 /// `handle` is a live object the wrapper holds +1 on, released exactly once.
 pub unsafe fn release(env: Env, handle: *mut ObjectHeader, generation: u64) {
     // SAFETY: the wrapper's +1 keeps `handle` alive until the dec_ref below.
-    if let Some(word) = unsafe { tying::untie_any(handle, tag(), &SIDE, generation, 0) } {
+    if let Some(word) = unsafe { tying::untie_any::<JavaHost>(handle, tag(), &SIDE, generation, 0) } {
         env.delete_weak_global_ref(decode(word));
     }
     // SAFETY: the wrapper's reference, released once (the Cleaner runs its action once).

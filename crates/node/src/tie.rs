@@ -255,7 +255,7 @@ unsafe extern "C" fn finalize_wrapper(env: Env, data: *mut c_void, _hint: *mut c
 unsafe fn release(state: &EnvState, obj: *mut ObjectHeader, generation: u64) {
     // The removed word is this wrapper's own wrap reference: the finalizer deletes it.
     // SAFETY: `obj` is live (our +1).
-    let _ = unsafe { tying::untie_any(obj, state.tag, &state.side, generation, 0) };
+    let _ = unsafe { tying::untie_any::<Host<'_>>(obj, state.tag, &state.side, generation, 0) };
     // SAFETY: giving up the wrapper's strong reference.
     unsafe { dec_ref(obj) };
 }

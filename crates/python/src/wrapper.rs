@@ -90,7 +90,7 @@ pub unsafe extern "C" fn wrapper_dealloc(o: *mut ffi::PyObject) {
         if (*tp).tp_finalize.is_some() && deallocs_as_wrapper(tp) && ffi::PyObject_CallFinalizerFromDealloc(o) < 0 {
             return;
         }
-        let obj = (*w).obj.swap(null_mut(), Ordering::AcqRel);
+        let obj = take_native(w);
         if obj.is_null() {
             free_block(o, tp);
             ffi::Py_DECREF(tp as *mut ffi::PyObject);
@@ -99,12 +99,31 @@ pub unsafe extern "C" fn wrapper_dealloc(o: *mut ffi::PyObject) {
         let generation = (*w).generation;
         let cache = (*obj).alloc_tag == state::tag() && revivable(tp) && !pending::finalizing();
         let replacement = if cache { o as usize | TAG_INACTIVE } else { 0 };
-        let removed = tying::untie_any(obj, state::tag(), state::side(), generation, replacement);
+        let removed = tying::untie_any::<PyHost>(obj, state::tag(), state::side(), generation, replacement);
         if !(cache && removed.is_some()) {
             free_block(o, tp);
         }
         ffi::Py_DECREF(tp as *mut ffi::PyObject);
         dec_ref(obj);
+    }
+}
+
+/// Take the native object out of wrapper `w` (null when it was moved out already). With the
+/// GIL every reader and writer of the field holds it, so a plain load and store do; a
+/// free-threaded build swaps atomically.
+///
+/// # Safety
+/// `w` is a live wrapper; the GIL is held (attached, free-threaded).
+#[inline]
+unsafe fn take_native(w: *mut Wrapper) -> *mut ObjectHeader {
+    // SAFETY: the caller's guarantee.
+    let field = unsafe { &(*w).obj };
+    if cfg!(Py_GIL_DISABLED) {
+        field.swap(null_mut(), Ordering::AcqRel)
+    } else {
+        let obj = field.load(Ordering::Relaxed);
+        field.store(null_mut(), Ordering::Relaxed);
+        obj
     }
 }
 
@@ -167,16 +186,16 @@ unsafe fn raise_moved(o: *mut ffi::PyObject) {
 
 /// `_move()`: untie the wrapper and take its +1 out; the wrapper becomes unusable.
 pub unsafe fn take_for_move(o: *mut ffi::PyObject) -> Result<ObjectRef, PyErrSet> {
-    // SAFETY: `o` is a live wrapper; the swap makes us the only owner of its +1.
+    // SAFETY: `o` is a live wrapper; taking its object makes us the only owner of its +1.
     unsafe {
         let w = o as *mut Wrapper;
-        let obj = (*w).obj.swap(null_mut(), Ordering::AcqRel);
+        let obj = take_native(w);
         if obj.is_null() {
             raise_moved(o);
             return Err(PyErrSet);
         }
         // The removed word is this wrapper itself, which stays alive: nothing to dispose.
-        let _ = tying::untie_any(obj, state::tag(), state::side(), (*w).generation, 0);
+        let _ = tying::untie_any::<PyHost>(obj, state::tag(), state::side(), (*w).generation, 0);
         Ok(ObjectRef::from_raw(obj))
     }
 }

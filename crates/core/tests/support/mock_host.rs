@@ -149,7 +149,9 @@ impl MockHost {
         for f in dead {
             let replacement = if cache { new_block() | TAG_INACTIVE } else { 0 };
             // SAFETY: the finalizer still holds its +1, so the object is live.
-            match unsafe { tying::untie_any(f.obj.as_ptr(), self.tag, &self.side, f.generation, replacement) } {
+            match unsafe {
+                tying::untie_any::<MockHost>(f.obj.as_ptr(), self.tag, &self.side, f.generation, replacement)
+            } {
                 Some(word) => {
                     self.words_disposed.fetch_add(1, Ordering::SeqCst);
                     dispose_word(word);
