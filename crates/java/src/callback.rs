@@ -37,6 +37,9 @@ struct CallbackData {
 type Registry = HashMap<i32, Vec<(usize, usize)>>;
 static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
 
+/// Native name of every Function made from a Java callable (at most 7 bytes: stored inline).
+const CALLBACK_NAME: &str = "java.cb";
+
 /// An owned reference to the Function for Java callable `cb`, made on first use.
 pub fn function_for(env: Env, cb: jobject, id_hash: i32) -> Result<*mut ObjectHeader> {
     let mut guard = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
@@ -57,7 +60,9 @@ pub fn function_for(env: Env, cb: jobject, id_hash: i32) -> Result<*mut ObjectHe
     }
     let data = Box::into_raw(Box::new(CallbackData { global, id_hash })) as *mut c_void;
     // SAFETY: `call_java` reads exactly this data; `drop_callback` frees it, on any thread.
-    let func = unsafe { Function::from_raw_parts(call_java, data, Some(drop_callback), "java.callback", -1, 0) };
+    // The native name is never shown (the Function comes back to Java as `cb` itself), so it
+    // is a short inline string: no allocation per callable passed.
+    let func = unsafe { Function::from_raw_parts(call_java, data, Some(drop_callback), CALLBACK_NAME, -1, 0) };
     let raw = ObjectRef::from(func.0).into_raw();
     registry.entry(id_hash).or_default().push((global as usize, raw as usize));
     Ok(raw)

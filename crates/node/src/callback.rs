@@ -73,6 +73,9 @@ pub fn js_function_of(state: &EnvState, obj: &ObjectRef) -> JsResult<Option<Valu
     }
 }
 
+/// Native name of every Function made from a JS function (at most 7 bytes: stored inline).
+const CALLBACK_NAME: &str = "js.call";
+
 /// The native Function for JS function `f` (the same one while it lives).
 pub fn function_from_js(state: &EnvState, f: Value) -> JsResult<Any> {
     let env = state.env;
@@ -85,16 +88,13 @@ pub fn function_from_js(state: &EnvState, f: Value) -> JsResult<Any> {
     if let Some(func) = link.and_then(|l| l.func.borrow().as_ref().and_then(WeakObjectArc::upgrade)) {
         return Ok(Any::object(func.into()));
     }
-    let name_value = raw::get_named(env, f, "name")?;
-    let mut name = String::new();
-    if raw::type_of(env, name_value)? == sys::ValueType::napi_string {
-        raw::read_string(env, name_value, &mut name)?;
-    }
     let strong = raw::strong_ref(env, f)?;
     let data = Box::into_raw(Box::new(JsCallback { state: arc_of(state), func: strong })) as *mut c_void;
     // SAFETY: `js_callback_call` reads exactly this data; `drop_js_callback` frees it, and
-    // both may run on any thread.
-    let func = unsafe { Function::from_raw_parts(js_callback_call, data, Some(drop_js_callback), &name, -1, 0) };
+    // both may run on any thread. The native name is never shown (the Function comes back to
+    // JS as `f` itself), so it is a short inline string: no property read or allocation.
+    let func =
+        unsafe { Function::from_raw_parts(js_callback_call, data, Some(drop_js_callback), CALLBACK_NAME, -1, 0) };
     let weak = ObjectArc::downgrade(&func.0);
     match link {
         Some(l) => *l.func.borrow_mut() = Some(weak),
