@@ -270,8 +270,9 @@ fn to_native_and_back<'py>(py: Python<'py>, value: &Bound<'py, PyAny>) -> PyResu
 
 /// Python releases waiting for the next entry (frees queued by threads without the GIL).
 #[pyfunction]
-fn pending_releases() -> usize {
-    pending::queued()
+fn pending_releases(_py: Python<'_>) -> usize {
+    // SAFETY: `_py` proves the GIL is held.
+    unsafe { pending::queued() }
 }
 
 /// Release what other threads queued, now.

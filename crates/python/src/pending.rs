@@ -7,6 +7,7 @@
 //! frontend. Once interpreter finalization starts everything is leaked instead: a dying
 //! interpreter must not be touched.
 
+use std::cell::UnsafeCell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -32,6 +33,17 @@ static BLOCKS: Mutex<Vec<Release>> = Mutex::new(Vec::new());
 static REFS: Mutex<Vec<Release>> = Mutex::new(Vec::new());
 static QUEUED: AtomicBool = AtomicBool::new(false);
 static REFS_QUEUED: AtomicBool = AtomicBool::new(false);
+
+/// References dropped by a thread that holds the GIL (GIL builds only): the GIL is their
+/// lock, so queuing one costs no mutex. Released like `REFS`.
+static HELD_REFS: GilOnly<Vec<Release>> = GilOnly(UnsafeCell::new(Vec::new()));
+
+/// Data that only threads holding the GIL touch, on builds with a GIL.
+struct GilOnly<T>(UnsafeCell<T>);
+
+// SAFETY: every access holds the GIL (see the uses), which serialises them; free-threaded
+// builds never touch it.
+unsafe impl<T> Sync for GilOnly<T> {}
 static FINALIZING: AtomicBool = AtomicBool::new(false);
 
 /// True once interpreter shutdown began (our atexit hook ran, or CPython says so).
@@ -71,9 +83,13 @@ pub fn release(item: Release) {
         return;
     }
     // SAFETY: `PyGILState_Check` only inspects thread state; callable from any thread.
-    if matches!(item, Release::Block(_)) && unsafe { ffi::PyGILState_Check() } == 1 {
+    let holds_gil = unsafe { ffi::PyGILState_Check() } == 1;
+    if matches!(item, Release::Block(_)) && holds_gil {
         // SAFETY: this thread holds the GIL (is attached).
         unsafe { release_now(item) };
+    } else if !cfg!(Py_GIL_DISABLED) && holds_gil {
+        // SAFETY: the GIL is held; `HELD_REFS` is only touched with it.
+        unsafe { (*HELD_REFS.0.get()).push(item) };
     } else {
         let (queue, flag) = match item {
             Release::Block(_) => (&BLOCKS, &QUEUED),
@@ -116,9 +132,28 @@ pub unsafe fn drain() {
 /// As [`drain`].
 #[inline]
 pub unsafe fn drain_refs() {
+    // SAFETY: the caller holds the GIL.
+    if !cfg!(Py_GIL_DISABLED) && unsafe { !(*HELD_REFS.0.get()).is_empty() } {
+        // SAFETY: forwarded.
+        unsafe { drain_held() }
+    }
     if REFS_QUEUED.load(Ordering::Relaxed) {
         // SAFETY: forwarded.
         unsafe { drain_queue(&REFS, &REFS_QUEUED) }
+    }
+}
+
+#[cold]
+unsafe fn drain_held() {
+    // Taken out first: a release may run Python code that queues more, or drains again.
+    // SAFETY: the caller holds the GIL.
+    let items = std::mem::take(unsafe { &mut *HELD_REFS.0.get() });
+    if finalizing() {
+        return;
+    }
+    for item in items {
+        // SAFETY: the caller holds the GIL.
+        unsafe { release_now(item) };
     }
 }
 
@@ -139,8 +174,13 @@ unsafe fn drain_queue(queue: &Mutex<Vec<Release>>, flag: &AtomicBool) {
 }
 
 /// How many releases wait for the next entry (for tests).
-pub fn queued() -> usize {
-    BLOCKS.lock().unwrap_or_else(|e| e.into_inner()).len() + REFS.lock().unwrap_or_else(|e| e.into_inner()).len()
+///
+/// # Safety
+/// The GIL is held.
+pub unsafe fn queued() -> usize {
+    // SAFETY: the caller holds the GIL.
+    let held = if cfg!(Py_GIL_DISABLED) { 0 } else { unsafe { (*HELD_REFS.0.get()).len() } };
+    held + BLOCKS.lock().unwrap_or_else(|e| e.into_inner()).len() + REFS.lock().unwrap_or_else(|e| e.into_inner()).len()
 }
 
 /// The frontend allocator's free hook: a native object made by our allocator is being
