@@ -277,7 +277,12 @@ unsafe fn call_native<const N: usize>(
         // wrappers, and a None result cell.
         unsafe { (func.safe_call)(obj, views.as_ptr() as *const AnyView<'_>, n as i32, &mut result) }
     };
-    drop(owned);
+    // Most calls own nothing; an empty Vec's drop is an out-of-line call worth skipping.
+    if owned.capacity() == 0 {
+        std::mem::forget(owned);
+    } else {
+        drop(owned);
+    }
     if rc != 0 {
         return Err(Fail::Native(take_last_error()));
     }
