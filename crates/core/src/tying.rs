@@ -123,9 +123,11 @@ pub unsafe trait TieHost {
     /// A strong language handle to a wrapper.
     type Handle;
     /// True when every transition of this host's slots happens under one lock that every
-    /// caller of [`tie`] already holds (CPython's GIL; a Node env's JS thread). Then an Active
-    /// word can be read and revived without locking the slot: the fast path of every return.
-    /// Only the allocator's free hook runs elsewhere, and it touches Inactive words only.
+    /// caller of [`tie`] and [`untie`] already holds (CPython's GIL; a Node env's JS thread).
+    /// Then the slot word is read and written without locking it: an Active word revives with
+    /// one load (the fast path of every return), new and dying wrappers store plainly. Only
+    /// the allocator's free hook runs elsewhere, once the object is dead (so never during a
+    /// tie or untie, whose caller holds a reference), and it touches Inactive words only.
     const SERIALIZED: bool = false;
     /// Try to get a strong handle from an Active word; `None` if the wrapper is dying.
     ///
