@@ -67,12 +67,7 @@ impl AnyCell {
             {
                 return Held { cell: self, head };
             }
-            spins += 1;
-            if spins < 64 {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
+            crate::spin::backoff(&mut spins);
         }
     }
 

@@ -84,6 +84,26 @@ impl Drop for FunctionObj {
 #[derive(Clone)]
 pub struct Function(pub ObjectArc<FunctionObj>);
 
+/// The end of every `safe_call`: the value into the caller's result cell (0), or the error
+/// into this thread's raised slot (-1).
+///
+/// # Safety
+/// `result` is the caller's writable cell, holding None (it is overwritten, not dropped).
+#[inline]
+pub unsafe fn finish_call(outcome: Result<Any>, result: *mut Any) -> i32 {
+    match outcome {
+        Ok(value) => {
+            // SAFETY: the caller's guarantee.
+            unsafe { result.write(value) };
+            0
+        }
+        Err(e) => {
+            set_last_error(e);
+            -1
+        }
+    }
+}
+
 /// The body of every Rust-closure `safe_call`: the closure `F` boxed in the function's `data`
 /// runs under `catch_panic`, its value fills `result` and its error the raised slot.
 ///
@@ -105,17 +125,8 @@ unsafe fn run_closure<F>(
         let args = if n <= 0 { &[][..] } else { std::slice::from_raw_parts(args, n as usize) };
         run(f, &func.name, args)
     });
-    match outcome {
-        Ok(value) => {
-            // SAFETY: the caller's result cell holds None (no drop needed) and is ours to fill.
-            unsafe { result.write(value) };
-            0
-        }
-        Err(e) => {
-            set_last_error(e);
-            -1
-        }
-    }
+    // SAFETY: the caller's result cell holds None and is ours to fill.
+    unsafe { finish_call(outcome, result) }
 }
 
 /// `safe_call` of [`Function::from_packed`]: one indirect call, no `dyn` dispatch.

@@ -27,6 +27,7 @@ pub mod ffi;
 pub mod function;
 pub mod object;
 pub mod plugin;
+mod spin;
 pub mod testing;
 pub mod tying;
 pub mod types;

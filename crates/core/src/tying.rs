@@ -36,6 +36,7 @@ use crate::address_map::AddressMap;
 use crate::arc::ObjectRef;
 use crate::error::Result;
 use crate::object::ObjectHeader;
+use crate::spin::backoff;
 
 /// Slot word bit: a transition is in flight.
 pub const TAG_LOCKED: usize = 1;
@@ -146,16 +147,6 @@ pub unsafe trait TieHost {
     /// points at something the object itself keeps alive (a callback's own callable).
     fn keeps_spares(&self, _obj: *mut ObjectHeader) -> bool {
         true
-    }
-}
-
-/// Spin politely while another thread holds the slot.
-fn backoff(spins: &mut u32) {
-    *spins += 1;
-    if *spins < 64 {
-        std::hint::spin_loop();
-    } else {
-        std::thread::yield_now();
     }
 }
 

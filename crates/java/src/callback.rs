@@ -16,7 +16,7 @@ use std::sync::Mutex;
 use jni_sys::{jobject, jvalue};
 use tether_core::arc::ObjectBox;
 use tether_core::containers::OpaqueObj;
-use tether_core::error::{catch_panic, set_last_error};
+use tether_core::error::catch_panic;
 use tether_core::function::FunctionObj;
 use tether_core::object::{try_upgrade, ObjectHeader};
 use tether_core::{Any, AnyView, Error, Function, ObjectArc, ObjectRef, Result};
@@ -129,17 +129,8 @@ unsafe extern "C" fn call_java(handle: *mut ObjectHeader, args: *const AnyView<'
         };
         attach::with_env(|env| invoke(env, cb, args))?
     });
-    match outcome {
-        Ok(value) => {
-            // SAFETY: the caller's result cell holds None and is ours to fill.
-            unsafe { result.write(value) };
-            0
-        }
-        Err(e) => {
-            set_last_error(e);
-            -1
-        }
-    }
+    // SAFETY: the caller's result cell holds None and is ours to fill.
+    unsafe { tether_core::function::finish_call(outcome, result) }
 }
 
 fn invoke(env: Env, cb: jobject, args: &[AnyView<'_>]) -> Result<Any> {

@@ -17,7 +17,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use napi::sys;
 use tether_core::arc::{ObjectBox, WeakObjectArc};
-use tether_core::error::{catch_panic, set_last_error};
+use tether_core::error::catch_panic;
 use tether_core::function::FunctionObj;
 use tether_core::object::ObjectHeader;
 use tether_core::{Any, AnyView, Error, Function, ObjectArc, ObjectRef};
@@ -137,17 +137,8 @@ unsafe extern "C" fn js_callback_call(
             call_from_other_thread(&cb.state, func, args)
         }
     });
-    match outcome {
-        Ok(value) => {
-            // SAFETY: the caller's result cell holds None and is ours to fill.
-            unsafe { result.write(value) };
-            0
-        }
-        Err(e) => {
-            set_last_error(e);
-            -1
-        }
-    }
+    // SAFETY: the caller's result cell holds None and is ours to fill.
+    unsafe { tether_core::function::finish_call(outcome, result) }
 }
 
 /// Call the JS function on its own thread.

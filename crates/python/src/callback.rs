@@ -104,17 +104,8 @@ unsafe extern "C" fn call_callable(
     });
     // SAFETY: paired with the Ensure above.
     unsafe { ffi::PyGILState_Release(gstate) };
-    match outcome {
-        Ok(value) => {
-            // SAFETY: the caller's result cell holds None and is ours to fill.
-            unsafe { result.write(value) };
-            0
-        }
-        Err(e) => {
-            set_last_error(e);
-            -1
-        }
-    }
+    // SAFETY: the caller's result cell holds None and is ours to fill.
+    unsafe { tether_core::function::finish_call(outcome, result) }
 }
 
 // Before 3.14, a thread that wants the GIL back while the interpreter finalizes is ended with
