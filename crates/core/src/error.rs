@@ -8,6 +8,7 @@ use std::cell::RefCell;
 
 use crate::any::{Any, TypeIndex};
 use crate::arc::{ObjectArc, ObjectRef};
+use crate::catch_depth;
 use crate::object::Object;
 use crate::plugin;
 
@@ -195,8 +196,6 @@ pub(crate) fn local_take_last_error() -> Option<ObjectRef> {
 }
 
 thread_local! {
-    /// How many `catch_panic` frames this thread is inside (panics there become errors).
-    static CATCH_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
     /// Where the last caught panic happened, with its backtrace, for the `RustPanic` error.
     static PANIC_TRACE: RefCell<Option<String>> = const { RefCell::new(None) };
 }
@@ -204,12 +203,12 @@ thread_local! {
 /// Route panics inside `catch_panic` into the error instead of stderr: a caught panic is an
 /// ordinary error for the caller, so printing it as if the process were dying misleads.
 /// Panics elsewhere still reach the previous hook.
-fn install_panic_hook() {
+pub(crate) fn install_panic_hook() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if CATCH_DEPTH.try_with(|d| d.get()).unwrap_or(0) == 0 {
+            if catch_depth::depth() == 0 {
                 return previous(info);
             }
             let location = info.location().map(|l| format!("panicked at {l}\n")).unwrap_or_default();
@@ -235,22 +234,33 @@ fn install_panic_hook() {
 #[inline]
 pub fn catch_panic<R>(f: impl FnOnce() -> Result<R>) -> Result<R> {
     install_panic_hook();
-    CATCH_DEPTH.with(|d| d.set(d.get() + 1));
+    catch_panic_hooked(f)
+}
+
+/// [`catch_panic`] once [`install_panic_hook`] has run (every Function's creation runs it,
+/// so their calls skip the check).
+#[inline]
+pub(crate) fn catch_panic_hooked<R>(f: impl FnOnce() -> Result<R>) -> Result<R> {
+    let inside = catch_depth::Inside::enter();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    CATCH_DEPTH.with(|d| d.set(d.get() - 1));
+    drop(inside);
     match outcome {
         Ok(r) => r,
-        Err(panic) => {
-            let trace = PANIC_TRACE.try_with(|t| t.borrow_mut().take()).ok().flatten().unwrap_or_default();
-            let err = Error(ObjectArc::new(ErrorObj {
-                kind: Any::str(ErrorKind::RustPanic.as_str()),
-                message: Any::str(&panic_message(&*panic)),
-                backtrace: Any::str(&trace),
-                payload: Any::none(),
-            }));
-            Err(err)
-        }
+        Err(panic) => Err(panic_error(panic)),
     }
+}
+
+/// The `RustPanic` error for a caught panic, with the trace the hook recorded.
+#[cold]
+#[inline(never)]
+fn panic_error(panic: Box<dyn std::any::Any + Send>) -> Error {
+    let trace = PANIC_TRACE.try_with(|t| t.borrow_mut().take()).ok().flatten().unwrap_or_default();
+    Error(ObjectArc::new(ErrorObj {
+        kind: Any::str(ErrorKind::RustPanic.as_str()),
+        message: Any::str(&panic_message(&*panic)),
+        backtrace: Any::str(&trace),
+        payload: Any::none(),
+    }))
 }
 
 /// The message of a panic payload (`&str` or `String`), or a placeholder.
