@@ -31,12 +31,12 @@ unsafe impl Send for Release {}
 static BLOCKS: Mutex<Vec<Release>> = Mutex::new(Vec::new());
 /// References to drop: released at the next entry or right after the current native call.
 static REFS: Mutex<Vec<Release>> = Mutex::new(Vec::new());
-static QUEUED: AtomicBool = AtomicBool::new(false);
-static REFS_QUEUED: AtomicBool = AtomicBool::new(false);
-
 /// References dropped by a thread that holds the GIL (GIL builds only): the GIL is their
 /// lock, so queuing one costs no mutex. Released like `REFS`.
 static HELD_REFS: GilOnly<Vec<Release>> = GilOnly(UnsafeCell::new(Vec::new()));
+/// Set after anything is queued in any of the three; cleared by the drain that takes them.
+/// The one flag every native call tests, twice.
+static QUEUED: AtomicBool = AtomicBool::new(false);
 
 /// Data that only threads holding the GIL touch, on builds with a GIL.
 struct GilOnly<T>(UnsafeCell<T>);
@@ -90,13 +90,14 @@ pub fn release(item: Release) {
     } else if !cfg!(Py_GIL_DISABLED) && holds_gil {
         // SAFETY: the GIL is held; `HELD_REFS` is only touched with it.
         unsafe { (*HELD_REFS.0.get()).push(item) };
+        QUEUED.store(true, Ordering::Release);
     } else {
-        let (queue, flag) = match item {
-            Release::Block(_) => (&BLOCKS, &QUEUED),
-            Release::Decref(_) => (&REFS, &REFS_QUEUED),
+        let queue = match item {
+            Release::Block(_) => &BLOCKS,
+            Release::Decref(_) => &REFS,
         };
         queue.lock().unwrap_or_else(|e| e.into_inner()).push(item);
-        flag.store(true, Ordering::Release);
+        QUEUED.store(true, Ordering::Release);
     }
 }
 
@@ -111,8 +112,8 @@ unsafe fn release_now(item: Release) {
     }
 }
 
-/// Release everything queued (at an entry into the frontend). Cheap (two loads) when
-/// nothing is queued.
+/// Release everything queued (at an entry into the frontend). One load when nothing is
+/// queued.
 ///
 /// # Safety
 /// The GIL is held and arbitrary Python code may run here.
@@ -120,50 +121,40 @@ unsafe fn release_now(item: Release) {
 pub unsafe fn drain() {
     if QUEUED.load(Ordering::Relaxed) {
         // SAFETY: forwarded.
-        unsafe { drain_queue(&BLOCKS, &QUEUED) }
+        unsafe { drain_queued(true) }
     }
-    // SAFETY: forwarded.
-    unsafe { drain_refs() }
 }
 
-/// Drop the references queued inside native code (right after a native call returns).
+/// Drop the references queued inside native code (right after a native call returns, now
+/// that no native lock is held). Cached blocks wait for the next entry.
 ///
 /// # Safety
 /// As [`drain`].
 #[inline]
 pub unsafe fn drain_refs() {
-    // SAFETY: the caller holds the GIL.
-    if !cfg!(Py_GIL_DISABLED) && unsafe { !(*HELD_REFS.0.get()).is_empty() } {
+    if QUEUED.load(Ordering::Relaxed) {
         // SAFETY: forwarded.
-        unsafe { drain_held() }
-    }
-    if REFS_QUEUED.load(Ordering::Relaxed) {
-        // SAFETY: forwarded.
-        unsafe { drain_queue(&REFS, &REFS_QUEUED) }
+        unsafe { drain_queued(false) }
     }
 }
 
 #[cold]
-unsafe fn drain_held() {
+unsafe fn drain_queued(blocks: bool) {
+    // Cleared before the queues are taken: an item queued meanwhile sets it again.
+    QUEUED.swap(false, Ordering::AcqRel);
     // Taken out first: a release may run Python code that queues more, or drains again.
-    // SAFETY: the caller holds the GIL.
-    let items = std::mem::take(unsafe { &mut *HELD_REFS.0.get() });
-    if finalizing() {
-        return;
-    }
-    for item in items {
+    let mut items = std::mem::take(&mut *REFS.lock().unwrap_or_else(|e| e.into_inner()));
+    if !cfg!(Py_GIL_DISABLED) {
         // SAFETY: the caller holds the GIL.
-        unsafe { release_now(item) };
+        items.append(unsafe { &mut *HELD_REFS.0.get() });
     }
-}
-
-#[cold]
-unsafe fn drain_queue(queue: &Mutex<Vec<Release>>, flag: &AtomicBool) {
-    let items = {
-        let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
-        flag.store(false, Ordering::Relaxed);
-        std::mem::take(&mut *q)
-    };
+    let mut waiting = BLOCKS.lock().unwrap_or_else(|e| e.into_inner());
+    if blocks {
+        items.append(&mut waiting);
+    } else if !waiting.is_empty() {
+        QUEUED.store(true, Ordering::Relaxed); // still there for the next entry
+    }
+    drop(waiting);
     if finalizing() {
         return;
     }
