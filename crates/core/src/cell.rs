@@ -14,7 +14,11 @@
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::any::Any;
+use crate::any::{Any, AnyView};
+use crate::arc::ObjectBox;
+use crate::error::{Error, Result};
+use crate::function::{arity_error, run_closure, FunctionObj, SafeCallFn};
+use crate::object::ObjectHeader;
 
 /// The head-word bit that says the cell is held.
 const HELD: u64 = 1 << 63;
@@ -81,6 +85,18 @@ impl AnyCell {
         Any::clone(&value)
     }
 
+    /// Run `f` on the value, borrowed, while the cell is held: no reference-count change (a
+    /// frontend returning the live wrapper of an object field needs none). `f` must be brief
+    /// and must neither touch this cell (it would wait for itself) nor run user code.
+    #[inline]
+    pub fn with_view<R>(&self, f: impl FnOnce(AnyView<'_>) -> R) -> R {
+        let held = self.hold();
+        // SAFETY: the cell is held, so the words are the stored value's; it stays owned by the
+        // cell (ManuallyDrop) and the view cannot outlive this frame.
+        let value = std::mem::ManuallyDrop::new(unsafe { Any::from_words(held.head, *self.payload.get()) });
+        f(value.view())
+    }
+
     /// Store `value`, returning the old one (dropped by the caller, outside the lock).
     #[inline]
     pub fn replace(&self, value: Any) -> Any {
@@ -122,4 +138,108 @@ impl std::fmt::Debug for AnyCell {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("AnyCell").field(&self.get()).finish()
     }
+}
+
+// ---- reflected fields stored in a cell ----------------------------------------------------
+
+/// Where a reflected cell field lives: the type that declares it and the cell's offset from
+/// the object header. The `data` of its getter and setter Functions, which are plain
+/// `safe_call`s over it (no closure), so a frontend can recognise a getter and read the cell
+/// itself ([`direct_cell`]).
+pub(crate) struct CellField {
+    pub(crate) owner: i32,
+    pub(crate) offset: usize,
+    pub(crate) name: String,
+}
+
+impl CellField {
+    /// `offset` is the field's offset inside `T`.
+    pub(crate) fn of<T: crate::Object>(offset: usize, name: String) -> CellField {
+        CellField { owner: T::type_index(), offset: std::mem::offset_of!(ObjectBox<T>, value) + offset, name }
+    }
+
+    /// The cell in `this`, if it is an instance of the declaring type.
+    fn cell_in<'a>(&self, this: &AnyView<'a>) -> Result<&'a AnyCell> {
+        match this.as_object_ptr() {
+            Some(obj) if crate::types::is_instance(this.type_index(), self.owner) => {
+                // SAFETY: an instance of `owner` has an `AnyCell` at `offset` (the
+                // `cell_field_rw!` contract); the view keeps the object alive for `'a`.
+                Ok(unsafe { &*((obj as *const u8).add(self.offset) as *const AnyCell) })
+            }
+            _ => Err(Error::type_error(format!(
+                "{}() argument 1 (self): expected {}, got {}",
+                self.name,
+                crate::types::type_info(self.owner).map(|i| i.key()).unwrap_or("?"),
+                this.kind_name()
+            ))),
+        }
+    }
+}
+
+/// `safe_call` of a cell field's getter: `get(self)`.
+pub(crate) unsafe extern "C" fn cell_get_safe_call(
+    handle: *mut ObjectHeader,
+    args: *const AnyView<'_>,
+    n: i32,
+    result: *mut Any,
+) -> i32 {
+    // SAFETY: `handle` is a getter made by `TypeBuilder::cell_field_rw` (data: CellField).
+    unsafe {
+        run_closure::<CellField>(handle, args, n, result, |field, _, args| match args {
+            [this] => Ok(field.cell_in(this)?.get()),
+            _ => Err(arity_error(&field.name, 1, args.len())),
+        })
+    }
+}
+
+/// `safe_call` of a cell field's setter: `set(self, value)`.
+pub(crate) unsafe extern "C" fn cell_set_safe_call(
+    handle: *mut ObjectHeader,
+    args: *const AnyView<'_>,
+    n: i32,
+    result: *mut Any,
+) -> i32 {
+    // SAFETY: `handle` is a setter made by `TypeBuilder::cell_field_rw` (data: CellField).
+    unsafe {
+        run_closure::<CellField>(handle, args, n, result, |field, _, args| match args {
+            [this, value] => {
+                field.cell_in(this)?.set(value.to_owned_any());
+                Ok(Any::none())
+            }
+            _ => Err(arity_error(&field.name, 2, args.len())),
+        })
+    }
+}
+
+/// The cell that field getter `getter` would read in `obj`, when `getter` is a cell field's
+/// (of this copy of the core) and `obj` an instance of its type. A frontend may then read the
+/// cell itself with [`AnyCell::with_view`] instead of calling the getter.
+///
+/// # Safety
+/// `getter` is a live Function and `obj` a live object; the cell lives as long as `obj`.
+#[inline]
+pub unsafe fn direct_cell<'a>(getter: *mut ObjectHeader, obj: *mut ObjectHeader) -> Option<&'a AnyCell> {
+    // SAFETY: the caller's guarantees; `data` is a CellField when `safe_call` is ours.
+    unsafe {
+        let f = &(*(getter as *const ObjectBox<FunctionObj>)).value;
+        if f.safe_call as usize != cell_get_safe_call as SafeCallFn as usize {
+            return None;
+        }
+        let field = &*(f.data as *const CellField);
+        let this = AnyView::from_raw_parts((*obj).type_index, 0, obj as u64);
+        field.cell_in(&this).ok()
+    }
+}
+
+/// Add a read-write [`AnyCell`] field to a [`TypeBuilder`](crate::types::TypeBuilder):
+/// `cell_field_rw!(builder, Pair, first, "first")`. Checks that the field is an `AnyCell`,
+/// then passes its offset to `TypeBuilder::cell_field_rw`.
+#[macro_export]
+macro_rules! cell_field_rw {
+    ($builder:expr, $ty:ty, $field:ident, $name:expr) => {{
+        let _is_a_cell: fn(&$ty) -> &$crate::cell::AnyCell = |this| &this.$field;
+        let (builder, name, offset) = ($builder, $name, ::std::mem::offset_of!($ty, $field));
+        // SAFETY: the line above proves `$field` is an `AnyCell` of `$ty`.
+        unsafe { builder.cell_field_rw(name, offset) }
+    }};
 }

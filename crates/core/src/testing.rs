@@ -129,19 +129,10 @@ fn array_arg<'a>(v: &'a Any, func: &str, position: usize) -> Result<&'a ArrayObj
 }
 
 pub(crate) fn register() {
-    TypeBuilder::<Pair>::new()
-        .doc("Two settable values (the testing namespace's object type).")
-        .field_rw("first", Pair::first, |p: &Pair, v: Any| {
-            p.set_first(v);
-            Ok(())
-        })
-        .field_doc("The first value.", "Any")
-        .field_rw("second", Pair::second, |p: &Pair, v: Any| {
-            p.set_second(v);
-            Ok(())
-        })
-        .field_doc("The second value.", "Any")
-        .method("swap", |p: ObjectArc<Pair>| Pair::new(p.second(), p.first()))
+    let pair = TypeBuilder::<Pair>::new().doc("Two settable values (the testing namespace's object type).");
+    let pair = crate::cell_field_rw!(pair, Pair, first, "first").field_doc("The first value.", "Any");
+    let pair = crate::cell_field_rw!(pair, Pair, second, "second").field_doc("The second value.", "Any");
+    pair.method("swap", |p: ObjectArc<Pair>| Pair::new(p.second(), p.first()))
         .method_doc("A new Pair with the values swapped.")
         .leaf_constructor(Pair::new)
         .register();

@@ -195,20 +195,46 @@ pub fn tie<H: TieHost>(host: &H, slot: &SlotPrefix, obj: ObjectRef) -> Result<H:
 /// with `obj`'s +1 kept as a spare. `obj` comes back when the slot holds no live wrapper.
 #[inline]
 fn revive_active<H: TieHost>(host: &H, slot: &SlotPrefix, obj: ObjectRef) -> std::result::Result<H::Handle, ObjectRef> {
+    match live_handle(host, slot) {
+        Some(handle) => {
+            // The canonical wrapper already owns its +1: keep this one as a spare.
+            if host.keeps_spares(obj.as_ptr()) {
+                keep_spare(slot, obj);
+            }
+            Ok(handle)
+        }
+        None => Err(obj),
+    }
+}
+
+/// A serialized host's live wrapper named by `slot`, revived, if there is one.
+#[inline]
+fn live_handle<H: TieHost>(host: &H, slot: &SlotPrefix) -> Option<H::Handle> {
     debug_assert!(H::SERIALIZED);
     let word = slot.slot.load(Ordering::Acquire);
     if word != 0 && word & TAG_MASK == 0 {
         // SAFETY: an Active word; the host's lock (held by the caller, see `SERIALIZED`)
         // keeps it from changing while we revive.
-        if let Some(handle) = unsafe { host.revive(word) } {
-            // The canonical wrapper already owns its +1: keep this one as a spare.
-            if host.keeps_spares(obj.as_ptr()) {
-                keep_spare(slot, obj);
-            }
-            return Ok(handle);
-        }
+        unsafe { host.revive(word) }
+    } else {
+        None
     }
-    Err(obj)
+}
+
+/// The live wrapper of `obj`, revived, for a serialized host that holds no reference to
+/// `obj` but keeps it alive otherwise (a held `AnyCell` whose value it is): the wrapper owns
+/// its own +1, so no count changes. `None` when there is none (or `obj` has no prefix of
+/// this host); the caller then takes a reference and ties as usual.
+///
+/// # Safety
+/// `obj` stays alive during the call; the caller runs under the host's lock.
+#[inline]
+pub unsafe fn revive_borrowed<H: TieHost>(host: &H, tag: u32, obj: *mut ObjectHeader) -> Option<H::Handle> {
+    if !H::SERIALIZED {
+        return None;
+    }
+    // SAFETY: the caller keeps `obj` alive.
+    live_handle(host, unsafe { slot_of(obj, tag) }?)
 }
 
 /// The first step of [`tie_any`] for serialized hosts, for callers that must prepare before a

@@ -533,6 +533,38 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
         self.field_with(name, "", "", Self::getter_fn(name, get), Some(setter))
     }
 
+    /// A read-write field stored in an [`AnyCell`](crate::cell::AnyCell) `offset` bytes into
+    /// `T`; use [`cell_field_rw!`](crate::cell_field_rw), which proves the offset. Its getter
+    /// and setter are plain functions over the offset, so a frontend can read the cell itself
+    /// ([`crate::cell::direct_cell`]): the live wrapper of an object value comes back without
+    /// a reference-count increment.
+    ///
+    /// # Safety
+    /// `T` has an `AnyCell` at byte `offset`.
+    pub unsafe fn cell_field_rw(self, name: &str, offset: usize) -> Self {
+        use crate::cell::{cell_get_safe_call, cell_set_safe_call, CellField};
+        let accessor = |safe_call, fname: String, arity| {
+            let data = Box::into_raw(Box::new(CellField::of::<T>(offset, fname.clone()))) as *mut std::ffi::c_void;
+            // SAFETY: the safe_calls read exactly a `CellField` (whose offset the caller
+            // vouches for); `drop_closure::<CellField>` frees it.
+            unsafe {
+                Function::from_raw_parts(
+                    safe_call,
+                    data,
+                    Some(crate::function::drop_closure::<CellField>),
+                    &fname,
+                    arity,
+                    0,
+                )
+            }
+            .leaf()
+        };
+        crate::error::install_panic_hook();
+        let getter = accessor(cell_get_safe_call as crate::function::SafeCallFn, format!("{}.{name}", T::TYPE_KEY), 1);
+        let setter = accessor(cell_set_safe_call, format!("{}.{name}.set", T::TYPE_KEY), 2);
+        self.field_with(name, "", "", getter, Some(setter))
+    }
+
     /// A field from prebuilt parts, with doc and type hint.
     pub fn field_with(
         mut self,

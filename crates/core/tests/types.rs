@@ -147,3 +147,95 @@ fn testing_pair_reflection_is_registered_at_init() {
     assert!(info.constructor().is_some());
     assert!(types::list_types().contains(&(Pair::type_index(), "testing.Pair")));
 }
+
+/// A type with a cell field, and a subtype that inherits it.
+struct Holder {
+    value: tether_core::cell::AnyCell,
+    tag: i64,
+}
+declare_object!(Holder, "tests.types.Holder");
+
+struct SubHolder {
+    base: Holder,
+}
+declare_object!(SubHolder, "tests.types.SubHolder", parent = Holder);
+
+fn register_holder() {
+    let b = TypeBuilder::<Holder>::new();
+    tether_core::cell_field_rw!(b, Holder, value, "value").register();
+    TypeBuilder::<SubHolder>::new().register();
+}
+
+fn holder(value: tether_core::Any) -> ObjectArc<Holder> {
+    ObjectArc::new(Holder { value: tether_core::cell::AnyCell::new(value), tag: 7 })
+}
+
+#[test]
+fn cell_fields_read_and_write_through_reflection() {
+    let _g = common::serial();
+    register_holder();
+    let h: ObjectRef = holder(tether_core::Any::int(5)).into();
+    assert_eq!(get_field(&h, "value").unwrap().view().as_int(), Some(5));
+    set_field(&h, "value", AnyView::int(9)).unwrap();
+    assert_eq!(get_field(&h, "value").unwrap().view().as_int(), Some(9));
+    assert_eq!(h.downcast_ref::<Holder>().unwrap().tag, 7, "the write hit the cell, not a neighbour");
+    // A subtype instance has the cell at the same place in its base.
+    let sub: ObjectRef = ObjectArc::new(SubHolder {
+        base: Holder { value: tether_core::cell::AnyCell::new(tether_core::Any::str("s")), tag: 1 },
+    })
+    .into();
+    assert_eq!(get_field(&sub, "value").unwrap().view().as_str(), Some("s"));
+    assert!(sub.downcast_ref::<SubHolder>().is_some_and(|s| s.base.tag == 1));
+}
+
+#[test]
+fn cell_field_accessors_check_arity_and_self() {
+    let _g = common::serial();
+    register_holder();
+    let field = find_field(type_info(Holder::type_index()).unwrap(), "value").unwrap();
+    let getter = field.getter();
+    let wrong = Pair::new(tether_core::Any::none(), tether_core::Any::none());
+    let wrong: ObjectRef = wrong.into();
+    let err = getter.call(&[AnyView::object(&wrong)]).unwrap_err();
+    assert_eq!(err.kind(), "TypeError");
+    assert!(
+        err.message().contains("tests.types.Holder.value() argument 1 (self): expected tests.types.Holder"),
+        "{}",
+        err.message()
+    );
+    let err = getter.call(&[]).unwrap_err();
+    assert!(err.message().contains("tests.types.Holder.value()"), "{}", err.message());
+    let setter = field.setter().unwrap();
+    let h: ObjectRef = holder(tether_core::Any::none()).into();
+    assert_eq!(setter.call(&[AnyView::object(&h)]).unwrap_err().kind(), "TypeError");
+}
+
+#[test]
+fn direct_cell_names_the_getters_cell_without_touching_counts() {
+    let _g = common::serial();
+    register_holder();
+    let inner = Pair::new(tether_core::Any::none(), tether_core::Any::none());
+    let inner_ref: ObjectRef = inner.clone().into();
+    let h = holder(tether_core::Any::object(inner_ref.clone()));
+    let h_ptr = ObjectArc::as_ptr(&h);
+    let getter = find_field(type_info(Holder::type_index()).unwrap(), "value").unwrap().getter;
+    // SAFETY: live getter and object.
+    let cell = unsafe { tether_core::cell::direct_cell(getter, h_ptr) }.expect("a cell field's getter");
+    assert!(std::ptr::eq(cell, &h.value));
+    let before = ObjectArc::strong_count(&inner);
+    let seen = cell.with_view(|v| v.as_object_ptr());
+    assert_eq!(seen, Some(inner_ref.as_ptr()));
+    assert_eq!(ObjectArc::strong_count(&inner), before, "a view under the held cell adds no reference");
+    // Another type's cell getter, a closure getter, and an object of another type: no cell.
+    let no_cell = |getter, obj| {
+        // SAFETY: every getter and object passed below is live.
+        unsafe { tether_core::cell::direct_cell(getter, obj) }.is_none()
+    };
+    let pair_getter = find_field(type_info(Pair::type_index()).unwrap(), "first").unwrap().getter;
+    assert!(no_cell(pair_getter, h_ptr));
+    assert!(no_cell(getter, inner_ref.as_ptr()));
+    register_point();
+    let p = point(1, 2);
+    let closure_getter = find_field(type_info(Point::type_index()).unwrap(), "y").unwrap().getter;
+    assert!(no_cell(closure_getter, ObjectArc::as_ptr(&p)));
+}

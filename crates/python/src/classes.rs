@@ -286,6 +286,9 @@ unsafe extern "C" fn field_get(slf: *mut ffi::PyObject, closure: *mut c_void) ->
     unsafe {
         let Ok(obj) = wrapper::native_of(slf) else { return null_mut() };
         let field = &*(closure as *const FieldInfo);
+        if let Some(cell) = tether_core::cell::direct_cell(field.getter, obj) {
+            return read_cell(cell);
+        }
         let view = AnyView::from_raw_parts((*obj).type_index, 0, obj as u64);
         let getter = &(*(field.getter as *const ObjectBox<FunctionObj>)).value;
         let mut result = Any::none();
@@ -295,6 +298,25 @@ unsafe extern "C" fn field_get(slf: *mut ffi::PyObject, closure: *mut c_void) ->
         }
         convert::from_any(result)
     }
+}
+
+/// A cell field's value: an object's live wrapper straight from the held cell (no count
+/// change), anything else converted from a copy.
+///
+/// # Safety
+/// GIL held; `cell` is in a live object.
+#[inline]
+unsafe fn read_cell(cell: &tether_core::cell::AnyCell) -> *mut ffi::PyObject {
+    let live = cell.with_view(|v| match v.as_object_ptr() {
+        // SAFETY: GIL held; the held cell keeps the object alive while its wrapper revives.
+        Some(obj) if convert::is_tied_kind(v.type_index()) => unsafe { wrapper::live_wrapper(obj) },
+        _ => null_mut(),
+    });
+    if !live.is_null() {
+        return live;
+    }
+    // SAFETY: GIL held.
+    unsafe { convert::from_any(cell.get()) }
 }
 
 /// Field setter: calls the native setter (`del` is refused).

@@ -273,7 +273,7 @@ pub unsafe fn from_any(v: Any) -> *mut ffi::PyObject {
 #[inline(always)]
 pub unsafe fn from_result(v: Any, args: &[*mut ffi::PyObject]) -> *mut ffi::PyObject {
     let t = v.type_index();
-    if t >= TypeIndex::OBJECT && t != TypeIndex::STR && t != TypeIndex::BYTES {
+    if is_tied_kind(t) {
         // SAFETY: GIL held (caller).
         return unsafe {
             match wrapper::return_argument(v.into_object().expect("object kind"), args) {
@@ -288,6 +288,13 @@ pub unsafe fn from_result(v: Any, args: &[*mut ffi::PyObject]) -> *mut ffi::PyOb
     }
     // SAFETY: forwarded.
     unsafe { from_value(v) }
+}
+
+/// Do values of this kind come back as tied wrappers (objects other than Str and Bytes,
+/// which convert to Python values)?
+#[inline]
+pub fn is_tied_kind(t: i32) -> bool {
+    t >= TypeIndex::OBJECT && t != TypeIndex::STR && t != TypeIndex::BYTES
 }
 
 /// [`from_result`] for a result that is neither an object nor an int.

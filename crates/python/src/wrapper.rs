@@ -342,6 +342,20 @@ pub unsafe fn return_object(obj: ObjectRef) -> *mut ffi::PyObject {
     }
 }
 
+/// The live wrapper of `obj` (a new reference), or null when it has none, for a reader that
+/// holds no reference to `obj` but keeps it alive (a held cell). Sets no Python error.
+///
+/// # Safety
+/// GIL held; `obj` stays alive during the call.
+#[inline]
+pub unsafe fn live_wrapper(obj: *mut ObjectHeader) -> *mut ffi::PyObject {
+    // SAFETY: forwarded.
+    match unsafe { tying::revive_borrowed(&PyHost { cls: null_mut(), fresh: null_mut() }, state::tag(), obj) } {
+        Some((o, _)) => o,
+        None => null_mut(),
+    }
+}
+
 /// As [`return_object`]; a new wrapper gets class `cls` (a subclass the user called) and
 /// the preallocated `fresh` block when given.
 pub unsafe fn return_object_as(

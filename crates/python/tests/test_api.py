@@ -299,3 +299,22 @@ def test_callback_functions_keep_no_spares(testing, baseline):
     gc.collect()
     assert ref() is None
     assert live_now() == baseline
+
+
+def test_field_reads_return_the_live_wrapper_or_a_new_one(testing, baseline):
+    # A field read returns the value's live wrapper straight from the field (no reference
+    # taken), and ties a new one once that wrapper is gone.
+    inner = testing.Pair(1, 2)
+    outer = testing.Pair(inner, "s")
+    for _ in range(100):
+        assert outer.first is inner
+    assert outer.second == "s"
+    del inner  # the only wrapper dies; the field keeps the native object
+    assert live_now() == baseline + 2
+    again = outer.first
+    assert again is outer.first and again.first == 1
+    outer.first = 5
+    assert outer.first == 5
+    assert live_now() == baseline + 2  # `again` still holds the inner object
+    del again, outer
+    assert live_now() == baseline
