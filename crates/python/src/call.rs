@@ -32,6 +32,13 @@ const STACK_ARGS: usize = 8;
 /// GIL held; `func` is a live Function object; `args` are live objects.
 #[inline]
 pub unsafe fn call_native(func: *mut ObjectHeader, args: &[*mut ffi::PyObject]) -> *mut ffi::PyObject {
+    // SAFETY: forwarded.
+    unsafe { call_native_inline(func, args) }
+}
+
+/// [`call_native`] inlined into its caller (the Function vectorcall, the hottest entry).
+#[inline(always)]
+unsafe fn call_native_inline(func: *mut ObjectHeader, args: &[*mut ffi::PyObject]) -> *mut ffi::PyObject {
     // SAFETY: GIL held (caller); `func` is a live FunctionObj.
     unsafe {
         pending::drain();
@@ -71,8 +78,8 @@ unsafe fn call_with<const LEAF: bool>(
             heap.resize_with(args.len(), MaybeUninit::uninit);
             &mut heap
         };
-        for (i, &a) in args.iter().enumerate() {
-            if convert::to_view_into(a, &mut arena, !LEAF, lend, &mut views[i]).is_err() {
+        for (i, (&a, view)) in args.iter().zip(views.iter_mut()).enumerate() {
+            if convert::to_view_into(a, &mut arena, !LEAF, lend, view).is_err() {
                 // Arguments lent so far were never passed: give their references back.
                 views[..i].iter().for_each(|v| v.assume_init_ref().release_if_lent());
                 return null_mut();
@@ -116,7 +123,7 @@ pub unsafe extern "C" fn function_vectorcall(
             return wrapper::native_of(callable).map_or(null_mut(), |_| null_mut());
         }
         let args = if n == 0 { &[][..] } else { std::slice::from_raw_parts(args, n) };
-        call_native(func, args)
+        call_native_inline(func, args)
     }
 }
 
