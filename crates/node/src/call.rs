@@ -15,7 +15,7 @@ use tether_core::arc::ObjectBox;
 use tether_core::error::take_last_error;
 use tether_core::function::{FunctionObj, FUNC_ADOPTS_LENT, FUNC_LEAF};
 use tether_core::object::ObjectHeader;
-use tether_core::{Any, AnyView, Error, ObjectRef};
+use tether_core::{Any, AnyView, Error, ObjectRef, TypeIndex};
 
 use crate::convert::{any_to_js, arg_view, js_to_any, return_argument, wrapper_view};
 use crate::env::EnvState;
@@ -238,6 +238,16 @@ unsafe fn call_native<const N: usize>(
         let w = unsafe { wrapper_of_handle((*frame).handles[i]) };
         wrappers[i] = Some(w.ok_or_else(|| Error::type_error("a flagged argument is not a tether handle"))?);
     }
+    // Cell getters are leaf functions that adopt nothing: typed closures (`echo`) skip the test.
+    if N == 1 && leaf && !lend {
+        if let Some(this) = wrappers[0] {
+            // A cell field's getter: read the cell here, as tether_core::cell::direct_cell allows.
+            // SAFETY: a live Function and the argument wrapper's live object.
+            if let Some(cell) = unsafe { tether_core::cell::direct_cell(obj, this.live_object()?) } {
+                return read_cell(state, cell);
+            }
+        }
+    }
     let mut owned: Vec<Any> = Vec::new();
     let mut stack_views = [const { MaybeUninit::<AnyView<'_>>::uninit() }; N];
     let mut heap_views;
@@ -296,6 +306,28 @@ unsafe fn call_native<const N: usize>(
         }
     }
     any_to_js(state, result).map(Outcome::Value)
+}
+
+/// A cell field's value: an object's live wrapper straight from the held cell (no count
+/// change), anything else converted from a copy.
+#[inline]
+fn read_cell(state: &EnvState, cell: &tether_core::cell::AnyCell) -> JsResult<Outcome> {
+    let live = cell.with_view(|v| {
+        let t = v.type_index();
+        match v.as_object_ptr() {
+            // Functions may map back to a JS function (convert.rs); Str/Bytes are values.
+            Some(obj) if t != TypeIndex::FUNCTION && t != TypeIndex::STR && t != TypeIndex::BYTES => {
+                // SAFETY: the JS thread; the held cell keeps the object alive while its wrapper
+                // revives (a reference lookup, no JS).
+                unsafe { crate::tie::live_wrapper(state, obj) }
+            }
+            _ => None,
+        }
+    });
+    match live {
+        Some(v) => Ok(Outcome::Value(v)),
+        None => any_to_js(state, cell.get()).map(Outcome::Value),
+    }
 }
 
 // ---- callAsync ------------------------------------------------------------------------

@@ -293,6 +293,17 @@ fn ensure_class(state: &EnvState, type_index: i32) -> JsResult<Ref> {
     Ok(r)
 }
 
+/// The live wrapper of `obj` in this env, for a reader that holds no reference to `obj` but
+/// keeps it alive (a held cell); `None` when there is none.
+///
+/// # Safety
+/// On this env's JS thread; `obj` stays alive during the call.
+pub unsafe fn live_wrapper(state: &EnvState, obj: *mut ObjectHeader) -> Option<Value> {
+    let reviver = Host { state, shell: Shell::Function, failure: RefCell::new(None), made: Cell::new(ptr::null()) };
+    // SAFETY: forwarded.
+    unsafe { tying::revive_borrowed(&reviver, state.tag, obj) }
+}
+
 /// Return `obj` (an owned +1) to JS as its canonical wrapper in this env. With `preset`,
 /// a new wrapper is that value (a JS constructor's `this`).
 pub fn tie_object(state: &EnvState, obj: ObjectRef, preset: Option<Value>) -> JsResult<Value> {

@@ -209,6 +209,27 @@ test('spare references of returned and lent wrappers die with the wrapper', asyn
   await expectLiveBackTo(baseline, 'spares kept native objects alive');
 });
 
+test('cell fields return the live wrapper, or a new one once it is gone', async () => {
+  // A field read returns the value's live wrapper straight from the field, and ties a new
+  // one once that wrapper let go of the object.
+  const baseline = await settledBaseline();
+  (() => {
+    const inner = new Pair(1, 2);
+    const outer = new Pair(inner, 'text');
+    for (let i = 0; i < 100; i++) assert.equal(outer.first, inner);
+    assert.equal(outer.second, 'text');
+    inner[Symbol.dispose](); // the field still holds the native object
+    const again = outer.first;
+    assert.notEqual(again, inner);
+    assert.equal(outer.first, again);
+    assert.equal(again.first, 1);
+    const f = (x) => x;
+    outer.second = f;
+    assert.equal(outer.second, f);
+  })();
+  await expectLiveBackTo(baseline);
+});
+
 test('the call frame: any argument can come back as itself, at any arity', () => {
   const p = new Pair(1, 2);
   const q = new Pair(3, 4);
