@@ -1,6 +1,8 @@
 //! Java: the jni 0.22 and raw jni-sys peers built with cargo, tether's Java frontend compiled
-//! with Maven, the harness (benches/java) compiled with javac, then one JVM per peer and fork.
-//! A fork measures one peer only, so every call site in the harness stays monomorphic.
+//! with Maven, the harness (benches/java) compiled with javac, then one JVM per peer, fork and
+//! workload, as JMH forks per benchmark: a fork measures one peer only, so every call site in
+//! the harness stays monomorphic, and one workload only, so none inherits another's garbage,
+//! threads or JIT state (W7 ran 2.7x slower after W4 and W6 in the same JVM).
 
 use std::path::{Path, PathBuf};
 
@@ -11,8 +13,10 @@ use crate::util::{fail, require_tool, step, Cmd, Result};
 
 const LANG: &str = "bench java";
 
-/// JVM forks per peer (the reported value is the median of the forks' medians).
+/// JVM forks per peer and workload (the reported value is the median of the forks' medians).
 const FORKS: usize = 3;
+/// The harness's workloads (W5 is Python's); a peer that cannot express one reports nothing.
+const WORKLOADS: [&str; 6] = ["W1", "W2", "W3", "W4", "W6", "W7"];
 
 pub fn run(b: &Bench) -> Result<PathBuf> {
     require_tool(LANG, "java")?;
@@ -54,29 +58,34 @@ pub fn run(b: &Bench) -> Result<PathBuf> {
     let mut versions = Json::Obj(vec![]);
     for (peer, props, extra_cp) in &peers {
         let mut per_fork = Vec::new();
-        for fork in 0..forks {
-            let out = dir.join(format!("{peer}-{fork}.json"));
-            step(LANG, format!("java Bench {peer} (fork {}/{forks})", fork + 1));
-            let cp = std::env::join_paths(std::iter::once(classes.clone()).chain(extra_cp.iter().cloned()))
-                .map_err(|e| fail(format!("bad classpath: {e}")))?;
-            let mut cmd = Cmd::new("java")
-                .args(props)
-                .arg("-cp")
-                .arg(cp)
-                .args(["dev.tether.bench.Bench", peer])
-                .arg(&out)
-                .cwd(&b.ctx.root);
-            if b.quick {
-                cmd = cmd.arg("--quick");
+        'forks: for fork in 0..forks {
+            let mut fork_records = Vec::new();
+            for workload in WORKLOADS {
+                let out = dir.join(format!("{peer}-{fork}-{workload}.json"));
+                step(LANG, format!("java Bench {peer} {workload} (fork {}/{forks})", fork + 1));
+                let cp = std::env::join_paths(std::iter::once(classes.clone()).chain(extra_cp.iter().cloned()))
+                    .map_err(|e| fail(format!("bad classpath: {e}")))?;
+                let mut cmd = Cmd::new("java")
+                    .args(props)
+                    .arg(format!("-Dbench.only={workload}"))
+                    .arg("-cp")
+                    .arg(cp)
+                    .args(["dev.tether.bench.Bench", peer])
+                    .arg(&out)
+                    .cwd(&b.ctx.root);
+                if b.quick {
+                    cmd = cmd.arg("--quick");
+                }
+                if b.attempt(&format!("java peer {peer}"), || cmd.run()).is_none() {
+                    break 'forks;
+                }
+                let json = report::read_json(&out)?;
+                if let Some(v) = json.get("versions") {
+                    versions = v.clone();
+                }
+                fork_records.extend(report::records(&json)?);
             }
-            if b.attempt(&format!("java peer {peer}"), || cmd.run()).is_none() {
-                break;
-            }
-            let json = report::read_json(&out)?;
-            if let Some(v) = json.get("versions") {
-                versions = v.clone();
-            }
-            per_fork.push(report::records(&json)?);
+            per_fork.push(fork_records);
         }
         records.extend(report::median_of_forks(&per_fork));
     }

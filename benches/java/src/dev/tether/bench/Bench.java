@@ -70,7 +70,7 @@ public final class Bench {
         long run(int n) throws Exception;
     }
 
-    /** {@code -Dbench.only=W1,W3} measures only those workloads (for profiling by hand). */
+    /** {@code -Dbench.only=W1,W3} measures only those workloads (xtask runs one per JVM). */
     private static final String ONLY = System.getProperty("bench.only", "");
 
     private boolean wanted(String workload) {
