@@ -3,17 +3,17 @@
 //! Every native object is allocated here (Rust objects, containers, errors, functions,
 //! plugin and C objects). The builtin allocator (tag 0) is installed statically, so the
 //! current allocator is never null. A frontend registers its own allocator once at load
-//! (usually [`install_frontend_allocator`], which reserves the 16-byte tying slot in front
-//! of each object) and makes it current. Each object records the tag of the allocator that
+//! (usually [`install_frontend_allocator`], which reserves the tying slot in front of each
+//! object) and makes it current. Each object records the tag of the allocator that
 //! made it, so objects made earlier keep being freed by their own allocator.
 
 use std::alloc::Layout;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 
 use crate::object::ObjectHeader;
 use crate::plugin;
-use crate::tying::SlotPrefix;
+use crate::tying::{SlotLayout, SlotPrefix};
 
 /// `allocate(ctx, size, align)` returns the object body (where the header goes) or null.
 pub type AllocateFn = unsafe extern "C" fn(ctx: *mut c_void, size: usize, align: usize) -> *mut u8;
@@ -194,22 +194,24 @@ pub(crate) unsafe fn local_free_object(obj: *mut ObjectHeader, size: usize, alig
     unsafe { (a.free)(a.ctx, obj as *mut u8, size, align) };
 }
 
-// ---- the frontend allocator: a 16-byte tying slot in front of each object ----------------
+// ---- the frontend allocator: a tying slot in front of each object -------------------------
 
-/// Called when an object made by a frontend allocator is freed, with its slot, before the
-/// memory goes back (a frontend frees a cached wrapper block there, see DESIGN 3.2).
-pub type SlotFreeHook = unsafe extern "C" fn(ctx: *mut c_void, slot: *mut SlotPrefix);
+/// Called when an object made by a frontend allocator is freed, with its slot word, before
+/// the memory goes back (a frontend frees a cached wrapper block there, see DESIGN 3.2).
+pub type SlotFreeHook = unsafe extern "C" fn(ctx: *mut c_void, slot: *const AtomicUsize);
 
 struct FrontendCtx {
+    layout: SlotLayout,
     on_free: Option<SlotFreeHook>,
     hook_ctx: *mut c_void,
 }
 
-/// Bytes between the start of the allocation and the object body for an alignment. Both
-/// sides use this one function, so allocate and free always agree (tvm-ffi once did not).
+/// Bytes between the start of the allocation and the object body for an alignment and slot
+/// layout. Both sides use this one function, so allocate and free always agree (tvm-ffi once
+/// did not).
 #[inline]
-pub const fn prefix_offset(align: usize) -> usize {
-    let prefix = std::mem::size_of::<SlotPrefix>();
+pub const fn prefix_offset(align: usize, layout: SlotLayout) -> usize {
+    let prefix = layout.size();
     if align > prefix {
         align
     } else {
@@ -217,20 +219,26 @@ pub const fn prefix_offset(align: usize) -> usize {
     }
 }
 
-unsafe extern "C" fn frontend_allocate(_ctx: *mut c_void, size: usize, align: usize) -> *mut u8 {
-    let offset = prefix_offset(align);
-    let Ok(layout) = Layout::from_size_align(size + offset, align.max(16)) else {
+unsafe extern "C" fn frontend_allocate(ctx: *mut c_void, size: usize, align: usize) -> *mut u8 {
+    // SAFETY: `ctx` is the leaked `FrontendCtx` passed at registration.
+    let layout = unsafe { &*(ctx as *const FrontendCtx) }.layout;
+    let offset = prefix_offset(align, layout);
+    let Ok(mem) = Layout::from_size_align(size + offset, align.max(8)) else {
         return std::ptr::null_mut();
     };
     // SAFETY: non-zero size.
-    let raw = unsafe { std::alloc::alloc(layout) };
+    let raw = unsafe { std::alloc::alloc(mem) };
     if raw.is_null() {
         return raw;
     }
-    // SAFETY: `offset <= size + offset`, and `offset >= 16` leaves room for the prefix.
+    // SAFETY: `offset <= size + offset`, and `offset >= layout.size()` leaves room for the
+    // slot right before the body; both are 8-aligned (offset and `align` are multiples of 8).
     unsafe {
         let body = raw.add(offset);
-        (body.sub(16) as *mut SlotPrefix).write(SlotPrefix::new());
+        match layout {
+            SlotLayout::Full => (body.sub(layout.size()) as *mut SlotPrefix).write(SlotPrefix::new()),
+            SlotLayout::WordOnly => (body.sub(layout.size()) as *mut AtomicUsize).write(AtomicUsize::new(0)),
+        }
         body
     }
 }
@@ -238,20 +246,24 @@ unsafe extern "C" fn frontend_allocate(_ctx: *mut c_void, size: usize, align: us
 unsafe extern "C" fn frontend_free(ctx: *mut c_void, body: *mut u8, size: usize, align: usize) {
     // SAFETY: `ctx` is the leaked `FrontendCtx` passed at registration.
     let fctx = unsafe { &*(ctx as *const FrontendCtx) };
-    let slot = SlotPrefix::before(body as *mut ObjectHeader);
     if let Some(hook) = fctx.on_free {
-        // SAFETY: the slot is in bounds and nobody else can reach the object any more.
-        unsafe { hook(fctx.hook_ctx, slot) };
+        // SAFETY: the slot word is in bounds and nobody else can reach the object any more.
+        unsafe { hook(fctx.hook_ctx, fctx.layout.word_before(body as *mut ObjectHeader)) };
     }
-    let offset = prefix_offset(align);
+    let offset = prefix_offset(align, fctx.layout);
     // SAFETY: the exact layout `frontend_allocate` used for this size and alignment.
-    unsafe { std::alloc::dealloc(body.sub(offset), Layout::from_size_align_unchecked(size + offset, align.max(16))) }
+    unsafe { std::alloc::dealloc(body.sub(offset), Layout::from_size_align_unchecked(size + offset, align.max(8))) }
 }
 
-/// Register an allocator that prepends a [`SlotPrefix`] to every object and make it current.
-/// Returns its tag: objects whose `alloc_tag` equals it carry the slot.
-pub fn install_frontend_allocator(on_free: Option<SlotFreeHook>, hook_ctx: *mut c_void) -> crate::Result<u32> {
-    let ctx = Box::leak(Box::new(FrontendCtx { on_free, hook_ctx })) as *mut FrontendCtx as *mut c_void;
+/// Register an allocator that puts a tying slot of `layout` in front of every object and
+/// make it current. Returns its tag: objects whose `alloc_tag` equals it carry the slot.
+/// `layout` must be the one of the host that ties these objects ([`crate::tying::TieHost::LAYOUT`]).
+pub fn install_frontend_allocator(
+    layout: SlotLayout,
+    on_free: Option<SlotFreeHook>,
+    hook_ctx: *mut c_void,
+) -> crate::Result<u32> {
+    let ctx = Box::leak(Box::new(FrontendCtx { layout, on_free, hook_ctx })) as *mut FrontendCtx as *mut c_void;
     // SAFETY: the frontend allocator functions follow the contract; `ctx` is leaked.
     let tag = unsafe { register_allocator(frontend_allocate, frontend_free, ctx) }?;
     set_current_allocator(tag)?;

@@ -1,9 +1,9 @@
 //! The identity-tying state machine, written once for every frontend.
 //!
-//! Each native object made by a frontend allocator carries a [`SlotPrefix`] in the 16 bytes
-//! in front of its header; objects with another `alloc_tag` get one from a [`SideTable`]
-//! keyed by address. The slot word names the object's one canonical wrapper in that
-//! frontend's language:
+//! Each native object made by a frontend allocator carries that frontend's slot in front of
+//! its header; objects with another `alloc_tag` get one from a [`SideTable`] keyed by
+//! address. The slot word names the object's one canonical wrapper in that frontend's
+//! language:
 //!
 //! | state | slot word | meaning |
 //! |---|---|---|
@@ -13,17 +13,21 @@
 //! | Locked | [`TAG_LOCKED`] | a transition is in flight; others spin |
 //!
 //! Every transition locks the slot by compare-and-swap, so it is correct with or without an
-//! interpreter lock. `aux` holds a generation in its low 32 bits, bumped each time a new
-//! wrapper is tied: a release names the generation it was made for, so a late finalizer
-//! (Node, the JVM's Cleaner) never clears a slot that a newer wrapper took over, even when the
-//! language reuses handle addresses. Rule: whoever takes a word out of the slot disposes of it.
+//! interpreter lock. A release must name the wrapper it was made for, so that a late
+//! finalizer (Node, the JVM's Cleaner) never clears a slot that a newer wrapper took over,
+//! even when the language reuses handle addresses: hosts with such finalizers name a
+//! generation, kept in `aux` (a [`SlotPrefix`], 16 bytes) and bumped each time a new wrapper
+//! is tied; hosts whose wrappers are released synchronously, while their memory still
+//! exists, name their own word instead and need only the word (8 bytes in front of each
+//! object, [`TieHost::WORD_ONLY`]). Rule: whoever takes a word out of the slot disposes of it.
 //!
-//! Spare references (high 32 bits of `aux`, serialized hosts only): returning an object whose
-//! wrapper is alive hands the frontend a +1 it does not need. Dropping it costs an atomic
-//! decrement on every return, so the slot keeps it instead, and [`take_spare`] lends one out
-//! as a call argument, saving the increment too (`echo(x)` then touches no atomic at all).
-//! Spares belong to the slot while it is Active and are released by the [`untie`] that ends
-//! it, so they never outlive the wrapper: the object dies exactly when it did without them.
+//! Spare references (top 16 bits of an Active word, serialized hosts only): returning an
+//! object whose wrapper is alive hands the frontend a +1 it does not need. Dropping it costs
+//! an atomic decrement on every return, so the slot keeps it instead, and [`take_spare`]
+//! lends one out as a call argument, saving the increment too (`echo(x)` then touches no
+//! atomic at all). Spares belong to the slot while it is Active and are released by the
+//! [`untie`] that ends it, so they never outlive the wrapper: the object dies exactly when it
+//! did without them.
 //!
 //! A frontend implements [`TieHost`] (how to revive a wrapper from a word, how to make a new
 //! one) and calls [`tie`] for every native object it returns to its language, and
@@ -46,18 +50,21 @@ const TAG_MASK: usize = TAG_LOCKED | TAG_INACTIVE;
 
 /// `aux` bits holding the generation.
 const GENERATION_MASK: u64 = 0xffff_ffff;
-/// One spare reference in `aux`.
-const SPARE_ONE: u64 = 1 << 32;
-/// At most this many spares per slot: far below the 32-bit strong count, and a slot at the
-/// cap simply drops further extras as before.
-const SPARE_MAX: u64 = 1 << 30;
+/// Where an Active word of a serialized host keeps its spare references: the top 16 bits
+/// (such hosts' words are user-space addresses, below 2^48).
+const SPARE_SHIFT: u32 = 48;
+const SPARE_ONE: usize = 1 << SPARE_SHIFT;
+const SPARE_MASK: usize = !0 << SPARE_SHIFT;
+/// At most this many spares per slot; a slot at the cap drops further extras as before.
+const SPARE_MAX: usize = 0xffff;
 
-/// The 16 bytes a frontend allocator reserves in front of each object.
+/// The 16 bytes a frontend allocator reserves in front of each object for a host that names
+/// generations (the default). A [`TieHost::WORD_ONLY`] host's allocator reserves the 8-byte
+/// `slot` word alone, right in front of the header.
 #[repr(C)]
 pub struct SlotPrefix {
     pub slot: AtomicUsize,
-    /// Low 32 bits: the generation of the wrapper the slot names (or last named). High 32
-    /// bits: spare strong references the Active wrapper's slot holds (see the module docs).
+    /// Low 32 bits: the generation of the wrapper the slot names (or last named).
     pub aux: AtomicU64,
 }
 
@@ -71,12 +78,6 @@ impl SlotPrefix {
     pub const fn new() -> Self {
         SlotPrefix { slot: AtomicUsize::new(0), aux: AtomicU64::new(0) }
     }
-
-    /// The prefix in front of `obj`. Only meaningful when `obj` was made by a frontend
-    /// allocator: check `alloc_tag` first ([`slot_of`]), never read memory blindly.
-    pub fn before(obj: *mut ObjectHeader) -> *mut SlotPrefix {
-        (obj as *mut u8).wrapping_sub(std::mem::size_of::<SlotPrefix>()) as *mut SlotPrefix
-    }
 }
 
 impl Default for SlotPrefix {
@@ -85,19 +86,76 @@ impl Default for SlotPrefix {
     }
 }
 
-/// The prefix slot of `obj` if the allocator tagged `tag` made it.
+/// What a frontend allocator puts in front of each object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotLayout {
+    /// A [`SlotPrefix`]: the word and the generation (16 bytes).
+    Full,
+    /// The slot word alone (8 bytes), for [`TieHost::WORD_ONLY`] hosts.
+    WordOnly,
+}
+
+impl SlotLayout {
+    /// Bytes the layout takes in front of the header.
+    pub const fn size(self) -> usize {
+        match self {
+            SlotLayout::Full => std::mem::size_of::<SlotPrefix>(),
+            SlotLayout::WordOnly => std::mem::size_of::<AtomicUsize>(),
+        }
+    }
+
+    /// Where the slot word of `obj` is (meaningful only for objects made by an allocator
+    /// with this layout: check `alloc_tag` first, see [`slot_of`]).
+    pub fn word_before(self, obj: *mut ObjectHeader) -> *mut AtomicUsize {
+        (obj as *mut u8).wrapping_sub(self.size()) as *mut AtomicUsize
+    }
+}
+
+/// The slot word of `obj` if the allocator tagged `tag` (host `H`'s) made it.
 ///
 /// # Safety
 /// `obj` is a live object.
 #[inline]
-pub unsafe fn slot_of<'a>(obj: *mut ObjectHeader, tag: u32) -> Option<&'a SlotPrefix> {
+pub unsafe fn slot_of<'a, H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> Option<&'a AtomicUsize> {
+    // SAFETY: forwarded; `H`'s allocator lays its slots out as `H::LAYOUT`.
+    unsafe { slot_in(obj, tag, H::LAYOUT) }
+}
+
+/// The slot word of `obj` if the frontend allocator tagged `tag`, whose slots are laid out as
+/// `layout`, made it.
+///
+/// # Safety
+/// `obj` is a live object; `layout` is the layout that allocator was installed with.
+#[inline]
+pub unsafe fn slot_in<'a>(obj: *mut ObjectHeader, tag: u32, layout: SlotLayout) -> Option<&'a AtomicUsize> {
     // SAFETY: `obj` is live; its alloc_tag says whether the prefix exists.
     if unsafe { (*obj).alloc_tag } == tag && tag != crate::alloc::BUILTIN_TAG {
-        // SAFETY: the frontend allocator placed a SlotPrefix right before the header, and it
-        // lives as long as the object's memory.
-        Some(unsafe { &*SlotPrefix::before(obj) })
+        // SAFETY: that allocator placed its slot right before the header, laid out as
+        // `layout`, and it lives as long as the object's memory.
+        Some(unsafe { &*layout.word_before(obj) })
     } else {
         None
+    }
+}
+
+/// The generation word of a slot whose word is `slot`.
+///
+/// # Safety
+/// `slot` is the `slot` field of a [`SlotPrefix`] (a Full-layout prefix or a side-table
+/// entry), which is what every non-[`TieHost::WORD_ONLY`] host's slots are.
+#[inline]
+unsafe fn aux_of(slot: &AtomicUsize) -> &AtomicU64 {
+    // SAFETY: the caller's guarantee: `aux` follows `slot` inside the same SlotPrefix.
+    unsafe { &(*(slot as *const AtomicUsize as *const SlotPrefix)).aux }
+}
+
+/// The wrapper word inside an Active slot word (without its spare count).
+#[inline]
+fn wrapper_word<H: TieHost>(word: usize) -> usize {
+    if H::SERIALIZED {
+        word & !SPARE_MASK
+    } else {
+        word
     }
 }
 
@@ -129,14 +187,24 @@ pub unsafe trait TieHost {
     /// one load (the fast path of every return), new and dying wrappers store plainly. Only
     /// the allocator's free hook runs elsewhere, once the object is dead (so never during a
     /// tie or untie, whose caller holds a reference), and it touches Inactive words only.
+    /// Serialized hosts' Active words are also below 2^48 (user-space addresses): the top 16
+    /// bits hold the slot's spare references.
     const SERIALIZED: bool = false;
+    /// True when the host's wrappers are released synchronously, while their memory (whose
+    /// address is the word) still exists, so a release can name the wrapper's own word instead
+    /// of a generation: the host's allocator then reserves only the slot word
+    /// ([`SlotLayout::WordOnly`]), and [`untie`]'s ticket is that word.
+    const WORD_ONLY: bool = false;
+    /// The slot layout of this host's allocator (follows [`Self::WORD_ONLY`]).
+    const LAYOUT: SlotLayout = if Self::WORD_ONLY { SlotLayout::WordOnly } else { SlotLayout::Full };
     /// Try to get a strong handle from an Active word; `None` if the wrapper is dying.
     ///
     /// # Safety
     /// `word` is an Active word this host stored, read under the slot lock.
     unsafe fn revive(&self, word: usize) -> Option<Self::Handle>;
     /// Make a new wrapper owning `obj`; return it and its slot word. `generation` is the
-    /// value a later [`untie`] for this wrapper must name.
+    /// value a later [`untie`] for this wrapper must name (0 for [`Self::WORD_ONLY`] hosts,
+    /// whose untie names the word).
     ///
     /// # Safety
     /// Called under the slot lock with the previous content as described by `previous`.
@@ -151,12 +219,12 @@ pub unsafe trait TieHost {
 }
 
 /// Lock the slot; returns the word that was in it.
-fn lock(slot: &SlotPrefix) -> usize {
+fn lock(slot: &AtomicUsize) -> usize {
     let mut spins = 0;
     loop {
-        let word = slot.slot.load(Ordering::Relaxed);
+        let word = slot.load(Ordering::Relaxed);
         if word & TAG_LOCKED == 0
-            && slot.slot.compare_exchange_weak(word, TAG_LOCKED, Ordering::Acquire, Ordering::Relaxed).is_ok()
+            && slot.compare_exchange_weak(word, TAG_LOCKED, Ordering::Acquire, Ordering::Relaxed).is_ok()
         {
             return word;
         }
@@ -166,20 +234,21 @@ fn lock(slot: &SlotPrefix) -> usize {
 
 /// Unlocks with `word` when dropped, also if the host panics mid-transition.
 struct Locked<'a> {
-    slot: &'a SlotPrefix,
+    slot: &'a AtomicUsize,
     restore: usize,
 }
 
 impl Drop for Locked<'_> {
     fn drop(&mut self) {
-        self.slot.slot.store(self.restore, Ordering::Release);
+        self.slot.store(self.restore, Ordering::Release);
     }
 }
 
 /// Return `obj` (an owned +1) to the language: the canonical wrapper if one is alive,
-/// otherwise a new one tied into the slot. Consumes `obj` either way.
+/// otherwise a new one tied into the slot. Consumes `obj` either way. `slot` is a slot of
+/// `H` (from [`slot_of`] or its side table).
 #[inline]
-pub fn tie<H: TieHost>(host: &H, slot: &SlotPrefix, obj: ObjectRef) -> Result<H::Handle> {
+pub fn tie<H: TieHost>(host: &H, slot: &AtomicUsize, obj: ObjectRef) -> Result<H::Handle> {
     let obj = if H::SERIALIZED {
         match revive_active(host, slot, obj) {
             Ok(handle) => return Ok(handle),
@@ -194,7 +263,11 @@ pub fn tie<H: TieHost>(host: &H, slot: &SlotPrefix, obj: ObjectRef) -> Result<H:
 /// A serialized host's return without locking: the wrapper an Active word names, revived,
 /// with `obj`'s +1 kept as a spare. `obj` comes back when the slot holds no live wrapper.
 #[inline]
-fn revive_active<H: TieHost>(host: &H, slot: &SlotPrefix, obj: ObjectRef) -> std::result::Result<H::Handle, ObjectRef> {
+fn revive_active<H: TieHost>(
+    host: &H,
+    slot: &AtomicUsize,
+    obj: ObjectRef,
+) -> std::result::Result<H::Handle, ObjectRef> {
     match live_handle(host, slot) {
         Some(handle) => {
             // The canonical wrapper already owns its +1: keep this one as a spare.
@@ -209,13 +282,13 @@ fn revive_active<H: TieHost>(host: &H, slot: &SlotPrefix, obj: ObjectRef) -> std
 
 /// A serialized host's live wrapper named by `slot`, revived, if there is one.
 #[inline]
-fn live_handle<H: TieHost>(host: &H, slot: &SlotPrefix) -> Option<H::Handle> {
+fn live_handle<H: TieHost>(host: &H, slot: &AtomicUsize) -> Option<H::Handle> {
     debug_assert!(H::SERIALIZED);
-    let word = slot.slot.load(Ordering::Acquire);
+    let word = slot.load(Ordering::Acquire);
     if word != 0 && word & TAG_MASK == 0 {
         // SAFETY: an Active word; the host's lock (held by the caller, see `SERIALIZED`)
         // keeps it from changing while we revive.
-        unsafe { host.revive(word) }
+        unsafe { host.revive(wrapper_word::<H>(word)) }
     } else {
         None
     }
@@ -234,7 +307,7 @@ pub unsafe fn revive_borrowed<H: TieHost>(host: &H, tag: u32, obj: *mut ObjectHe
         return None;
     }
     // SAFETY: the caller keeps `obj` alive.
-    live_handle(host, unsafe { slot_of(obj, tag) }?)
+    live_handle(host, unsafe { slot_of::<H>(obj, tag) }?)
 }
 
 /// The first step of [`tie_any`] for serialized hosts, for callers that must prepare before a
@@ -246,20 +319,20 @@ pub fn revive_any<H: TieHost>(host: &H, tag: u32, obj: ObjectRef) -> std::result
         return Err(obj);
     }
     // SAFETY: `obj` keeps the object alive.
-    match unsafe { slot_of(obj.as_ptr(), tag) } {
+    match unsafe { slot_of::<H>(obj.as_ptr(), tag) } {
         Some(slot) => revive_active(host, slot, obj),
         None => Err(obj),
     }
 }
 
 /// Keep `obj`'s extra +1 in its Active slot, or drop it when the slot is full.
-/// Only for serialized hosts, under their lock (nothing else writes `aux` meanwhile), and
+/// Only for serialized hosts, under their lock (nothing else writes the word meanwhile), and
 /// only when the slot's wrapper owns its +1 and will be untied ([`TieHost::keeps_spares`]).
 #[inline]
-fn keep_spare(slot: &SlotPrefix, obj: ObjectRef) {
-    let aux = slot.aux.load(Ordering::Relaxed);
-    if aux >> 32 < SPARE_MAX {
-        slot.aux.store(aux + SPARE_ONE, Ordering::Relaxed);
+fn keep_spare(slot: &AtomicUsize, obj: ObjectRef) {
+    let word = slot.load(Ordering::Relaxed);
+    if word >> SPARE_SHIFT < SPARE_MAX {
+        slot.store(word + SPARE_ONE, Ordering::Relaxed);
         std::mem::forget(obj);
     } else {
         drop(obj);
@@ -271,17 +344,17 @@ fn keep_spare(slot: &SlotPrefix, obj: ObjectRef) {
 /// allocators (side-table slots) have no spares here.
 ///
 /// # Safety
-/// `obj` is live, and the caller is a serialized host ([`TieHost::SERIALIZED`]) of the
+/// `obj` is live, and the caller is serialized host `H` ([`TieHost::SERIALIZED`]) of the
 /// allocator tagged `tag`, running under its lock.
 #[inline]
-pub unsafe fn take_spare(obj: *mut ObjectHeader, tag: u32) -> bool {
+pub unsafe fn take_spare<H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> bool {
     // SAFETY: forwarded.
-    let Some(slot) = (unsafe { slot_of(obj, tag) }) else { return false };
-    let aux = slot.aux.load(Ordering::Relaxed);
-    if aux >> 32 == 0 {
+    let Some(slot) = (unsafe { slot_of::<H>(obj, tag) }) else { return false };
+    let word = slot.load(Ordering::Relaxed);
+    if word >> SPARE_SHIFT == 0 {
         return false;
     }
-    slot.aux.store(aux - SPARE_ONE, Ordering::Relaxed);
+    slot.store(word - SPARE_ONE, Ordering::Relaxed);
     true
 }
 
@@ -291,14 +364,14 @@ pub unsafe fn take_spare(obj: *mut ObjectHeader, tag: u32) -> bool {
 /// back for the ordinary [`tie`].
 ///
 /// # Safety
-/// `obj` is live; the caller is a serialized host ([`TieHost::SERIALIZED`]) of the allocator
-/// tagged `tag`, running under its lock, whose wrappers own their +1 and are untied when they
-/// go (so [`TieHost::keeps_spares`] holds for `obj`).
+/// `obj` is live; the caller is serialized host `H` ([`TieHost::SERIALIZED`]) of the
+/// allocator tagged `tag`, running under its lock, whose wrappers own their +1 and are
+/// untied when they go (so [`TieHost::keeps_spares`] holds for `obj`).
 #[inline]
-pub unsafe fn keep_if_tied_to(obj: ObjectRef, tag: u32, word: usize) -> std::result::Result<(), ObjectRef> {
+pub unsafe fn keep_if_tied_to<H: TieHost>(obj: ObjectRef, tag: u32, word: usize) -> std::result::Result<(), ObjectRef> {
     // SAFETY: `obj` keeps the object alive.
-    match unsafe { slot_of(obj.as_ptr(), tag) } {
-        Some(slot) if peek(slot) == word => {
+    match unsafe { slot_of::<H>(obj.as_ptr(), tag) } {
+        Some(slot) if wrapper_word::<H>(peek(slot)) == word => {
             keep_spare(slot, obj);
             Ok(())
         }
@@ -313,10 +386,10 @@ pub unsafe fn keep_if_tied_to(obj: ObjectRef, tag: u32, word: usize) -> std::res
 /// # Safety
 /// As [`take_spare`]; `obj` outlives the call.
 #[inline]
-pub unsafe fn argument_view<'a>(obj: *mut ObjectHeader, tag: u32, lend: bool) -> crate::AnyView<'a> {
+pub unsafe fn argument_view<'a, H: TieHost>(obj: *mut ObjectHeader, tag: u32, lend: bool) -> crate::AnyView<'a> {
     // SAFETY: forwarded; a spare taken is handed to the view, which carries it to the callee.
     unsafe {
-        if lend && take_spare(obj, tag) {
+        if lend && take_spare::<H>(obj, tag) {
             crate::AnyView::lent_object(obj)
         } else {
             crate::AnyView::from_object_ptr(obj)
@@ -325,36 +398,51 @@ pub unsafe fn argument_view<'a>(obj: *mut ObjectHeader, tag: u32, lend: bool) ->
 }
 
 /// Spare references a slot holds right now (for tests and diagnostics).
-pub fn spares(slot: &SlotPrefix) -> u32 {
-    (slot.aux.load(Ordering::Relaxed) >> 32) as u32
+pub fn spares(slot: &AtomicUsize) -> u32 {
+    let word = slot.load(Ordering::Relaxed);
+    if word & TAG_MASK == 0 {
+        (word >> SPARE_SHIFT) as u32
+    } else {
+        0
+    }
 }
 
-fn tie_locked<H: TieHost>(host: &H, slot: &SlotPrefix, obj: ObjectRef) -> Result<H::Handle> {
+fn tie_locked<H: TieHost>(host: &H, slot: &AtomicUsize, obj: ObjectRef) -> Result<H::Handle> {
     let word = enter::<H>(slot);
     let mut guard = Locked { slot, restore: word };
+    let mut spare_bits = 0;
     let previous = if word == 0 {
         Previous::Detached
     } else if word & TAG_INACTIVE != 0 {
         Previous::Inactive(word & !TAG_MASK)
     } else {
         // SAFETY: an Active word this host stored, read under the lock.
-        if let Some(handle) = unsafe { host.revive(word) } {
+        if let Some(handle) = unsafe { host.revive(wrapper_word::<H>(word)) } {
             drop(guard);
             drop(obj); // the canonical wrapper already owns its +1
             return Ok(handle);
         }
-        Previous::Dying(word)
+        // Spares of a Dying predecessor stay: they are the slot's, released by its next untie.
+        spare_bits = word ^ wrapper_word::<H>(word);
+        Previous::Dying(wrapper_word::<H>(word))
     };
-    let aux = slot.aux.load(Ordering::Relaxed);
-    let generation = (aux + 1) & GENERATION_MASK;
+    let generation = if H::WORD_ONLY {
+        0
+    } else {
+        // SAFETY: a host with generations has SlotPrefix slots.
+        (unsafe { aux_of(slot) }.load(Ordering::Relaxed) + 1) & GENERATION_MASK
+    };
     // Whatever happens now, the old word is the host's to dispose of: never restore it.
     guard.restore = 0;
     // SAFETY: under the lock, `previous` describes the slot's former content.
     let (handle, new_word) = unsafe { host.create(obj, previous, generation) }?;
     debug_assert!(new_word != 0 && new_word & TAG_MASK == 0, "host returned a tagged word");
-    // Spares of a Dying predecessor stay: they are the slot's, released by its next untie.
-    slot.aux.store((aux & !GENERATION_MASK) | generation, Ordering::Relaxed);
-    guard.restore = new_word;
+    assert!(!H::SERIALIZED || new_word & SPARE_MASK == 0, "a serialized host's word uses the spare bits");
+    if !H::WORD_ONLY {
+        // SAFETY: as above.
+        unsafe { aux_of(slot) }.store(generation, Ordering::Relaxed);
+    }
+    guard.restore = new_word | spare_bits;
     drop(guard);
     Ok(handle)
 }
@@ -375,43 +463,49 @@ pub struct Untied {
 /// host's own lock, and the only other writer, the allocator's free hook, runs once the object
 /// is dead, which the caller's reference rules out. Everyone else locks the word (bit 0).
 #[inline]
-fn enter<H: TieHost>(slot: &SlotPrefix) -> usize {
+fn enter<H: TieHost>(slot: &AtomicUsize) -> usize {
     if H::SERIALIZED {
-        slot.slot.load(Ordering::Acquire)
+        slot.load(Ordering::Acquire)
     } else {
         lock(slot)
     }
 }
 
-/// A wrapper of `generation` is going away: if the slot still names it, replace its word by
-/// `replacement` (0, or a cached block | [`TAG_INACTIVE`]) and return the removed word and
-/// spares for the caller to dispose of. `None` when a newer wrapper owns the slot (leave it).
-/// `H` is the frontend's host (it says whether the slot must be locked); the caller holds a
-/// reference to the slot's object.
-pub fn untie<H: TieHost>(slot: &SlotPrefix, generation: u64, replacement: usize) -> Option<Untied> {
+/// A wrapper is going away: if the slot still names it, replace its word by `replacement`
+/// (0, or a cached block | [`TAG_INACTIVE`]) and return the removed word and spares for the
+/// caller to dispose of. `None` when a newer wrapper owns the slot (leave it). `ticket` names
+/// the wrapper: its generation, or for a [`TieHost::WORD_ONLY`] host its own word. `H` is the
+/// frontend's host; the caller holds a reference to the slot's object.
+pub fn untie<H: TieHost>(slot: &AtomicUsize, ticket: u64, replacement: usize) -> Option<Untied> {
     let word = enter::<H>(slot);
-    let aux = slot.aux.load(Ordering::Relaxed);
-    let current = aux & GENERATION_MASK == generation && word != 0 && word & TAG_INACTIVE == 0;
-    if current {
-        slot.aux.store(aux & GENERATION_MASK, Ordering::Relaxed);
-    }
-    slot.slot.store(if current { replacement } else { word }, Ordering::Release);
-    current.then_some(Untied { word, spare: (aux >> 32) as u32 })
+    let active = word != 0 && word & TAG_INACTIVE == 0;
+    let current = active
+        && if H::WORD_ONLY {
+            wrapper_word::<H>(word) as u64 == ticket
+        } else {
+            // SAFETY: a host with generations has SlotPrefix slots.
+            unsafe { aux_of(slot) }.load(Ordering::Relaxed) & GENERATION_MASK == ticket
+        };
+    slot.store(if current { replacement } else { word }, Ordering::Release);
+    current.then_some(Untied {
+        word: wrapper_word::<H>(word),
+        spare: ((word ^ wrapper_word::<H>(word)) >> SPARE_SHIFT) as u32,
+    })
 }
 
 /// Take a cached (Inactive) block out of a slot whose object is being freed; the caller frees
 /// the block. Used from a frontend allocator's free hook.
-pub fn take_inactive(slot: &SlotPrefix) -> Option<usize> {
+pub fn take_inactive(slot: &AtomicUsize) -> Option<usize> {
     let word = lock(slot);
     let inactive = word & TAG_INACTIVE != 0;
-    slot.slot.store(if inactive { 0 } else { word }, Ordering::Release);
+    slot.store(if inactive { 0 } else { word }, Ordering::Release);
     inactive.then_some(word & !TAG_MASK)
 }
 
 /// The word currently in the slot (a racy snapshot, for tests and diagnostics).
 #[inline]
-pub fn peek(slot: &SlotPrefix) -> usize {
-    slot.slot.load(Ordering::Acquire)
+pub fn peek(slot: &AtomicUsize) -> usize {
+    slot.load(Ordering::Acquire)
 }
 
 /// Slots for objects that carry no prefix of this frontend (made before it loaded, or by
@@ -470,21 +564,21 @@ impl SideTable {
 pub fn tie_any<H: TieHost>(host: &H, tag: u32, side: &SideTable, obj: ObjectRef) -> Result<H::Handle> {
     let ptr = obj.as_ptr();
     // SAFETY: `obj` keeps the object alive.
-    if let Some(slot) = unsafe { slot_of(ptr, tag) } {
+    if let Some(slot) = unsafe { slot_of::<H>(ptr, tag) } {
         return tie(host, slot, obj);
     }
-    let slot = side.entry(ptr);
-    let out = tie(host, &slot, obj);
+    let entry = side.entry(ptr);
+    let out = tie(host, &entry.slot, obj);
     if out.is_err() {
-        drop(slot);
+        drop(entry);
         side.prune(ptr);
     }
     out
 }
 
-/// Release for a wrapper of `generation` tied to `obj` (prefix or side table) by host `H`.
-/// Returns the removed word for the caller to dispose of; the slot's spare references are
-/// dropped here. Call before dropping the wrapper's +1.
+/// Release for a wrapper named by `ticket` (see [`untie`]) tied to `obj` (prefix or side
+/// table) by host `H`. Returns the removed word for the caller to dispose of; the slot's
+/// spare references are dropped here. Call before dropping the wrapper's +1.
 ///
 /// # Safety
 /// `obj` is live (the wrapper still holds its +1).
@@ -492,15 +586,15 @@ pub unsafe fn untie_any<H: TieHost>(
     obj: *mut ObjectHeader,
     tag: u32,
     side: &SideTable,
-    generation: u64,
+    ticket: u64,
     replacement: usize,
 ) -> Option<usize> {
     // SAFETY: forwarded.
-    let untied = if let Some(p) = unsafe { slot_of(obj, tag) } {
-        untie::<H>(p, generation, replacement)
+    let untied = if let Some(slot) = unsafe { slot_of::<H>(obj, tag) } {
+        untie::<H>(slot, ticket, replacement)
     } else {
         let entry = side.existing(obj)?;
-        let untied = untie::<H>(&entry, generation, replacement);
+        let untied = untie::<H>(&entry.slot, ticket, replacement);
         drop(entry);
         side.prune(obj);
         untied

@@ -13,7 +13,7 @@ use tether_core::alloc::{
     self, allocator, current_allocator_tag, install_frontend_allocator, live_objects, prefix_offset,
     register_allocator, set_current_allocator, BUILTIN_TAG,
 };
-use tether_core::tying::SlotPrefix;
+use tether_core::tying::{slot_in, SlotLayout, SlotPrefix};
 use tether_core::{Any, AnyView, ObjectHeader, ObjectRef};
 
 const ALIGNMENTS: [i64; 6] = [1, 8, 16, 32, 64, 4096];
@@ -41,7 +41,7 @@ unsafe extern "C" fn counting_free(_ctx: *mut c_void, body: *mut u8, size: usize
 static HOOK_CALLS: AtomicUsize = AtomicUsize::new(0);
 static HOOK_LAST_SLOT: AtomicUsize = AtomicUsize::new(0);
 
-unsafe extern "C" fn on_free(ctx: *mut c_void, slot: *mut SlotPrefix) {
+unsafe extern "C" fn on_free(ctx: *mut c_void, slot: *const AtomicUsize) {
     assert_eq!(ctx as usize, 0x7e7e, "the hook gets its own context back");
     HOOK_LAST_SLOT.store(slot as usize, Ordering::SeqCst);
     HOOK_CALLS.fetch_add(1, Ordering::SeqCst);
@@ -82,11 +82,15 @@ fn current_allocator_is_never_missing_and_bad_tags_are_refused() {
 
 #[test]
 fn prefix_offset_keeps_the_body_aligned_and_leaves_room_for_the_slot() {
-    for align in [1usize, 2, 4, 8, 16, 32, 64, 128, 4096] {
-        let off = prefix_offset(align);
-        assert!(off >= std::mem::size_of::<SlotPrefix>());
-        assert_eq!(off % align, 0, "align {align}");
+    for layout in [SlotLayout::Full, SlotLayout::WordOnly] {
+        for align in [1usize, 2, 4, 8, 16, 32, 64, 128, 4096] {
+            let off = prefix_offset(align, layout);
+            assert!(off >= layout.size());
+            assert_eq!(off % align, 0, "align {align}");
+        }
     }
+    assert_eq!(prefix_offset(8, SlotLayout::WordOnly), 8, "the word alone costs 8 bytes");
+    assert_eq!(prefix_offset(8, SlotLayout::Full), std::mem::size_of::<SlotPrefix>());
 }
 
 #[test]
@@ -133,28 +137,45 @@ fn builtin_custom_then_frontend_allocators_each_free_their_own_objects() {
     assert!(COUNTING_FREES.load(Ordering::SeqCst) >= frees_before + n);
     let made_by_counting = Any::str("made by the counting allocator");
 
-    // 3. A frontend allocator: a slot prefix in front of every new object, and a free hook.
-    let tag = install_frontend_allocator(Some(on_free), 0x7e7e as *mut c_void).unwrap();
+    // 3. Frontend allocators: a slot in front of every new object (a full prefix, or the
+    // word alone), and a free hook.
+    let word_only = install_frontend_allocator(SlotLayout::WordOnly, Some(on_free), 0x7e7e as *mut c_void).unwrap();
+    assert_eq!(current_allocator_tag(), word_only);
+    let hooks = HOOK_CALLS.load(Ordering::SeqCst);
+    round_trip_alignments(word_only);
+    assert_eq!(HOOK_CALLS.load(Ordering::SeqCst), hooks + ALIGNMENTS.len(), "hook runs once per freed object");
+    for align in [8, 4096] {
+        let obj = make_aligned(align);
+        // SAFETY: `obj` was made by this frontend allocator (its alloc_tag says so).
+        let word = unsafe { slot_in(obj.as_ptr(), word_only, SlotLayout::WordOnly) }.expect("a slot word");
+        assert_eq!(word as *const AtomicUsize as usize, obj.as_ptr() as usize - 8, "the word right before the header");
+        assert_eq!(tether_core::tying::peek(word), 0, "a new slot is Detached");
+        let at = word as *const AtomicUsize as usize;
+        drop(obj);
+        assert_eq!(HOOK_LAST_SLOT.load(Ordering::SeqCst), at, "the hook names the freed object's slot word");
+    }
+
+    let tag = install_frontend_allocator(SlotLayout::Full, Some(on_free), 0x7e7e as *mut c_void).unwrap();
     assert_eq!(current_allocator_tag(), tag);
     let hooks = HOOK_CALLS.load(Ordering::SeqCst);
     round_trip_alignments(tag);
     assert_eq!(HOOK_CALLS.load(Ordering::SeqCst), hooks + ALIGNMENTS.len(), "hook runs once per freed object");
 
     let obj = make_aligned(4096);
-    let slot = SlotPrefix::before(obj.as_ptr());
-    assert_eq!(slot as usize % 8, 0);
+    let prefix = obj.as_ptr() as usize - std::mem::size_of::<SlotPrefix>();
+    assert_eq!(prefix % 8, 0);
     // SAFETY: `obj` was made by this frontend allocator (its alloc_tag says so).
-    let slot_ref = unsafe { tether_core::tying::slot_of(obj.as_ptr(), tag) }.expect("frontend objects carry a slot");
-    assert_eq!(slot_ref as *const SlotPrefix, slot as *const SlotPrefix);
+    let slot_ref = unsafe { slot_in(obj.as_ptr(), tag, SlotLayout::Full) }.expect("frontend objects carry a slot");
+    assert_eq!(slot_ref as *const AtomicUsize as usize, prefix, "the word opens the SlotPrefix");
     assert_eq!(tether_core::tying::peek(slot_ref), 0, "a new slot is Detached");
     drop(obj);
-    assert_eq!(HOOK_LAST_SLOT.load(Ordering::SeqCst), slot as usize, "the hook names the freed object's slot");
+    assert_eq!(HOOK_LAST_SLOT.load(Ordering::SeqCst), prefix, "the hook names the freed object's slot");
 
     // 4. Objects made before the switches are still freed by their own allocators.
     assert_eq!(alloc_tag_of(&made_by_builtin), BUILTIN_TAG);
     assert_eq!(alloc_tag_of(&made_by_counting), counting);
     // SAFETY: not made by the frontend allocator: no slot may be read.
-    assert!(unsafe { tether_core::tying::slot_of(made_by_builtin.view().as_object_ptr().unwrap(), tag) }.is_none());
+    assert!(unsafe { slot_in(made_by_builtin.view().as_object_ptr().unwrap(), tag, SlotLayout::Full) }.is_none());
     let frees = COUNTING_FREES.load(Ordering::SeqCst);
     let hooks = HOOK_CALLS.load(Ordering::SeqCst);
     drop(made_by_counting);

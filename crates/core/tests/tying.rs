@@ -82,23 +82,24 @@ fn a_dying_wrapper_is_replaced_and_its_late_finalizer_leaves_the_slot_alone() {
 #[test]
 fn untie_with_a_stale_generation_returns_none() {
     let _g = common::serial();
-    let slot = SlotPrefix::new();
-    assert_eq!(tying::untie::<MockHost>(&slot, 1, 0), None, "Detached: nothing to untie");
-    slot.slot.store(0x1000, Ordering::SeqCst);
-    slot.aux.store(7, Ordering::SeqCst);
-    assert_eq!(tying::untie::<MockHost>(&slot, 6, 0), None);
-    assert_eq!(tying::peek(&slot), 0x1000, "left alone");
+    let prefix = SlotPrefix::new();
+    let slot = &prefix.slot;
+    assert_eq!(tying::untie::<MockHost>(slot, 1, 0), None, "Detached: nothing to untie");
+    slot.store(0x1000, Ordering::SeqCst);
+    prefix.aux.store(7, Ordering::SeqCst);
+    assert_eq!(tying::untie::<MockHost>(slot, 6, 0), None);
+    assert_eq!(tying::peek(slot), 0x1000, "left alone");
     assert_eq!(
-        tying::untie::<MockHost>(&slot, 7, 0),
+        tying::untie::<MockHost>(slot, 7, 0),
         Some(tying::Untied { word: 0x1000, spare: 0 }),
         "the current generation takes its word out"
     );
-    assert_eq!(tying::peek(&slot), 0);
-    slot.slot.store(0x2000 | TAG_INACTIVE, Ordering::SeqCst);
-    assert_eq!(tying::untie::<MockHost>(&slot, 7, 0), None, "an Inactive slot is not an Active wrapper");
-    assert_eq!(tying::take_inactive(&slot), Some(0x2000));
-    assert_eq!(tying::peek(&slot), 0);
-    assert_eq!(tying::take_inactive(&slot), None);
+    assert_eq!(tying::peek(slot), 0);
+    slot.store(0x2000 | TAG_INACTIVE, Ordering::SeqCst);
+    assert_eq!(tying::untie::<MockHost>(slot, 7, 0), None, "an Inactive slot is not an Active wrapper");
+    assert_eq!(tying::take_inactive(slot), Some(0x2000));
+    assert_eq!(tying::peek(slot), 0);
+    assert_eq!(tying::take_inactive(slot), None);
 }
 
 #[test]
@@ -133,7 +134,7 @@ fn objects_without_this_frontends_prefix_use_the_side_table() {
     let obj: ObjectRef = foreign.0.clone().into();
     assert_ne!(obj.header().alloc_tag, h.tag);
     // SAFETY: `obj` is live; its tag says it has no slot of ours.
-    assert!(unsafe { tying::slot_of(obj.as_ptr(), h.tag) }.is_none());
+    assert!(unsafe { tying::slot_of::<MockHost>(obj.as_ptr(), h.tag) }.is_none());
     let entries = h.side.len();
     let w1 = h.tie(obj.clone());
     let w2 = h.tie(obj.clone());
@@ -204,7 +205,7 @@ fn a_serialized_host_revives_without_the_lock_and_still_replaces_dying_wrappers(
     assert!(Arc::ptr_eq(&w1, &w2), "the fast path revives the canonical wrapper");
     assert_eq!(h.created_for(ptr) - created, 1);
     // SAFETY: `obj` is live and was made by the mock host's allocator.
-    let slot = unsafe { tying::slot_of(ptr, h.tag) }.expect("a prefixed object");
+    let slot = unsafe { tying::slot_of::<MockHost>(ptr, h.tag) }.expect("a prefixed object");
     assert_eq!(tying::spares(slot), 1, "the revived return's extra reference is kept as a spare");
     assert_eq!(obj.header().strong_count(), 3, "ours, the wrapper's, one spare");
     // A dying wrapper (revive fails) falls back to the locked path and is replaced; the spare
@@ -214,9 +215,12 @@ fn a_serialized_host_revives_without_the_lock_and_still_replaces_dying_wrappers(
     assert_eq!(h.created_for(ptr) - created, 2, "a new wrapper replaced the dying one");
     assert_eq!(h.slot_word(ptr) & tying::TAG_LOCKED, 0, "the slot is unlocked again");
     assert_eq!(tying::spares(slot), 1);
-    drop(w3);
-    h.run_finalizers(false);
-    assert_eq!(tying::spares(slot), 0, "the untie that ended the slot released its spare");
+    let w4 = tying::tie_any(&s, h.tag, &h.side, obj.clone()).unwrap();
+    assert!(Arc::ptr_eq(&w3, &w4), "revived past the spare count kept in the word");
+    assert_eq!(tying::spares(slot), 2);
+    drop((w3, w4));
+    h.run_finalizers_as::<Serialized>(false);
+    assert_eq!(tying::spares(slot), 0, "the untie that ended the slot released its spares");
     assert_eq!(obj.header().strong_count(), 1, "only ours is left");
     drop(obj);
 }
@@ -235,12 +239,12 @@ fn spares_are_lent_to_adopting_functions_and_consumed_exactly_once() {
         drop(tying::tie_any(&s, h.tag, &h.side, obj.clone()).unwrap());
     }
     // SAFETY: `obj` is live and was made by the mock host's allocator.
-    let slot = unsafe { tying::slot_of(ptr, h.tag) }.expect("a prefixed object");
+    let slot = unsafe { tying::slot_of::<MockHost>(ptr, h.tag) }.expect("a prefixed object");
     assert_eq!(tying::spares(slot), 3);
     let base = obj.header().strong_count(); // ours + the wrapper's + 3 spares
     let lend = || {
         // SAFETY: the single-threaded test is the serialized host; `obj` is live.
-        assert!(unsafe { tying::take_spare(ptr, h.tag) });
+        assert!(unsafe { tying::take_spare::<MockHost>(ptr, h.tag) });
         // SAFETY: `take_spare` handed us that +1, given to the view.
         unsafe { AnyView::lent_object(ptr) }
     };
@@ -268,9 +272,88 @@ fn spares_are_lent_to_adopting_functions_and_consumed_exactly_once() {
     assert_eq!(obj.header().strong_count(), base - 3);
     drop(w_again);
     // SAFETY: as above.
-    assert!(!unsafe { tying::take_spare(ptr, h.tag) }, "no spares left");
+    assert!(!unsafe { tying::take_spare::<MockHost>(ptr, h.tag) }, "no spares left");
     drop(w);
-    h.run_finalizers(false);
+    h.run_finalizers_as::<Serialized>(false);
     assert_eq!(obj.header().strong_count(), 1);
     drop(obj);
+}
+
+/// A serialized host whose wrappers untie synchronously while their memory exists (as
+/// CPython's dealloc does): its allocator keeps only the slot word, and a release names the
+/// wrapper's own word instead of a generation.
+struct WordOnly;
+
+// SAFETY: `revive` is only called on Active words, which name wrappers the test keeps alive
+// until it unties them; `create` returns an `Arc` data pointer (8-aligned, below 2^48).
+unsafe impl tying::TieHost for WordOnly {
+    type Handle = Arc<mock_host::Wrapper>;
+    const SERIALIZED: bool = true;
+    const WORD_ONLY: bool = true;
+    unsafe fn revive(&self, word: usize) -> Option<Self::Handle> {
+        // SAFETY: the word is a live `Arc`'s data pointer (see above).
+        unsafe {
+            Arc::increment_strong_count(word as *const mock_host::Wrapper);
+            Some(Arc::from_raw(word as *const mock_host::Wrapper))
+        }
+    }
+    unsafe fn create(
+        &self,
+        obj: ObjectRef,
+        previous: tying::Previous,
+        generation: u64,
+    ) -> tether_core::Result<(Self::Handle, usize)> {
+        assert_eq!(generation, 0, "a word-only host gets no generation");
+        assert_eq!(previous, tying::Previous::Detached);
+        let w = Arc::new(mock_host::Wrapper { obj: obj.into_raw(), generation });
+        let word = Arc::as_ptr(&w) as usize;
+        Ok((w, word))
+    }
+}
+
+/// A Pair made by a word-only frontend allocator (installed once); the mock host's allocator
+/// is current again afterwards.
+fn word_only_pair() -> (ObjectRef, u32) {
+    use std::sync::OnceLock;
+    use tether_core::alloc::{install_frontend_allocator, set_current_allocator};
+    static TAG: OnceLock<u32> = OnceLock::new();
+    let h = host();
+    let tag = *TAG.get_or_init(|| {
+        install_frontend_allocator(<WordOnly as tying::TieHost>::LAYOUT, None, std::ptr::null_mut()).unwrap()
+    });
+    set_current_allocator(tag).unwrap();
+    let obj = new_pair();
+    set_current_allocator(h.tag).unwrap();
+    (obj, tag)
+}
+
+#[test]
+fn a_word_only_host_names_its_wrappers_by_word() {
+    let _g = common::serial();
+    let (obj, tag) = word_only_pair();
+    assert_eq!(obj.header().alloc_tag, tag);
+    let ptr = obj.as_ptr();
+    // SAFETY: `obj` is live and made by the word-only allocator.
+    let slot = unsafe { tying::slot_of::<WordOnly>(ptr, tag) }.expect("a slot word");
+    assert_eq!(slot as *const _ as usize, ptr as usize - 8, "8 bytes in front of the header");
+    let side = SideTable::new();
+    let w1 = tying::tie_any(&WordOnly, tag, &side, obj.clone()).unwrap();
+    let w2 = tying::tie_any(&WordOnly, tag, &side, obj.clone()).unwrap();
+    assert!(Arc::ptr_eq(&w1, &w2));
+    assert_eq!(tying::spares(slot), 1);
+    let word = Arc::as_ptr(&w1) as usize;
+    let untie = |ticket: usize| {
+        // SAFETY: `obj` is live.
+        unsafe { tying::untie_any::<WordOnly>(ptr, tag, &side, ticket as u64, 0) }
+    };
+    assert_eq!(untie(word + 64), None);
+    assert_eq!(tying::peek(slot) & !(0xffff << 48), word, "another wrapper's release leaves the slot alone");
+    let before = obj.header().strong_count(); // ours, the wrapper's, one spare
+    assert_eq!(untie(word), Some(word));
+    assert_eq!(obj.header().strong_count(), before - 1, "the spare was released");
+    assert_eq!(tying::peek(slot), 0, "Detached");
+    // SAFETY: the wrapper's own +1, released after its untie as a frontend does.
+    unsafe { tether_core::object::dec_ref(w1.obj) };
+    drop((w1, w2));
+    assert_eq!(obj.header().strong_count(), 1);
 }

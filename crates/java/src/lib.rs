@@ -29,7 +29,11 @@ pub extern "system" fn JNI_OnLoad(vm: *mut JavaVM, _reserved: *mut std::ffi::c_v
     let loaded = std::panic::catch_unwind(|| {
         attach::set_vm(vm);
         tether_core::init();
-        tether_core::alloc::install_frontend_allocator(None, std::ptr::null_mut())
+        tether_core::alloc::install_frontend_allocator(
+            <crate::tie::JavaHost as tether_core::tying::TieHost>::LAYOUT,
+            None,
+            std::ptr::null_mut(),
+        )
     });
     match loaded {
         Ok(Ok(tag)) => {

@@ -42,7 +42,7 @@ pub fn side_entries() -> usize {
     SIDE.len()
 }
 
-struct JavaHost {
+pub(crate) struct JavaHost {
     env: Env,
 }
 

@@ -90,7 +90,7 @@ pub fn wrapper_view(
         // SAFETY: this env's slots change only on this, its JS thread; the wrapper is an
         // argument of the running call, so it and its +1 outlive the call (a leaf function
         // cannot run JS that disposes of it).
-        return Ok(unsafe { tether_core::tying::argument_view(obj, state.tag, lend) });
+        return Ok(unsafe { tether_core::tying::argument_view::<crate::tie::Host<'_>>(obj, state.tag, lend) });
     }
     // SAFETY: the wrapper's +1 keeps `obj` alive while we take our own.
     let r = unsafe { ObjectRef::from_borrowed(obj) };
@@ -109,7 +109,7 @@ pub fn return_argument(state: &EnvState, obj: ObjectRef, w: &Wrapper) -> Result<
     }
     // SAFETY: this env's slots change only on this, its JS thread; wrappers own their +1 and
     // untie in their finalizer.
-    unsafe { tether_core::tying::keep_if_tied_to(obj, state.tag, w.reference.get() as usize) }
+    unsafe { tether_core::tying::keep_if_tied_to::<crate::tie::Host<'_>>(obj, state.tag, w.reference.get() as usize) }
 }
 
 /// A view of a plain (non-object, non-borrowing) cell.

@@ -123,7 +123,7 @@ pub enum Shell {
     Preset(Value),
 }
 
-struct Host<'a> {
+pub(crate) struct Host<'a> {
     state: &'a EnvState,
     shell: Shell,
     failure: RefCell<Option<Fail>>,

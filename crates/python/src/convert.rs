@@ -60,7 +60,7 @@ pub unsafe fn to_view_into<'a>(
         if !hold && wrapper::deallocs_as_wrapper(tp) {
             let obj = wrapper::native_of(o)?;
             // The GIL serialises every slot change; the wrapper's +1 outlives the leaf call.
-            slot.write(tying::argument_view(obj, state::tag(), lend));
+            slot.write(tying::argument_view::<wrapper::PyHost>(obj, state::tag(), lend));
             return Ok(());
         }
         if tp == std::ptr::addr_of_mut!(ffi::PyLong_Type) {

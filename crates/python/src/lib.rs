@@ -37,8 +37,12 @@ static ALLOCATOR: OnceLock<Result<u32, String>> = OnceLock::new();
 fn install_allocator() -> PyResult<u32> {
     let r = ALLOCATOR.get_or_init(|| {
         tether_core::init();
-        tether_core::alloc::install_frontend_allocator(Some(pending::on_native_free), std::ptr::null_mut())
-            .map_err(|e| e.to_string())
+        tether_core::alloc::install_frontend_allocator(
+            <wrapper::PyHost as tether_core::tying::TieHost>::LAYOUT,
+            Some(pending::on_native_free),
+            std::ptr::null_mut(),
+        )
+        .map_err(|e| e.to_string())
     });
     r.clone().map_err(pyo3::exceptions::PyRuntimeError::new_err)
 }

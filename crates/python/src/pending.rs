@@ -9,11 +9,11 @@
 
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use pyo3::ffi;
-use tether_core::tying::{self, SlotPrefix};
+use tether_core::tying;
 
 /// Something Python-side to release.
 #[derive(Clone, Copy, Debug)]
@@ -179,8 +179,8 @@ pub unsafe fn queued() -> usize {
 ///
 /// # Safety
 /// Called by the core allocator with the slot of an object nobody can reach any more.
-pub unsafe extern "C" fn on_native_free(_ctx: *mut c_void, slot: *mut SlotPrefix) {
-    // SAFETY: the allocator passes the live prefix of the object being freed.
+pub unsafe extern "C" fn on_native_free(_ctx: *mut c_void, slot: *const AtomicUsize) {
+    // SAFETY: the allocator passes the live slot word of the object being freed.
     if let Some(block) = tying::take_inactive(unsafe { &*slot }) {
         release(Release::Block(block as *mut ffi::PyObject));
     }

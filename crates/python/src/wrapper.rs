@@ -1,10 +1,12 @@
 //! The wrapper objects: a hand-built base type `tether_ffi.Object` with its own
 //! tp_alloc/tp_free/tp_dealloc, and the adapter of the core tying state machine to CPython.
 //!
-//! Layout of every wrapper: `PyObject_HEAD`, the native object it owns (+1), and the
-//! generation the core handed out when the wrapper was tied. When a wrapper dies while its
-//! native object lives, its memory block stays in the object's slot (Inactive) and the next
-//! return of that object re-initialises the block in place, so `id()` is stable.
+//! Layout of every wrapper: `PyObject_HEAD` and the native object it owns (+1). A wrapper
+//! is untied in its own dealloc, while its memory still exists, so it names itself to the
+//! core by address (`PyHost` is a word-only host: 8 bytes of slot in front of each native
+//! object, no generation). When a wrapper dies while its native object lives, its memory
+//! block stays in the object's slot (Inactive) and the next return of that object
+//! re-initialises the block in place, so `id()` is stable.
 
 use std::ffi::{c_int, c_void};
 use std::ptr::null_mut;
@@ -25,8 +27,6 @@ pub struct Wrapper {
     pub ob_base: ffi::PyObject,
     /// The native object (owned +1); null once moved out by `_move()`.
     pub obj: AtomicPtr<ObjectHeader>,
-    /// The generation this wrapper was tied with (see `tying::untie`).
-    pub generation: u64,
 }
 
 /// Function wrappers also carry their vectorcall entry point.
@@ -96,10 +96,9 @@ pub unsafe extern "C" fn wrapper_dealloc(o: *mut ffi::PyObject) {
             ffi::Py_DECREF(tp as *mut ffi::PyObject);
             return;
         }
-        let generation = (*w).generation;
         let cache = (*obj).alloc_tag == state::tag() && revivable(tp) && !pending::finalizing();
         let replacement = if cache { o as usize | TAG_INACTIVE } else { 0 };
-        let removed = tying::untie_any::<PyHost>(obj, state::tag(), state::side(), generation, replacement);
+        let removed = tying::untie_any::<PyHost>(obj, state::tag(), state::side(), o as u64, replacement);
         if !(cache && removed.is_some()) {
             free_block(o, tp);
         }
@@ -195,7 +194,7 @@ pub unsafe fn take_for_move(o: *mut ffi::PyObject) -> Result<ObjectRef, PyErrSet
             return Err(PyErrSet);
         }
         // The removed word is this wrapper itself, which stays alive: nothing to dispose.
-        let _ = tying::untie_any::<PyHost>(obj, state::tag(), state::side(), (*w).generation, 0);
+        let _ = tying::untie_any::<PyHost>(obj, state::tag(), state::side(), o as u64, 0);
         Ok(ObjectRef::from_raw(obj))
     }
 }
@@ -219,6 +218,8 @@ unsafe impl TieHost for PyHost {
     /// With the GIL every slot transition happens under it (the free hook only takes
     /// Inactive words); free-threaded builds lock each slot instead.
     const SERIALIZED: bool = cfg!(not(Py_GIL_DISABLED));
+    /// Wrappers untie in their own dealloc (or `_move()`), while their memory exists.
+    const WORD_ONLY: bool = true;
 
     #[inline]
     unsafe fn revive(&self, word: usize) -> Option<Handle> {
@@ -242,7 +243,7 @@ unsafe impl TieHost for PyHost {
         &self,
         obj: ObjectRef,
         previous: Previous,
-        generation: u64,
+        _generation: u64,
     ) -> tether_core::Result<(Handle, usize)> {
         // SAFETY: GIL held (attached); runs under the slot lock and calls no Python code.
         unsafe {
@@ -266,7 +267,6 @@ unsafe impl TieHost for PyHost {
                 Previous::Detached | Previous::Dying(_) => self.allocate()?,
             };
             let w = o as *mut Wrapper;
-            (*w).generation = generation;
             (*w).obj.store(obj.into_raw(), Ordering::Release);
             let offset = (*self.cls).tp_vectorcall_offset;
             if offset > 0 {
@@ -324,7 +324,7 @@ pub unsafe fn return_argument(obj: ObjectRef, args: &[*mut ffi::PyObject]) -> Re
                 continue;
             }
             // Wrappers own their +1 and untie in dealloc; the GIL serialises slot changes.
-            return tying::keep_if_tied_to(obj, state::tag(), a as usize).map(|()| ffi::Py_NewRef(a));
+            return tying::keep_if_tied_to::<PyHost>(obj, state::tag(), a as usize).map(|()| ffi::Py_NewRef(a));
         }
     }
     Err(obj)

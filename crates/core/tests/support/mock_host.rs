@@ -9,7 +9,7 @@ use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use tether_core::tying::{self, Previous, SideTable, SlotPrefix, TieHost, TAG_INACTIVE};
+use tether_core::tying::{self, Previous, SideTable, TieHost, TAG_INACTIVE};
 use tether_core::{ObjectHeader, ObjectRef, Result};
 
 /// The language-side object: knows its native object and the generation it was tied with.
@@ -58,7 +58,7 @@ fn free_block(block: usize) {
 }
 
 /// The free hook: an object with an Inactive slot is freed, so its cached block goes too.
-unsafe extern "C" fn on_free(_ctx: *mut c_void, slot: *mut SlotPrefix) {
+unsafe extern "C" fn on_free(_ctx: *mut c_void, slot: *const AtomicUsize) {
     // SAFETY: the allocator passes the freed object's slot, valid during the hook.
     if let Some(block) = tying::take_inactive(unsafe { &*slot }) {
         free_block(block);
@@ -75,7 +75,8 @@ pub fn host() -> &'static MockHost {
     static HOST: OnceLock<MockHost> = OnceLock::new();
     HOST.get_or_init(|| {
         tether_core::init(); // registry objects made now keep the builtin tag: side-table path
-        let tag = tether_core::alloc::install_frontend_allocator(Some(on_free), std::ptr::null_mut()).unwrap();
+        let tag = tether_core::alloc::install_frontend_allocator(MockHost::LAYOUT, Some(on_free), std::ptr::null_mut())
+            .unwrap();
         MockHost {
             tag,
             side: SideTable::new(),
@@ -139,6 +140,12 @@ impl MockHost {
     /// Run the finalizers of dead wrappers. With `cache`, a wrapper's slot becomes Inactive
     /// (a cached block kept for revival) instead of Detached.
     pub fn run_finalizers(&self, cache: bool) -> usize {
+        self.run_finalizers_as::<MockHost>(cache)
+    }
+
+    /// [`Self::run_finalizers`] through host type `H` (which must be the one that tied these
+    /// wrappers: it decides where a slot keeps its spares).
+    pub fn run_finalizers_as<H: TieHost>(&self, cache: bool) -> usize {
         let dead: Vec<Finalizer> = {
             let mut pending = self.pending.lock().unwrap();
             let (dead, alive): (Vec<_>, Vec<_>) = pending.drain(..).partition(|f| f.weak.strong_count() == 0);
@@ -149,9 +156,7 @@ impl MockHost {
         for f in dead {
             let replacement = if cache { new_block() | TAG_INACTIVE } else { 0 };
             // SAFETY: the finalizer still holds its +1, so the object is live.
-            match unsafe {
-                tying::untie_any::<MockHost>(f.obj.as_ptr(), self.tag, &self.side, f.generation, replacement)
-            } {
+            match unsafe { tying::untie_any::<H>(f.obj.as_ptr(), self.tag, &self.side, f.generation, replacement) } {
                 Some(word) => {
                     self.words_disposed.fetch_add(1, Ordering::SeqCst);
                     dispose_word(word);
@@ -171,9 +176,9 @@ impl MockHost {
     /// The slot word of `obj` (prefix or side table), 0 when it has no side entry.
     pub fn slot_word(&self, obj: *mut ObjectHeader) -> usize {
         // SAFETY: callers pass live objects.
-        match unsafe { tying::slot_of(obj, self.tag) } {
+        match unsafe { tying::slot_of::<MockHost>(obj, self.tag) } {
             Some(slot) => tying::peek(slot),
-            None => self.side.existing(obj).map_or(0, |e| tying::peek(&e)),
+            None => self.side.existing(obj).map_or(0, |e| tying::peek(&e.slot)),
         }
     }
 }
