@@ -8,7 +8,7 @@ use std::cell::RefCell;
 
 use crate::any::{Any, TypeIndex};
 use crate::arc::{ObjectArc, ObjectRef};
-use crate::catch_depth;
+use crate::catch_frame;
 use crate::object::Object;
 use crate::plugin;
 
@@ -203,12 +203,12 @@ thread_local! {
 /// Route panics inside `catch_panic` into the error instead of stderr: a caught panic is an
 /// ordinary error for the caller, so printing it as if the process were dying misleads.
 /// Panics elsewhere still reach the previous hook.
-pub(crate) fn install_panic_hook() {
+fn install_panic_hook() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if catch_depth::depth() == 0 {
+            if !catch_frame::inside() {
                 return previous(info);
             }
             let location = info.location().map(|l| format!("panicked at {l}\n")).unwrap_or_default();
@@ -234,20 +234,27 @@ pub(crate) fn install_panic_hook() {
 #[inline]
 pub fn catch_panic<R>(f: impl FnOnce() -> Result<R>) -> Result<R> {
     install_panic_hook();
-    catch_panic_hooked(f)
-}
-
-/// [`catch_panic`] once [`install_panic_hook`] has run (every Function's creation runs it,
-/// so their calls skip the check).
-#[inline]
-pub(crate) fn catch_panic_hooked<R>(f: impl FnOnce() -> Result<R>) -> Result<R> {
-    let inside = catch_depth::Inside::enter();
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    drop(inside);
-    match outcome {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| catch_frame::run_marked(f))) {
         Ok(r) => r,
         Err(panic) => Err(panic_error(panic)),
     }
+}
+
+/// [`catch_panic`] for the body of a `safe_call` registered with `catch_frame::register`
+/// (which installs the hook): no per-call mark at all.
+#[inline]
+pub(crate) fn catch_panic_registered<R>(f: impl FnOnce() -> Result<R>) -> Result<R> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| catch_frame::run_in_registered(f))) {
+        Ok(r) => r,
+        Err(panic) => Err(panic_error(panic)),
+    }
+}
+
+/// Make the function at `start` (a `safe_call`) a frame whose panics [`catch_panic_registered`]
+/// catches quietly.
+pub(crate) fn register_catching_frame(start: usize) {
+    install_panic_hook();
+    catch_frame::register(start);
 }
 
 /// The `RustPanic` error for a caught panic, with the trace the hook recorded.

@@ -11,7 +11,7 @@ use std::sync::RwLock;
 use crate::any::{Any, AnyView, TypeIndex};
 use crate::arc::ObjectArc;
 use crate::convert::{arg_error, FromArg, IntoRet};
-use crate::error::{catch_panic_hooked, install_panic_hook, set_last_error, take_last_error, Error, Result};
+use crate::error::{catch_panic_registered, register_catching_frame, set_last_error, take_last_error, Error, Result};
 use crate::object::{Object, ObjectHeader};
 use crate::plugin;
 
@@ -105,7 +105,8 @@ pub unsafe fn finish_call(outcome: Result<Any>, result: *mut Any) -> i32 {
 }
 
 /// The body of every Rust-closure `safe_call`: the closure `F` boxed in the function's `data`
-/// runs under `catch_panic` (the hook was installed when the Function was made), its value fills `result` and its error the raised slot.
+/// runs under `catch_panic` (the caller, a `safe_call`, was registered as a catching frame when
+/// the Function was made), its value fills `result` and its error the raised slot.
 ///
 /// # Safety
 /// `handle` is a live Function whose `data` is a `Box<F>`; `args` holds `n` cells; `result`
@@ -119,7 +120,7 @@ pub(crate) unsafe fn run_closure<F>(
     run: impl FnOnce(&F, &Any, &[AnyView<'_>]) -> Result<Any>,
 ) -> i32 {
     // SAFETY: the caller's guarantees.
-    let outcome = catch_panic_hooked(|| unsafe {
+    let outcome = catch_panic_registered(|| unsafe {
         let func = &(*(handle as *const crate::arc::ObjectBox<FunctionObj>)).value;
         let f = &*(func.data as *const F);
         let args = if n <= 0 { &[][..] } else { std::slice::from_raw_parts(args, n as usize) };
@@ -165,7 +166,7 @@ impl Function {
     where
         F: Fn(&[AnyView<'_>]) -> Result<Any> + Send + Sync + 'static,
     {
-        install_panic_hook();
+        register_catching_frame(packed_safe_call::<F> as SafeCallFn as usize);
         let data = Box::into_raw(Box::new(f)) as *mut c_void;
         // SAFETY: `packed_safe_call::<F>` reads exactly this payload; `drop_closure::<F>` frees it.
         unsafe { Function::from_raw_parts(packed_safe_call::<F>, data, Some(drop_closure::<F>), name, -1, 0) }
@@ -175,7 +176,7 @@ impl Function {
     /// mismatch is a TypeError naming the position, the expected and the actual kind.
     /// The closure is called through a `safe_call` made for its type: one indirect call.
     pub fn from_typed<Marker, F: TypedFn<Marker>>(name: &str, f: F) -> Function {
-        install_panic_hook();
+        register_catching_frame(typed_safe_call::<Marker, F> as SafeCallFn as usize);
         let data = Box::into_raw(Box::new(f)) as *mut c_void;
         // SAFETY: `typed_safe_call::<Marker, F>` reads exactly this payload; `drop_closure::<F>`
         // frees it.

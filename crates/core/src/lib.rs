@@ -19,7 +19,7 @@ pub mod address_map;
 pub mod alloc;
 pub mod any;
 pub mod arc;
-mod catch_depth;
+mod catch_frame;
 pub mod cell;
 pub mod containers;
 pub mod convert;

@@ -559,7 +559,9 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
             }
             .leaf()
         };
-        crate::error::install_panic_hook();
+        for safe_call in [cell_get_safe_call as crate::function::SafeCallFn, cell_set_safe_call] {
+            crate::error::register_catching_frame(safe_call as usize);
+        }
         let getter = accessor(cell_get_safe_call as crate::function::SafeCallFn, format!("{}.{name}", T::TYPE_KEY), 1);
         let setter = accessor(cell_set_safe_call, format!("{}.{name}.set", T::TYPE_KEY), 2);
         self.field_with(name, "", "", getter, Some(setter))

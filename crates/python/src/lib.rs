@@ -30,6 +30,12 @@ use std::sync::OnceLock;
 
 use pyo3::prelude::*;
 
+/// Every Rust allocation of this extension, native objects included, comes from mimalloc:
+/// its size classes are exact up to 64 bytes, where glibc rounds a 64-byte object (a
+/// two-field object plus its 8-byte slot word) up to an 80-byte chunk.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 static ALLOCATOR: OnceLock<Result<u32, String>> = OnceLock::new();
 
 /// Install the frontend allocator once per process: every object allocated from now on

@@ -260,12 +260,15 @@ def test_T31_wrong_arity(testing):
         testing.add(1)
 
 
-def test_T32_rust_panic(testing):
+def test_T32_rust_panic(testing, capfd):
     with pytest.raises(tether_ffi.RustPanic) as info:
         testing.panic("boom")
     assert info.value.kind == "RustPanic"
     assert str(info.value) == "boom"
     assert isinstance(info.value, builtins.RuntimeError)
+    # Caught inside the native call: recorded as the error's backtrace, not printed.
+    assert "panicked at" in info.value.backtrace
+    assert "boom" not in capfd.readouterr().err
 
 
 def test_T33_callback_raises(testing):
