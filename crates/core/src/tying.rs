@@ -111,12 +111,51 @@ impl SlotLayout {
     }
 }
 
+/// A slot, by the address of its word. Kept as a pointer (not `&AtomicUsize`) because for a
+/// [`SlotPrefix`] the generation word after it belongs to the slot too, and a reference to the
+/// word alone could not reach it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slot<'a> {
+    word: *const AtomicUsize,
+    _slot: std::marker::PhantomData<&'a SlotPrefix>,
+}
+
+impl<'a> Slot<'a> {
+    /// The slot of a whole [`SlotPrefix`] (a side-table entry, a test's prefix).
+    pub fn of(prefix: &'a SlotPrefix) -> Slot<'a> {
+        Slot { word: prefix as *const SlotPrefix as *const AtomicUsize, _slot: std::marker::PhantomData }
+    }
+
+    /// The slot whose word is at `word`.
+    ///
+    /// # Safety
+    /// `word` points to a slot word that lives for `'a`: a [`SlotPrefix`]'s (with a pointer
+    /// that may reach the whole prefix) or a [`SlotLayout::WordOnly`] one.
+    pub unsafe fn from_raw(word: *const AtomicUsize) -> Slot<'a> {
+        Slot { word, _slot: std::marker::PhantomData }
+    }
+
+    /// The address of the slot word.
+    pub fn as_ptr(self) -> *const AtomicUsize {
+        self.word
+    }
+}
+
+impl std::ops::Deref for Slot<'_> {
+    type Target = AtomicUsize;
+
+    fn deref(&self) -> &AtomicUsize {
+        // SAFETY: `Slot` is only made for a word that lives as long as it does.
+        unsafe { &*self.word }
+    }
+}
+
 /// The slot word of `obj` if the allocator tagged `tag` (host `H`'s) made it.
 ///
 /// # Safety
 /// `obj` is a live object.
 #[inline]
-pub unsafe fn slot_of<'a, H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> Option<&'a AtomicUsize> {
+pub unsafe fn slot_of<'a, H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> Option<Slot<'a>> {
     // SAFETY: forwarded; `H`'s allocator lays its slots out as `H::LAYOUT`.
     unsafe { slot_in(obj, tag, H::LAYOUT) }
 }
@@ -127,26 +166,28 @@ pub unsafe fn slot_of<'a, H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> Optio
 /// # Safety
 /// `obj` is a live object; `layout` is the layout that allocator was installed with.
 #[inline]
-pub unsafe fn slot_in<'a>(obj: *mut ObjectHeader, tag: u32, layout: SlotLayout) -> Option<&'a AtomicUsize> {
+pub unsafe fn slot_in<'a>(obj: *mut ObjectHeader, tag: u32, layout: SlotLayout) -> Option<Slot<'a>> {
     // SAFETY: `obj` is live; its alloc_tag says whether the prefix exists.
     if unsafe { (*obj).alloc_tag } == tag && tag != crate::alloc::BUILTIN_TAG {
         // SAFETY: that allocator placed its slot right before the header, laid out as
-        // `layout`, and it lives as long as the object's memory.
-        Some(unsafe { &*layout.word_before(obj) })
+        // `layout`, and it lives as long as the object's memory; the pointer is derived from
+        // `obj`, so it may reach the whole prefix.
+        Some(unsafe { Slot::from_raw(layout.word_before(obj)) })
     } else {
         None
     }
 }
 
-/// The generation word of a slot whose word is `slot`.
+/// The generation word of `slot`.
 ///
 /// # Safety
-/// `slot` is the `slot` field of a [`SlotPrefix`] (a Full-layout prefix or a side-table
-/// entry), which is what every non-[`TieHost::WORD_ONLY`] host's slots are.
+/// `slot` is a [`SlotPrefix`]'s (a Full-layout prefix or a side-table entry), which is what
+/// every non-[`TieHost::WORD_ONLY`] host's slots are.
 #[inline]
-unsafe fn aux_of(slot: &AtomicUsize) -> &AtomicU64 {
-    // SAFETY: the caller's guarantee: `aux` follows `slot` inside the same SlotPrefix.
-    unsafe { &(*(slot as *const AtomicUsize as *const SlotPrefix)).aux }
+unsafe fn aux_of(slot: Slot<'_>) -> &AtomicU64 {
+    // SAFETY: the caller's guarantee: `aux` follows the word inside the same SlotPrefix, and
+    // `Slot` pointers may reach the whole prefix.
+    unsafe { &(*(slot.word as *const SlotPrefix)).aux }
 }
 
 /// The wrapper word inside an Active slot word (without its spare count).
@@ -219,7 +260,7 @@ pub unsafe trait TieHost {
 }
 
 /// Lock the slot; returns the word that was in it.
-fn lock(slot: &AtomicUsize) -> usize {
+fn lock(slot: Slot<'_>) -> usize {
     let mut spins = 0;
     loop {
         let word = slot.load(Ordering::Relaxed);
@@ -234,7 +275,7 @@ fn lock(slot: &AtomicUsize) -> usize {
 
 /// Unlocks with `word` when dropped, also if the host panics mid-transition.
 struct Locked<'a> {
-    slot: &'a AtomicUsize,
+    slot: Slot<'a>,
     restore: usize,
 }
 
@@ -248,7 +289,7 @@ impl Drop for Locked<'_> {
 /// otherwise a new one tied into the slot. Consumes `obj` either way. `slot` is a slot of
 /// `H` (from [`slot_of`] or its side table).
 #[inline]
-pub fn tie<H: TieHost>(host: &H, slot: &AtomicUsize, obj: ObjectRef) -> Result<H::Handle> {
+pub fn tie<H: TieHost>(host: &H, slot: Slot<'_>, obj: ObjectRef) -> Result<H::Handle> {
     let obj = if H::SERIALIZED {
         match revive_active(host, slot, obj) {
             Ok(handle) => return Ok(handle),
@@ -263,11 +304,7 @@ pub fn tie<H: TieHost>(host: &H, slot: &AtomicUsize, obj: ObjectRef) -> Result<H
 /// A serialized host's return without locking: the wrapper an Active word names, revived,
 /// with `obj`'s +1 kept as a spare. `obj` comes back when the slot holds no live wrapper.
 #[inline]
-fn revive_active<H: TieHost>(
-    host: &H,
-    slot: &AtomicUsize,
-    obj: ObjectRef,
-) -> std::result::Result<H::Handle, ObjectRef> {
+fn revive_active<H: TieHost>(host: &H, slot: Slot<'_>, obj: ObjectRef) -> std::result::Result<H::Handle, ObjectRef> {
     match live_handle(host, slot) {
         Some(handle) => {
             // The canonical wrapper already owns its +1: keep this one as a spare.
@@ -282,7 +319,7 @@ fn revive_active<H: TieHost>(
 
 /// A serialized host's live wrapper named by `slot`, revived, if there is one.
 #[inline]
-fn live_handle<H: TieHost>(host: &H, slot: &AtomicUsize) -> Option<H::Handle> {
+fn live_handle<H: TieHost>(host: &H, slot: Slot<'_>) -> Option<H::Handle> {
     debug_assert!(H::SERIALIZED);
     let word = slot.load(Ordering::Acquire);
     if word != 0 && word & TAG_MASK == 0 {
@@ -329,7 +366,7 @@ pub fn revive_any<H: TieHost>(host: &H, tag: u32, obj: ObjectRef) -> std::result
 /// Only for serialized hosts, under their lock (nothing else writes the word meanwhile), and
 /// only when the slot's wrapper owns its +1 and will be untied ([`TieHost::keeps_spares`]).
 #[inline]
-fn keep_spare(slot: &AtomicUsize, obj: ObjectRef) {
+fn keep_spare(slot: Slot<'_>, obj: ObjectRef) {
     let word = slot.load(Ordering::Relaxed);
     if word >> SPARE_SHIFT < SPARE_MAX {
         slot.store(word + SPARE_ONE, Ordering::Relaxed);
@@ -398,7 +435,7 @@ pub unsafe fn argument_view<'a, H: TieHost>(obj: *mut ObjectHeader, tag: u32, le
 }
 
 /// Spare references a slot holds right now (for tests and diagnostics).
-pub fn spares(slot: &AtomicUsize) -> u32 {
+pub fn spares(slot: Slot<'_>) -> u32 {
     let word = slot.load(Ordering::Relaxed);
     if word & TAG_MASK == 0 {
         (word >> SPARE_SHIFT) as u32
@@ -407,7 +444,7 @@ pub fn spares(slot: &AtomicUsize) -> u32 {
     }
 }
 
-fn tie_locked<H: TieHost>(host: &H, slot: &AtomicUsize, obj: ObjectRef) -> Result<H::Handle> {
+fn tie_locked<H: TieHost>(host: &H, slot: Slot<'_>, obj: ObjectRef) -> Result<H::Handle> {
     let word = enter::<H>(slot);
     let mut guard = Locked { slot, restore: word };
     let mut spare_bits = 0;
@@ -463,7 +500,7 @@ pub struct Untied {
 /// host's own lock, and the only other writer, the allocator's free hook, runs once the object
 /// is dead, which the caller's reference rules out. Everyone else locks the word (bit 0).
 #[inline]
-fn enter<H: TieHost>(slot: &AtomicUsize) -> usize {
+fn enter<H: TieHost>(slot: Slot<'_>) -> usize {
     if H::SERIALIZED {
         slot.load(Ordering::Acquire)
     } else {
@@ -476,7 +513,7 @@ fn enter<H: TieHost>(slot: &AtomicUsize) -> usize {
 /// caller to dispose of. `None` when a newer wrapper owns the slot (leave it). `ticket` names
 /// the wrapper: its generation, or for a [`TieHost::WORD_ONLY`] host its own word. `H` is the
 /// frontend's host; the caller holds a reference to the slot's object.
-pub fn untie<H: TieHost>(slot: &AtomicUsize, ticket: u64, replacement: usize) -> Option<Untied> {
+pub fn untie<H: TieHost>(slot: Slot<'_>, ticket: u64, replacement: usize) -> Option<Untied> {
     let word = enter::<H>(slot);
     let active = word != 0 && word & TAG_INACTIVE == 0;
     let current = active
@@ -495,7 +532,7 @@ pub fn untie<H: TieHost>(slot: &AtomicUsize, ticket: u64, replacement: usize) ->
 
 /// Take a cached (Inactive) block out of a slot whose object is being freed; the caller frees
 /// the block. Used from a frontend allocator's free hook.
-pub fn take_inactive(slot: &AtomicUsize) -> Option<usize> {
+pub fn take_inactive(slot: Slot<'_>) -> Option<usize> {
     let word = lock(slot);
     let inactive = word & TAG_INACTIVE != 0;
     slot.store(if inactive { 0 } else { word }, Ordering::Release);
@@ -504,7 +541,7 @@ pub fn take_inactive(slot: &AtomicUsize) -> Option<usize> {
 
 /// The word currently in the slot (a racy snapshot, for tests and diagnostics).
 #[inline]
-pub fn peek(slot: &AtomicUsize) -> usize {
+pub fn peek(slot: Slot<'_>) -> usize {
     slot.load(Ordering::Acquire)
 }
 
@@ -568,7 +605,7 @@ pub fn tie_any<H: TieHost>(host: &H, tag: u32, side: &SideTable, obj: ObjectRef)
         return tie(host, slot, obj);
     }
     let entry = side.entry(ptr);
-    let out = tie(host, &entry.slot, obj);
+    let out = tie(host, Slot::of(&entry), obj);
     if out.is_err() {
         drop(entry);
         side.prune(ptr);
@@ -594,7 +631,7 @@ pub unsafe fn untie_any<H: TieHost>(
         untie::<H>(slot, ticket, replacement)
     } else {
         let entry = side.existing(obj)?;
-        let untied = untie::<H>(&entry.slot, ticket, replacement);
+        let untied = untie::<H>(Slot::of(&entry), ticket, replacement);
         drop(entry);
         side.prune(obj);
         untied

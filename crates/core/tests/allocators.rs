@@ -148,9 +148,9 @@ fn builtin_custom_then_frontend_allocators_each_free_their_own_objects() {
         let obj = make_aligned(align);
         // SAFETY: `obj` was made by this frontend allocator (its alloc_tag says so).
         let word = unsafe { slot_in(obj.as_ptr(), word_only, SlotLayout::WordOnly) }.expect("a slot word");
-        assert_eq!(word as *const AtomicUsize as usize, obj.as_ptr() as usize - 8, "the word right before the header");
+        assert_eq!(word.as_ptr() as usize, obj.as_ptr() as usize - 8, "the word right before the header");
         assert_eq!(tether_core::tying::peek(word), 0, "a new slot is Detached");
-        let at = word as *const AtomicUsize as usize;
+        let at = word.as_ptr() as usize;
         drop(obj);
         assert_eq!(HOOK_LAST_SLOT.load(Ordering::SeqCst), at, "the hook names the freed object's slot word");
     }
@@ -166,7 +166,7 @@ fn builtin_custom_then_frontend_allocators_each_free_their_own_objects() {
     assert_eq!(prefix % 8, 0);
     // SAFETY: `obj` was made by this frontend allocator (its alloc_tag says so).
     let slot_ref = unsafe { slot_in(obj.as_ptr(), tag, SlotLayout::Full) }.expect("frontend objects carry a slot");
-    assert_eq!(slot_ref as *const AtomicUsize as usize, prefix, "the word opens the SlotPrefix");
+    assert_eq!(slot_ref.as_ptr() as usize, prefix, "the word opens the SlotPrefix");
     assert_eq!(tether_core::tying::peek(slot_ref), 0, "a new slot is Detached");
     drop(obj);
     assert_eq!(HOOK_LAST_SLOT.load(Ordering::SeqCst), prefix, "the hook names the freed object's slot");

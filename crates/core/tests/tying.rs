@@ -83,7 +83,7 @@ fn a_dying_wrapper_is_replaced_and_its_late_finalizer_leaves_the_slot_alone() {
 fn untie_with_a_stale_generation_returns_none() {
     let _g = common::serial();
     let prefix = SlotPrefix::new();
-    let slot = &prefix.slot;
+    let slot = tying::Slot::of(&prefix);
     assert_eq!(tying::untie::<MockHost>(slot, 1, 0), None, "Detached: nothing to untie");
     slot.store(0x1000, Ordering::SeqCst);
     prefix.aux.store(7, Ordering::SeqCst);
@@ -335,7 +335,7 @@ fn a_word_only_host_names_its_wrappers_by_word() {
     let ptr = obj.as_ptr();
     // SAFETY: `obj` is live and made by the word-only allocator.
     let slot = unsafe { tying::slot_of::<WordOnly>(ptr, tag) }.expect("a slot word");
-    assert_eq!(slot as *const _ as usize, ptr as usize - 8, "8 bytes in front of the header");
+    assert_eq!(slot.as_ptr() as usize, ptr as usize - 8, "8 bytes in front of the header");
     let side = SideTable::new();
     let w1 = tying::tie_any(&WordOnly, tag, &side, obj.clone()).unwrap();
     let w2 = tying::tie_any(&WordOnly, tag, &side, obj.clone()).unwrap();

@@ -60,7 +60,7 @@ fn free_block(block: usize) {
 /// The free hook: an object with an Inactive slot is freed, so its cached block goes too.
 unsafe extern "C" fn on_free(_ctx: *mut c_void, slot: *const AtomicUsize) {
     // SAFETY: the allocator passes the freed object's slot, valid during the hook.
-    if let Some(block) = tying::take_inactive(unsafe { &*slot }) {
+    if let Some(block) = tying::take_inactive(unsafe { tying::Slot::from_raw(slot) }) {
         free_block(block);
     }
 }
@@ -178,7 +178,7 @@ impl MockHost {
         // SAFETY: callers pass live objects.
         match unsafe { tying::slot_of::<MockHost>(obj, self.tag) } {
             Some(slot) => tying::peek(slot),
-            None => self.side.existing(obj).map_or(0, |e| tying::peek(&e.slot)),
+            None => self.side.existing(obj).map_or(0, |e| tying::peek(tying::Slot::of(&e))),
         }
     }
 }
