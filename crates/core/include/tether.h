@@ -26,7 +26,7 @@ extern "C" {
 /* ---- versioning ------------------------------------------------------------------------ */
 
 #define TETHER_ABI_MAJOR 1u
-#define TETHER_ABI_MINOR 1u
+#define TETHER_ABI_MINOR 2u
 /* The value a plugin exports as `tether_module_abi`: major << 16 | minor. */
 #define TETHER_MODULE_ABI_WORD ((TETHER_ABI_MAJOR << 16) | TETHER_ABI_MINOR)
 
@@ -147,6 +147,10 @@ typedef void (*TetherDataDropFn)(void *data);
  * converts the argument (exactly once) and releases (dec_ref) the lent arguments it does not
  * convert. Frontends lend only to functions with this flag; C functions normally leave it off. */
 #define TETHER_FUNC_ADOPTS_LENT 2u
+/* Flag (ABI 1.2): set by the core on the getters of reflected fields stored in a cell; their
+ * data starts with a pointer-sized mark of the core copy that made them, the rest is private
+ * to that copy. Never set it yourself. */
+#define TETHER_FUNC_CELL_GETTER 4u
 #define TETHER_LENT_MARK 1u
 
 typedef struct TetherFunctionObj {

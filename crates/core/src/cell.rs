@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::any::{Any, AnyView};
 use crate::arc::ObjectBox;
 use crate::error::{Error, Result};
-use crate::function::{arity_error, run_closure, FunctionObj, SafeCallFn};
+use crate::function::{arity_error, run_closure, FunctionObj, FUNC_CELL_GETTER};
 use crate::object::ObjectHeader;
 
 /// The head-word bit that says the cell is held.
@@ -146,16 +146,34 @@ impl std::fmt::Debug for AnyCell {
 /// the object header. The `data` of its getter and setter Functions, which are plain
 /// `safe_call`s over it (no closure), so a frontend can recognise a getter and read the cell
 /// itself ([`direct_cell`]).
+#[repr(C)]
 pub(crate) struct CellField {
+    /// First (the flag's promise to other copies of the core): [`CELL_FIELD_MAGIC`]'s address in the copy of the core that made it: another copy
+    /// (a plugin's) reads this field, sees its own differs, and takes the getter's slow path.
+    magic: *const u8,
     pub(crate) owner: i32,
     pub(crate) offset: usize,
     pub(crate) name: String,
 }
 
+/// A static whose address marks this copy's `CellField`s (statics, unlike functions, have
+/// one address each).
+static CELL_FIELD_MAGIC: u8 = 0;
+
+// SAFETY: `magic` is an address used as a tag, never dereferenced; the rest is plain data.
+unsafe impl Send for CellField {}
+// SAFETY: as above.
+unsafe impl Sync for CellField {}
+
 impl CellField {
     /// `offset` is the field's offset inside `T`.
     pub(crate) fn of<T: crate::Object>(offset: usize, name: String) -> CellField {
-        CellField { owner: T::type_index(), offset: std::mem::offset_of!(ObjectBox<T>, value) + offset, name }
+        CellField {
+            magic: &CELL_FIELD_MAGIC,
+            owner: T::type_index(),
+            offset: std::mem::offset_of!(ObjectBox<T>, value) + offset,
+            name,
+        }
     }
 
     /// The cell in `this`, if it is an instance of the declaring type.
@@ -222,7 +240,12 @@ pub unsafe fn direct_cell<'a>(getter: *mut ObjectHeader, obj: *mut ObjectHeader)
     // SAFETY: the caller's guarantees; `data` is a CellField when `safe_call` is ours.
     unsafe {
         let f = &(*(getter as *const ObjectBox<FunctionObj>)).value;
-        if f.safe_call as usize != cell_get_safe_call as SafeCallFn as usize {
+        if f.flags & FUNC_CELL_GETTER == 0 {
+            return None;
+        }
+        // Every core copy's cell getters start their data with their mark: read it alone,
+        // the rest of another copy's data may be laid out differently.
+        if !std::ptr::eq(*(f.data as *const *const u8), &CELL_FIELD_MAGIC) {
             return None;
         }
         let field = &*(f.data as *const CellField);

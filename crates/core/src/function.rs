@@ -32,6 +32,11 @@ pub const FUNC_LEAF: u32 = 1;
 /// arguments it does not convert. Every typed closure sets it; a frontend may then hand over
 /// a spare reference instead of the callee adding one.
 pub const FUNC_ADOPTS_LENT: u32 = 2;
+/// Flag (ABI 1.2): a getter of a reflected field stored in an `AnyCell`, made by the core
+/// (`TypeBuilder::cell_field_rw`). Its `data` starts with a pointer-sized mark of the copy of
+/// the core that made it, which recognises its own by it (`cell::direct_cell`); the rest is
+/// private to that copy. Plugins and C functions never set it.
+pub const FUNC_CELL_GETTER: u32 = 4;
 
 /// The body of a Function object. `#[repr(C)]`; C and plugins build these too.
 #[repr(C)]

@@ -543,7 +543,7 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
     /// `T` has an `AnyCell` at byte `offset`.
     pub unsafe fn cell_field_rw(self, name: &str, offset: usize) -> Self {
         use crate::cell::{cell_get_safe_call, cell_set_safe_call, CellField};
-        let accessor = |safe_call, fname: String, arity| {
+        let accessor = |safe_call, fname: String, arity, flags| {
             let data = Box::into_raw(Box::new(CellField::of::<T>(offset, fname.clone()))) as *mut std::ffi::c_void;
             // SAFETY: the safe_calls read exactly a `CellField` (whose offset the caller
             // vouches for); `drop_closure::<CellField>` frees it.
@@ -554,7 +554,7 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
                     Some(crate::function::drop_closure::<CellField>),
                     &fname,
                     arity,
-                    0,
+                    flags,
                 )
             }
             .leaf()
@@ -562,8 +562,13 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
         for safe_call in [cell_get_safe_call as crate::function::SafeCallFn, cell_set_safe_call] {
             crate::error::register_catching_frame(safe_call as usize);
         }
-        let getter = accessor(cell_get_safe_call as crate::function::SafeCallFn, format!("{}.{name}", T::TYPE_KEY), 1);
-        let setter = accessor(cell_set_safe_call, format!("{}.{name}.set", T::TYPE_KEY), 2);
+        let getter = accessor(
+            cell_get_safe_call as crate::function::SafeCallFn,
+            format!("{}.{name}", T::TYPE_KEY),
+            1,
+            crate::function::FUNC_CELL_GETTER,
+        );
+        let setter = accessor(cell_set_safe_call, format!("{}.{name}.set", T::TYPE_KEY), 2, 0);
         self.field_with(name, "", "", getter, Some(setter))
     }
 

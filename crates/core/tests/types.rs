@@ -238,4 +238,28 @@ fn direct_cell_names_the_getters_cell_without_touching_counts() {
     let p = point(1, 2);
     let closure_getter = find_field(type_info(Point::type_index()).unwrap(), "y").unwrap().getter;
     assert!(no_cell(closure_getter, ObjectArc::as_ptr(&p)));
+    // The flag alone is not enough: the data must be this core copy's (a plugin's getter
+    // carries its own copy's mark).
+    use tether_core::function::{Function, FUNC_CELL_GETTER};
+    let field = find_field(type_info(Holder::type_index()).unwrap(), "value").unwrap();
+    assert_ne!(field.getter().flags() & FUNC_CELL_GETTER, 0);
+    assert_eq!(field.setter().unwrap().flags() & FUNC_CELL_GETTER, 0);
+    unsafe extern "C" fn never_called(
+        _: *mut tether_core::ObjectHeader,
+        _: *const AnyView<'_>,
+        _: i32,
+        _: *mut tether_core::Any,
+    ) -> i32 {
+        -1
+    }
+    unsafe extern "C" fn drop_words(data: *mut std::ffi::c_void) {
+        // SAFETY: made from this Box below.
+        drop(unsafe { Box::from_raw(data as *mut [usize; 4]) });
+    }
+    let foreign_data = Box::into_raw(Box::new([0x1234usize, 0, 0, 0])) as *mut std::ffi::c_void;
+    // SAFETY: `never_called` follows the call ABI; `drop_words` frees the data.
+    let foreign = unsafe {
+        Function::from_raw_parts(never_called, foreign_data, Some(drop_words), "foreign.get", 1, FUNC_CELL_GETTER)
+    };
+    assert!(no_cell(tether_core::ObjectArc::as_ptr(&foreign.0), h_ptr));
 }

@@ -13,7 +13,7 @@ use std::ptr;
 use napi::sys;
 use tether_core::arc::ObjectBox;
 use tether_core::error::take_last_error;
-use tether_core::function::{FunctionObj, FUNC_ADOPTS_LENT, FUNC_LEAF};
+use tether_core::function::{FunctionObj, FUNC_ADOPTS_LENT, FUNC_CELL_GETTER, FUNC_LEAF};
 use tether_core::object::ObjectHeader;
 use tether_core::{Any, AnyView, Error, ObjectRef, TypeIndex};
 
@@ -238,8 +238,7 @@ unsafe fn call_native<const N: usize>(
         let w = unsafe { wrapper_of_handle((*frame).handles[i]) };
         wrappers[i] = Some(w.ok_or_else(|| Error::type_error("a flagged argument is not a tether handle"))?);
     }
-    // Cell getters are leaf functions that adopt nothing: typed closures (`echo`) skip the test.
-    if N == 1 && leaf && !lend {
+    if N == 1 && func.flags & FUNC_CELL_GETTER != 0 {
         if let Some(this) = wrappers[0] {
             // A cell field's getter: read the cell here, as tether_core::cell::direct_cell allows.
             // SAFETY: a live Function and the argument wrapper's live object.
