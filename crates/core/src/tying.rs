@@ -395,6 +395,22 @@ pub unsafe fn take_spare<H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> bool {
     true
 }
 
+/// Does `obj`'s prefix slot name the wrapper whose word is `word` and hold a spare reference?
+/// A caller that claims the spare without taking it (lends it to a leaf call, then either gets
+/// it back as the result, or consumes the claim with [`take_spare`]) must be the only one to
+/// use that spare meanwhile.
+///
+/// # Safety
+/// As [`take_spare`].
+#[inline]
+pub unsafe fn has_spare_for<H: TieHost>(obj: *mut ObjectHeader, tag: u32, word: usize) -> bool {
+    // SAFETY: forwarded.
+    unsafe { slot_of::<H>(obj, tag) }.is_some_and(|slot| {
+        let current = slot.load(Ordering::Relaxed);
+        current >> SPARE_SHIFT != 0 && wrapper_word::<H>(current) == word
+    })
+}
+
 /// A call returned `obj`, which the argument wrapper whose slot word is `word` names (`echo(p)`):
 /// when `obj`'s prefix slot holds that word, that wrapper is canonical, so the host returns the
 /// argument itself and `obj`'s +1 stays in the slot as a spare (`Ok`). Otherwise `obj` comes

@@ -207,6 +207,13 @@ fn a_serialized_host_revives_without_the_lock_and_still_replaces_dying_wrappers(
     // SAFETY: `obj` is live and was made by the mock host's allocator.
     let slot = unsafe { tying::slot_of::<MockHost>(ptr, h.tag) }.expect("a prefixed object");
     assert_eq!(tying::spares(slot), 1, "the revived return's extra reference is kept as a spare");
+    let word = h.slot_word(ptr) & !(0xffff << 48);
+    let spare_for = |word| {
+        // SAFETY: `obj` is live; this test is the serialized host.
+        unsafe { tying::has_spare_for::<Serialized>(ptr, h.tag, word) }
+    };
+    assert!(spare_for(word));
+    assert!(!spare_for(word + 8), "another wrapper's word");
     assert_eq!(obj.header().strong_count(), 3, "ours, the wrapper's, one spare");
     // A dying wrapper (revive fails) falls back to the locked path and is replaced; the spare
     // stays with the slot.

@@ -18,7 +18,7 @@ use tether_core::object::ObjectHeader;
 use tether_core::types;
 use tether_core::Error;
 
-use crate::convert::{self, Arena};
+use crate::convert::{self, Arena, SpareClaim};
 use crate::errors::PyErrSet;
 use crate::wrapper::{self, Wrapper};
 use crate::{classes, errors, pending};
@@ -78,10 +78,18 @@ unsafe fn call_with<const LEAF: bool>(
             heap.resize_with(args.len(), MaybeUninit::uninit);
             &mut heap
         };
+        // Leaf calls claim their first lent spare instead of taking it (see `SpareClaim`).
+        let mut claim = SpareClaim::new();
         for (i, (&a, view)) in args.iter().zip(views.iter_mut()).enumerate() {
-            if convert::to_view_into(a, &mut arena, !LEAF, lend, view).is_err() {
-                // Arguments lent so far were never passed: give their references back.
-                views[..i].iter().for_each(|v| v.assume_init_ref().release_if_lent());
+            let claiming = if LEAF && lend { Some(&mut claim) } else { None };
+            if convert::to_view_into(a, &mut arena, !LEAF, lend, claiming, view).is_err() {
+                // Arguments lent so far were never passed: give their references back (a
+                // claimed spare was never taken, so it simply stays in its slot).
+                views[..i]
+                    .iter()
+                    .map(|v| v.assume_init_ref())
+                    .filter(|v| v.as_object_ptr() != Some(claim.obj))
+                    .for_each(|v| v.release_if_lent());
                 return null_mut();
             }
         }
@@ -96,10 +104,15 @@ unsafe fn call_with<const LEAF: bool>(
             rc
         };
         drop(arena);
+        let returned = claim.settle(if rc == 0 { result.view().as_object_ptr() } else { None });
         pending::drain_refs(); // references the call dropped, now that no native lock is held
         if rc != 0 {
             errors::raise(take_last_error());
             return null_mut();
+        }
+        if !returned.is_null() {
+            std::mem::forget(result); // the claimed spare, which never left its slot
+            return ffi::Py_NewRef(returned);
         }
         convert::from_result(result, args)
     }

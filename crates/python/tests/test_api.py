@@ -318,3 +318,22 @@ def test_field_reads_return_the_live_wrapper_or_a_new_one(testing, baseline):
     assert live_now() == baseline + 2  # `again` still holds the inner object
     del again, outer
     assert live_now() == baseline
+
+
+def test_claimed_spares_settle_on_every_path(testing, baseline):
+    # A leaf call claims its first wrapper argument's spare without taking it; the claim must
+    # settle on every path, or the slot's count of spares drifts from the real references.
+    x = testing.Pair(7, None)
+    for _ in range(3):
+        testing.echo(x)  # spares accumulate
+    for _ in range(100):
+        assert testing.echo(x) is x  # the claimed spare comes back as the result
+        assert testing.make_pair(x, x).first is x  # adopted: the claim is consumed
+        with pytest.raises(TypeError):
+            testing.add3(x, 1, 2)  # released by the callee: consumed too
+        with pytest.raises(TypeError):
+            testing.make_pair(x, {1, 2})  # conversion failed before the call: never used
+        assert x.first == 7
+    assert live_now() == baseline + 1
+    del x
+    assert live_now() == baseline
