@@ -59,8 +59,8 @@ fn free_block(block: usize) {
 
 /// The free hook: an object with an Inactive slot is freed, so its cached block goes too.
 unsafe extern "C" fn on_free(_ctx: *mut c_void, slot: *const AtomicUsize) {
-    // SAFETY: the allocator passes the freed object's slot, valid during the hook.
-    if let Some(block) = tying::take_inactive(unsafe { tying::Slot::from_raw(slot) }) {
+    // SAFETY: the allocator passes the slot of the object it is freeing, valid during the hook.
+    if let Some(block) = unsafe { tying::take_inactive(tying::Slot::from_raw(slot)) } {
         free_block(block);
     }
 }
