@@ -148,8 +148,9 @@ impl std::fmt::Debug for AnyCell {
 /// itself ([`direct_cell`]).
 #[repr(C)]
 pub(crate) struct CellField {
-    /// First (the flag's promise to other copies of the core): [`CELL_FIELD_MAGIC`]'s address in the copy of the core that made it: another copy
-    /// (a plugin's) reads this field, sees its own differs, and takes the getter's slow path.
+    /// First (the flag's promise to other copies of the core): [`CELL_FIELD_MAGIC`]'s address
+    /// in the copy that made it. Another copy (a plugin's) reads this field alone, sees that it
+    /// is not its own, and takes the getter's slow path.
     magic: *const u8,
     pub(crate) owner: i32,
     pub(crate) offset: usize,
