@@ -43,8 +43,14 @@ impl Arena {
 /// The spare reference lent to a leaf call's first wrapper argument that has one, claimed but
 /// still counted in its slot: if the call returns that object (`echo(x)`), the result's +1
 /// simply is the spare again and the slot is never written; otherwise the claim is consumed
-/// after the call ([`SpareClaim::settle`]). Only a leaf call under the GIL may claim: nothing
-/// else can touch the slot until it settles.
+/// after the call ([`SpareClaim::settle`]). Only a leaf call under the GIL may claim, and the
+/// claim is made while the arguments are still being converted, so this relies on two facts:
+/// the leaf callee runs no Python code, and neither does a *successful* conversion of the
+/// later arguments (no user methods are called and no GC-tracked object is allocated, so no
+/// collection can run a finalizer that would lend the same spare again). A failed conversion
+/// may run code (raising allocates an exception), but it abandons the call before the claim
+/// is settled, and an unsettled claim never wrote the slot. Keep both facts when changing
+/// `to_view`; Node, whose conversions can run JS, would have to claim after converting.
 pub struct SpareClaim {
     /// The object whose spare is claimed, or null.
     pub obj: *mut ObjectHeader,
