@@ -450,6 +450,132 @@ pub unsafe fn argument_view<'a, H: TieHost>(obj: *mut ObjectHeader, tag: u32, le
     }
 }
 
+/// The spare reference lent to a leaf call's first wrapper argument that has one, claimed but
+/// still counted in its slot: if the call returns that object (`echo(x)`), the result's +1 simply
+/// is the spare again and the slot is never written; otherwise the claim is consumed after the
+/// call ([`SpareClaim::settle`]). Between the claim and the settle nothing else may lend that
+/// object's spares: the leaf callee runs no language code, the serialized host's lock keeps
+/// other threads out, and the host claims either at once ([`SpareClaim::claim_now`]), when
+/// converting the later arguments runs no language code on success, or once every argument is
+/// converted ([`SpareClaim::offer`], then [`SpareClaim::commit`]), when it can (a JS getter
+/// may call back into native code and lend the same object's spares itself).
+pub struct SpareClaim {
+    /// The argument offered or claimed (null: none yet), its index and wrapper word.
+    obj: *mut ObjectHeader,
+    index: usize,
+    word: usize,
+    /// The spare is lent to argument `index`.
+    claimed: bool,
+}
+
+impl SpareClaim {
+    pub const fn new() -> Self {
+        SpareClaim { obj: std::ptr::null_mut(), index: 0, word: 0, claimed: false }
+    }
+
+    /// The view of argument `index`, wrapper `word` of `obj`, claiming the first spare at once
+    /// (never lending the claimed object twice); other arguments go as [`argument_view`].
+    ///
+    /// # Safety
+    /// As [`argument_view`], for a leaf call of serialized host `H` whose later argument
+    /// conversions run no language code when they succeed.
+    #[inline]
+    pub unsafe fn claim_now<'a, H: TieHost>(
+        &mut self,
+        index: usize,
+        obj: *mut ObjectHeader,
+        tag: u32,
+        word: usize,
+        lend: bool,
+    ) -> crate::AnyView<'a> {
+        // SAFETY: forwarded; the wrapper's +1 keeps `obj` alive for the call.
+        unsafe {
+            if lend && self.obj.is_null() && has_spare_for::<H>(obj, tag, word) {
+                *self = SpareClaim { obj, index, word, claimed: true };
+                crate::AnyView::lent_object(obj)
+            } else if obj == self.obj {
+                crate::AnyView::from_object_ptr(obj)
+            } else {
+                argument_view::<H>(obj, tag, lend)
+            }
+        }
+    }
+
+    /// The view of argument `index`, wrapper `word` of `obj`: the first one is borrowed for now
+    /// and offered for a claim at [`SpareClaim::commit`]; others go as [`argument_view`].
+    ///
+    /// # Safety
+    /// As [`argument_view`], for a leaf call of serialized host `H`.
+    #[inline]
+    pub unsafe fn offer<'a, H: TieHost>(
+        &mut self,
+        index: usize,
+        obj: *mut ObjectHeader,
+        tag: u32,
+        word: usize,
+        lend: bool,
+    ) -> crate::AnyView<'a> {
+        if lend && self.obj.is_null() {
+            *self = SpareClaim { obj, index, word, claimed: false };
+            // SAFETY: the wrapper's +1 keeps `obj` alive for the call.
+            return unsafe { crate::AnyView::from_object_ptr(obj) };
+        }
+        // SAFETY: forwarded.
+        unsafe { argument_view::<H>(obj, tag, lend) }
+    }
+
+    /// Once every argument is converted, right before the call: claim the offered argument's
+    /// spare if its slot still names its wrapper and holds one. Returns the argument's index and
+    /// its lent view, which replaces the borrowed one.
+    ///
+    /// # Safety
+    /// As [`SpareClaim::offer`]; nothing but the leaf callee runs before [`SpareClaim::settle`].
+    #[inline]
+    pub unsafe fn commit<'a, H: TieHost>(&mut self, tag: u32) -> Option<(usize, crate::AnyView<'a>)> {
+        // SAFETY: forwarded.
+        if self.obj.is_null() || self.claimed || !unsafe { has_spare_for::<H>(self.obj, tag, self.word) } {
+            return None;
+        }
+        self.claimed = true;
+        // SAFETY: the spare this claims is the view's until the call settles.
+        Some((self.index, unsafe { crate::AnyView::lent_object(self.obj) }))
+    }
+
+    /// Is `view` the claimed argument? (Its lent reference was never taken: a call abandoned
+    /// before it ran must not release it.)
+    pub fn is_claimed(&self, view: &crate::AnyView<'_>) -> bool {
+        self.claimed && view.as_object_ptr() == Some(self.obj)
+    }
+
+    /// After the call: the claimed argument's index when `result` is the claimed object (its
+    /// +1 is the spare, still counted in the slot: the caller forgets the result and returns
+    /// that argument's wrapper); otherwise `None`, and the callee consumed the lent reference
+    /// (adopted or released it), so the claimed spare leaves the slot.
+    ///
+    /// # Safety
+    /// The claim was made for this call, for host `H` of the allocator tagged `tag`, still
+    /// under its lock; `result` is the call's object result, if it succeeded with one.
+    #[inline]
+    pub unsafe fn settle<H: TieHost>(&self, tag: u32, result: Option<*mut ObjectHeader>) -> Option<usize> {
+        if !self.claimed {
+            return None;
+        }
+        if result == Some(self.obj) {
+            return Some(self.index);
+        }
+        // SAFETY: the argument's wrapper keeps the object alive; the claimed spare is there.
+        let taken = unsafe { take_spare::<H>(self.obj, tag) };
+        debug_assert!(taken, "a claimed spare is in its slot until settled");
+        None
+    }
+}
+
+impl Default for SpareClaim {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// Spare references a slot holds right now (for tests and diagnostics).
 pub fn spares(slot: Slot<'_>) -> u32 {
     let word = slot.load(Ordering::Relaxed);

@@ -15,6 +15,7 @@ use tether_core::arc::ObjectBox;
 use tether_core::error::take_last_error;
 use tether_core::function::{FunctionObj, FUNC_ADOPTS_LENT, FUNC_CELL_GETTER, FUNC_LEAF};
 use tether_core::object::ObjectHeader;
+use tether_core::tying::SpareClaim;
 use tether_core::{Any, AnyView, Error, ObjectRef, TypeIndex};
 
 use crate::convert::{any_to_js, arg_view, js_to_any, return_argument, wrapper_view};
@@ -257,12 +258,15 @@ unsafe fn call_native<const N: usize>(
         heap_views.resize_with(n, MaybeUninit::uninit);
         &mut heap_views
     };
+    // Leaf calls claim their first lent spare instead of taking it (see `SpareClaim`).
+    let mut claim = SpareClaim::new();
     for i in 0..n {
         // Leaf functions never call back, so a wrapper's own +1 keeps a borrowed argument
         // alive; otherwise a callback could dispose of it mid-call, so hold our own.
+        let claiming = if lend { Some((&mut claim, i)) } else { None };
         let converted = match wrappers[i] {
-            Some(w) => wrapper_view(state, w, leaf, lend, &mut owned),
-            None => arg_view(state, argv[i], leaf, lend, &mut owned).map(|(view, w)| {
+            Some(w) => wrapper_view(state, w, leaf, lend, claiming, &mut owned),
+            None => arg_view(state, argv[i], leaf, lend, claiming, &mut owned).map(|(view, w)| {
                 wrappers[i] = w;
                 view
             }),
@@ -279,12 +283,22 @@ unsafe fn call_native<const N: usize>(
             }
         }
     }
+    if lend {
+        // SAFETY: every argument is converted; only the leaf callee runs until the settle.
+        if let Some((i, view)) = unsafe { claim.commit::<crate::tie::Host<'_>>(state.tag) } {
+            views[i].write(view);
+        }
+    }
     let mut result = Any::none();
     let rc = {
         let _sync = (!leaf).then(|| SyncCall::enter(state));
         // SAFETY: a live Function, `n` written cells kept alive by `owned` and the argument
         // wrappers, and a None result cell.
         unsafe { (func.safe_call)(obj, views.as_ptr() as *const AnyView<'_>, n as i32, &mut result) }
+    };
+    // SAFETY: the claim was made for this call, on this env's JS thread.
+    let returned = unsafe {
+        claim.settle::<crate::tie::Host<'_>>(state.tag, if rc == 0 { result.view().as_object_ptr() } else { None })
     };
     // Most calls own nothing; an empty Vec's drop is an out-of-line call worth skipping.
     if owned.capacity() == 0 {
@@ -294,6 +308,10 @@ unsafe fn call_native<const N: usize>(
     }
     if rc != 0 {
         return Err(Fail::Native(take_last_error()));
+    }
+    if let Some(i) = returned {
+        std::mem::forget(result); // the claimed spare, which never left its slot
+        return Ok(Outcome::Argument(i));
     }
     if let Some(ptr) = result.view().as_object_ptr() {
         if let Some(i) = wrappers.iter().position(|w| w.is_some_and(|w| w.obj.get() == ptr)) {

@@ -20,6 +20,7 @@ use std::ptr;
 use napi::sys;
 use napi::sys::ValueType;
 use tether_core::containers::{ArrayObj, MapObj};
+use tether_core::tying::SpareClaim;
 use tether_core::{Any, AnyView, Error, ObjectRef, TypeIndex};
 
 use crate::env::EnvState;
@@ -55,6 +56,7 @@ pub fn arg_view<'w>(
     v: Value,
     borrow_objects: bool,
     lend: bool,
+    claim: Option<(&mut SpareClaim, usize)>,
     owned: &mut Vec<Any>,
 ) -> JsResult<(AnyView<'static>, Option<&'w Wrapper>)> {
     let env = state.env;
@@ -69,20 +71,23 @@ pub fn arg_view<'w>(
     let t = raw::type_of(env, v)?;
     if t == ValueType::napi_object {
         if let Some(w) = wrapper_of(env, v) {
-            return Ok((wrapper_view(state, w, borrow_objects, lend, owned)?, Some(w)));
+            return Ok((wrapper_view(state, w, borrow_objects, lend, claim, owned)?, Some(w)));
         }
     }
     let a = convert(state, v, t, 0)?;
     Ok((keep(owned, a), None))
 }
 
-/// The argument cell for wrapper `w` (see [`arg_view`] for `borrow_objects` and `lend`).
+/// The argument cell for wrapper `w` (see [`arg_view`] for `borrow_objects` and `lend`; a
+/// leaf call passes its `SpareClaim` and the argument's index: converting a later argument may
+/// run JS, so the claim is only offered here and made at `SpareClaim::commit`).
 #[inline]
 pub fn wrapper_view(
     state: &EnvState,
     w: &Wrapper,
     borrow_objects: bool,
     lend: bool,
+    claim: Option<(&mut SpareClaim, usize)>,
     owned: &mut Vec<Any>,
 ) -> JsResult<AnyView<'static>> {
     let obj = w.live_object()?;
@@ -90,7 +95,14 @@ pub fn wrapper_view(
         // SAFETY: this env's slots change only on this, its JS thread; the wrapper is an
         // argument of the running call, so it and its +1 outlive the call (a leaf function
         // cannot run JS that disposes of it).
-        return Ok(unsafe { tether_core::tying::argument_view::<crate::tie::Host<'_>>(obj, state.tag, lend) });
+        return Ok(unsafe {
+            match claim {
+                Some((claim, index)) => {
+                    claim.offer::<crate::tie::Host<'_>>(index, obj, state.tag, w.reference.get() as usize, lend)
+                }
+                None => tether_core::tying::argument_view::<crate::tie::Host<'_>>(obj, state.tag, lend),
+            }
+        });
     }
     // SAFETY: the wrapper's +1 keeps `obj` alive while we take our own.
     let r = unsafe { ObjectRef::from_borrowed(obj) };

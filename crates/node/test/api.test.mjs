@@ -230,6 +230,33 @@ test('cell fields return the live wrapper, or a new one once it is gone', async 
   await expectLiveBackTo(baseline);
 });
 
+test('a claimed spare settles on every path, also when a getter lends it during conversion', async () => {
+  // A leaf call claims its first wrapper argument's spare once every argument is converted:
+  // converting a plain object runs its getters, which may call native code with the same
+  // wrapper and lend its spares themselves.
+  const baseline = await settledBaseline();
+  (() => {
+    const x = new Pair(7, null);
+    for (let i = 0; i < 3; i++) testing.echo(x); // spares accumulate
+    let lentInGetter = 0;
+    const sneaky = {
+      get k() {
+        // Lends x again, and its call consumes what it lent.
+        lentInGetter += testing.make_pair(x, 1).first === x ? 1 : 0;
+        return 1;
+      },
+    };
+    for (let i = 0; i < 50; i++) {
+      assert.equal(testing.echo(x), x); // the claimed spare comes back as the result
+      assert.equal(testing.make_pair(x, sneaky).first, x); // adopted, after a getter lent x
+      assert.throws(() => testing.add3(x, 1, 2), TypeError); // released by the failing callee
+      assert.equal(x.first, 7);
+    }
+    assert.equal(lentInGetter, 50);
+  })();
+  await expectLiveBackTo(baseline, 'claimed spares kept native objects alive');
+});
+
 test('the call frame: any argument can come back as itself, at any arity', () => {
   const p = new Pair(1, 2);
   const q = new Pair(3, 4);

@@ -15,13 +15,14 @@ use tether_core::arc::ObjectBox;
 use tether_core::error::take_last_error;
 use tether_core::function::{FunctionObj, FUNC_ADOPTS_LENT, FUNC_LEAF};
 use tether_core::object::ObjectHeader;
+use tether_core::tying::SpareClaim;
 use tether_core::types;
 use tether_core::Error;
 
-use crate::convert::{self, Arena, SpareClaim};
+use crate::convert::{self, Arena};
 use crate::errors::PyErrSet;
 use crate::wrapper::{self, Wrapper};
-use crate::{classes, errors, pending};
+use crate::{classes, errors, pending, state};
 
 /// Arguments converted on the stack up to this count.
 const STACK_ARGS: usize = 8;
@@ -81,14 +82,14 @@ unsafe fn call_with<const LEAF: bool>(
         // Leaf calls claim their first lent spare instead of taking it (see `SpareClaim`).
         let mut claim = SpareClaim::new();
         for (i, (&a, view)) in args.iter().zip(views.iter_mut()).enumerate() {
-            let claiming = if LEAF && lend { Some(&mut claim) } else { None };
+            let claiming = if LEAF && lend { Some((&mut claim, i)) } else { None };
             if convert::to_view_into(a, &mut arena, !LEAF, lend, claiming, view).is_err() {
                 // Arguments lent so far were never passed: give their references back (a
                 // claimed spare was never taken, so it simply stays in its slot).
                 views[..i]
                     .iter()
                     .map(|v| v.assume_init_ref())
-                    .filter(|v| v.as_object_ptr() != Some(claim.obj))
+                    .filter(|v| !claim.is_claimed(v))
                     .for_each(|v| v.release_if_lent());
                 return null_mut();
             }
@@ -104,15 +105,16 @@ unsafe fn call_with<const LEAF: bool>(
             rc
         };
         drop(arena);
-        let returned = claim.settle(if rc == 0 { result.view().as_object_ptr() } else { None });
+        let returned =
+            claim.settle::<wrapper::PyHost>(state::tag(), if rc == 0 { result.view().as_object_ptr() } else { None });
         pending::drain_refs(); // references the call dropped, now that no native lock is held
         if rc != 0 {
             errors::raise(take_last_error());
             return null_mut();
         }
-        if !returned.is_null() {
+        if let Some(i) = returned {
             std::mem::forget(result); // the claimed spare, which never left its slot
-            return ffi::Py_NewRef(returned);
+            return ffi::Py_NewRef(args[i]);
         }
         convert::from_result(result, args)
     }

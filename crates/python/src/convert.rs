@@ -13,7 +13,7 @@ use pyo3::ffi;
 use tether_core::any::{Any, AnyView, TypeIndex};
 use tether_core::arc::ObjectRef;
 use tether_core::containers::{ArrayObj, MapObj};
-use tether_core::object::{inc_ref, ObjectHeader};
+use tether_core::object::inc_ref;
 use tether_core::tying;
 use tether_core::Error;
 
@@ -40,58 +40,6 @@ impl Arena {
     }
 }
 
-/// The spare reference lent to a leaf call's first wrapper argument that has one, claimed but
-/// still counted in its slot: if the call returns that object (`echo(x)`), the result's +1
-/// simply is the spare again and the slot is never written; otherwise the claim is consumed
-/// after the call ([`SpareClaim::settle`]). Only a leaf call under the GIL may claim, and the
-/// claim is made while the arguments are still being converted, so this relies on two facts:
-/// the leaf callee runs no Python code, and neither does a *successful* conversion of the
-/// later arguments (no user methods are called and no GC-tracked object is allocated, so no
-/// collection can run a finalizer that would lend the same spare again). A failed conversion
-/// may run code (raising allocates an exception), but it abandons the call before the claim
-/// is settled, and an unsettled claim never wrote the slot. Keep both facts when changing
-/// `to_view`; Node, whose conversions can run JS, would have to claim after converting.
-pub struct SpareClaim {
-    /// The object whose spare is claimed, or null.
-    pub obj: *mut ObjectHeader,
-    /// Its canonical wrapper (the argument the spare was lent for).
-    pub wrapper: *mut ffi::PyObject,
-}
-
-impl SpareClaim {
-    pub fn new() -> Self {
-        SpareClaim { obj: null_mut(), wrapper: null_mut() }
-    }
-
-    /// After the call: the claimed object's wrapper when the call returned that object (the
-    /// result's +1 is the spare, still counted in the slot: forget the result and return a new
-    /// reference to this wrapper); otherwise null, and the callee consumed the lent reference
-    /// (adopted or released it), so the claimed spare leaves the slot.
-    ///
-    /// # Safety
-    /// GIL held; the claim was made by this call's argument conversion; `result` is the call's
-    /// object result, if it succeeded with one.
-    #[inline]
-    pub unsafe fn settle(&self, result: Option<*mut ObjectHeader>) -> *mut ffi::PyObject {
-        if self.obj.is_null() {
-            return null_mut();
-        }
-        if result == Some(self.obj) {
-            return self.wrapper;
-        }
-        // SAFETY: the argument's wrapper keeps the object alive; the claimed spare is there.
-        let taken = unsafe { tying::take_spare::<wrapper::PyHost>(self.obj, state::tag()) };
-        debug_assert!(taken, "a claimed spare is in its slot until settled");
-        null_mut()
-    }
-}
-
-impl Default for SpareClaim {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 /// [`to_view`] written straight into `slot`: the hot wrapper/int branches store the view's fields
 /// in place instead of returning it (a returned view is stored in pieces and reloaded whole, a
 /// store-forwarding stall per argument).
@@ -104,7 +52,7 @@ pub unsafe fn to_view_into<'a>(
     arena: &mut Arena,
     hold: bool,
     lend: bool,
-    claim: Option<&mut SpareClaim>,
+    claim: Option<(&mut tying::SpareClaim, usize)>,
     slot: &mut MaybeUninit<AnyView<'a>>,
 ) -> Result<(), PyErrSet> {
     // SAFETY: GIL held, `o` live (caller).
@@ -114,19 +62,11 @@ pub unsafe fn to_view_into<'a>(
             let obj = wrapper::native_of(o)?;
             // The GIL serialises every slot change; the wrapper's +1 outlives the leaf call.
             let view = match claim {
-                Some(claim)
-                    if lend
-                        && claim.obj.is_null()
-                        && tying::has_spare_for::<wrapper::PyHost>(obj, state::tag(), o as usize) =>
-                {
-                    // The first lent spare is only claimed: see `SpareClaim`.
-                    claim.obj = obj;
-                    claim.wrapper = o;
-                    AnyView::lent_object(obj)
-                }
-                // Never lend the claimed spare twice.
-                Some(claim) if claim.obj == obj => AnyView::from_object_ptr(obj),
-                _ => tying::argument_view::<wrapper::PyHost>(obj, state::tag(), lend),
+                // Claimed at once: a successful conversion runs no Python code (no user methods,
+                // no GC-tracked allocation that could run a finalizer), and a failed one
+                // abandons the call before the claim settles. Keep it so when changing `to_view`.
+                Some((claim, index)) => claim.claim_now::<wrapper::PyHost>(index, obj, state::tag(), o as usize, lend),
+                None => tying::argument_view::<wrapper::PyHost>(obj, state::tag(), lend),
             };
             slot.write(view);
             return Ok(());
