@@ -331,20 +331,29 @@ fn live_handle<H: TieHost>(host: &H, slot: Slot<'_>) -> Option<H::Handle> {
     }
 }
 
-/// The live wrapper of `obj`, revived, for a serialized host that holds no reference to
-/// `obj` but keeps it alive otherwise (a held `AnyCell` whose value it is): the wrapper owns
-/// its own +1, so no count changes. `None` when there is none (or `obj` has no prefix of
-/// this host); the caller then takes a reference and ties as usual.
+/// The live wrapper of the object a cell holds, revived while the cell is held (which keeps the
+/// object alive; the wrapper owns its own +1, so no count changes), for a serialized host and
+/// a value whose kind `ties` says comes back as a wrapper. `None` when there is none (or the
+/// object has no prefix of this host): the caller copies the value (`cell.get()`) and
+/// converts it as usual. This is how frontends read cell fields (`cell::direct_cell`).
 ///
 /// # Safety
-/// `obj` stays alive during the call; the caller runs under the host's lock.
+/// The caller runs under the host's lock; `revive` runs no language code (the cell is held).
 #[inline]
-pub unsafe fn revive_borrowed<H: TieHost>(host: &H, tag: u32, obj: *mut ObjectHeader) -> Option<H::Handle> {
+pub unsafe fn revive_in_cell<H: TieHost>(
+    host: &H,
+    tag: u32,
+    cell: &crate::cell::AnyCell,
+    ties: impl FnOnce(i32) -> bool,
+) -> Option<H::Handle> {
     if !H::SERIALIZED {
         return None;
     }
-    // SAFETY: the caller keeps `obj` alive.
-    live_handle(host, unsafe { slot_of::<H>(obj, tag) }?)
+    cell.with_view(|v| match v.as_object_ptr() {
+        // SAFETY: the held cell keeps `obj` alive while its slot is read.
+        Some(obj) if ties(v.type_index()) => live_handle(host, unsafe { slot_of::<H>(obj, tag) }?),
+        _ => None,
+    })
 }
 
 /// The first step of [`tie_any`] for serialized hosts, for callers that must prepare before a

@@ -16,7 +16,7 @@ use tether_core::error::take_last_error;
 use tether_core::function::{FunctionObj, FUNC_ADOPTS_LENT, FUNC_CELL_GETTER, FUNC_LEAF};
 use tether_core::object::ObjectHeader;
 use tether_core::tying::SpareClaim;
-use tether_core::{Any, AnyView, Error, ObjectRef, TypeIndex};
+use tether_core::{Any, AnyView, Error, ObjectRef};
 
 use crate::convert::{any_to_js, arg_view, js_to_any, return_argument, wrapper_view};
 use crate::env::EnvState;
@@ -329,19 +329,8 @@ unsafe fn call_native<const N: usize>(
 /// change), anything else converted from a copy.
 #[inline]
 fn read_cell(state: &EnvState, cell: &tether_core::cell::AnyCell) -> JsResult<Outcome> {
-    let live = cell.with_view(|v| {
-        let t = v.type_index();
-        match v.as_object_ptr() {
-            // Functions may map back to a JS function (convert.rs); Str/Bytes are values.
-            Some(obj) if t != TypeIndex::FUNCTION && t != TypeIndex::STR && t != TypeIndex::BYTES => {
-                // SAFETY: the JS thread; the held cell keeps the object alive while its wrapper
-                // revives (a reference lookup, no JS).
-                unsafe { crate::tie::live_wrapper(state, obj) }
-            }
-            _ => None,
-        }
-    });
-    match live {
+    // SAFETY: the JS thread (this is a call on it); the cell is in the argument's live object.
+    match unsafe { crate::tie::live_wrapper_in(state, cell) } {
         Some(v) => Ok(Outcome::Value(v)),
         None => any_to_js(state, cell.get()).map(Outcome::Value),
     }

@@ -293,15 +293,17 @@ fn ensure_class(state: &EnvState, type_index: i32) -> JsResult<Ref> {
     Ok(r)
 }
 
-/// The live wrapper of `obj` in this env, for a reader that holds no reference to `obj` but
-/// keeps it alive (a held cell); `None` when there is none.
+/// The live wrapper in this env of the object cell field `cell` holds, if there is one and the
+/// value is a tied kind (see `tying::revive_in_cell`).
 ///
 /// # Safety
-/// On this env's JS thread; `obj` stays alive during the call.
-pub unsafe fn live_wrapper(state: &EnvState, obj: *mut ObjectHeader) -> Option<Value> {
+/// On this env's JS thread; `cell` is in a live object.
+pub unsafe fn live_wrapper_in(state: &EnvState, cell: &tether_core::cell::AnyCell) -> Option<Value> {
     let reviver = Host { state, shell: Shell::Function, failure: RefCell::new(None), made: Cell::new(ptr::null()) };
-    // SAFETY: forwarded.
-    unsafe { tying::revive_borrowed(&reviver, state.tag, obj) }
+    // Functions may map back to a JS function (convert.rs); Str/Bytes are values.
+    let ties = |t| t != TypeIndex::FUNCTION && t != TypeIndex::STR && t != TypeIndex::BYTES;
+    // SAFETY: forwarded; `revive` is a reference lookup, no JS.
+    unsafe { tying::revive_in_cell(&reviver, state.tag, cell, ties) }
 }
 
 /// Return `obj` (an owned +1) to JS as its canonical wrapper in this env. With `preset`,

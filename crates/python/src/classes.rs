@@ -307,11 +307,8 @@ unsafe extern "C" fn field_get(slf: *mut ffi::PyObject, closure: *mut c_void) ->
 /// GIL held; `cell` is in a live object.
 #[inline]
 unsafe fn read_cell(cell: &tether_core::cell::AnyCell) -> *mut ffi::PyObject {
-    let live = cell.with_view(|v| match v.as_object_ptr() {
-        // SAFETY: GIL held; the held cell keeps the object alive while its wrapper revives.
-        Some(obj) if convert::is_tied_kind(v.type_index()) => unsafe { wrapper::live_wrapper(obj) },
-        _ => null_mut(),
-    });
+    // SAFETY: GIL held (caller).
+    let live = unsafe { wrapper::live_wrapper_in(cell) };
     if !live.is_null() {
         return live;
     }

@@ -342,15 +342,16 @@ pub unsafe fn return_object(obj: ObjectRef) -> *mut ffi::PyObject {
     }
 }
 
-/// The live wrapper of `obj` (a new reference), or null when it has none, for a reader that
-/// holds no reference to `obj` but keeps it alive (a held cell). Sets no Python error.
+/// The live wrapper of the object cell field `cell` holds (a new reference), or null when
+/// there is none or the value is not a tied kind (see `tying::revive_in_cell`).
 ///
 /// # Safety
-/// GIL held; `obj` stays alive during the call.
+/// GIL held; `cell` is in a live object.
 #[inline]
-pub unsafe fn live_wrapper(obj: *mut ObjectHeader) -> *mut ffi::PyObject {
-    // SAFETY: forwarded.
-    match unsafe { tying::revive_borrowed(&PyHost { cls: null_mut(), fresh: null_mut() }, state::tag(), obj) } {
+pub unsafe fn live_wrapper_in(cell: &tether_core::cell::AnyCell) -> *mut ffi::PyObject {
+    let host = PyHost { cls: null_mut(), fresh: null_mut() };
+    // SAFETY: forwarded; `revive` only increments a reference count.
+    match unsafe { tying::revive_in_cell(&host, state::tag(), cell, crate::convert::is_tied_kind) } {
         Some((o, _)) => o,
         None => null_mut(),
     }
