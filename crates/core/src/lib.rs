@@ -30,6 +30,7 @@ pub mod object;
 pub mod plugin;
 mod spin;
 pub mod testing;
+pub mod thread_spares;
 pub mod tying;
 pub mod types;
 

@@ -585,6 +585,25 @@ impl Default for SpareClaim {
     }
 }
 
+/// The generation of the wrapper tied last to `obj` by host `H` (which names generations),
+/// when `H`'s allocator (`tag`) made `obj`; `None` otherwise. For a caller holding `obj`'s
+/// live wrapper this is that wrapper's generation (its tie stored it; the slot moves on only
+/// after the wrapper dies). Used to key per-thread spares (`thread_spares`).
+///
+/// # Safety
+/// `obj` is a live object.
+#[inline]
+pub unsafe fn generation_of<H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> Option<u64> {
+    if H::WORD_ONLY {
+        return None;
+    }
+    // SAFETY: forwarded; a host with generations has SlotPrefix slots.
+    let slot = unsafe { slot_of::<H>(obj, tag) }?;
+    // SAFETY: as above. Relaxed: the wrapper reached this thread after its tie stored the
+    // generation (the language's publication orders them).
+    Some(unsafe { aux_of(slot) }.load(Ordering::Relaxed) & GENERATION_MASK)
+}
+
 /// Spare references a slot holds right now (for tests and diagnostics).
 pub fn spares(slot: Slot<'_>) -> u32 {
     let word = slot.load(Ordering::Relaxed);

@@ -11,6 +11,7 @@ use tether_core::containers::{ArrayObj, MapObj};
 use tether_core::function::FunctionObj;
 use tether_core::object::ObjectHeader;
 use tether_core::plugin::{self, ModuleObj};
+use tether_core::thread_spares::SpareCell;
 use tether_core::types::{self, TypeInfo};
 use tether_core::{function, Any, AnyView, Error, ObjectRef, Result, TypeIndex};
 
@@ -56,14 +57,34 @@ unsafe fn call_function(env: Env, func: jlong, args: &[AnyView<'_>]) -> Result<j
 /// `func` is the handle of a Function that Java keeps reachable for the call.
 #[inline(always)]
 unsafe fn call_into(func: jlong, args: &[AnyView<'_>], result: &mut Any) -> Result<()> {
+    // SAFETY: forwarded.
+    let f = unsafe { function_at(func) }?;
+    // SAFETY: forwarded.
+    unsafe { invoke(func, f, args, result) }
+}
+
+/// The Function behind a handle Java passed.
+///
+/// # Safety
+/// `func` is null or a live object's handle that Java keeps reachable for the call.
+#[inline(always)]
+unsafe fn function_at<'a>(func: jlong) -> Result<&'a FunctionObj> {
     let handle = func as *mut ObjectHeader;
     if handle.is_null() || !convert::is_function(handle) {
         return Err(Error::type_error("not a tether Function handle"));
     }
     // SAFETY: checked type; the caller keeps the Function alive.
-    let f = unsafe { &(*(handle as *const ObjectBox<FunctionObj>)).value };
+    Ok(unsafe { &(*(handle as *const ObjectBox<FunctionObj>)).value })
+}
+
+/// Call `f` (the Function at `func`), its owned result written into `result` (None before).
+///
+/// # Safety
+/// `f` is [`function_at`]`(func)`'s; lent views in `args` only if `f` adopts them.
+#[inline(always)]
+unsafe fn invoke(func: jlong, f: &FunctionObj, args: &[AnyView<'_>], result: &mut Any) -> Result<()> {
     // SAFETY: the call ABI: a live function, `args.len()` cells, a None result cell.
-    let rc = unsafe { (f.safe_call)(handle, args.as_ptr(), args.len() as i32, result) };
+    let rc = unsafe { (f.safe_call)(func as *mut ObjectHeader, args.as_ptr(), args.len() as i32, result) };
     if rc != 0 {
         return Err(tether_core::error::take_last_error());
     }
@@ -73,6 +94,10 @@ unsafe fn call_into(func: jlong, args: &[AnyView<'_>], result: &mut Any) -> Resu
 /// Decode up to three `(kind, bits, ref)` arguments and call `func` with them, its owned
 /// result written into `result` (which holds None). Every argument is decoded even after a
 /// failure, so owned handles are always consumed.
+///
+/// An object argument whose wrapper this thread kept a spare reference for (see
+/// `tie::keep_spare`) gets it lent, when the function adopts lent arguments: no atomic
+/// increment in the callee.
 ///
 /// Returns the wrapper of the argument the result is, if it is one of the object arguments
 /// (`echo(p)`): a local reference of the calling native method, returned to Java as is.
@@ -84,6 +109,7 @@ unsafe fn call_encoded(
     env: Env,
     func: jlong,
     args: &[(jint, jlong, jobject)],
+    spares: Option<&SpareCell<'_>>,
     result: &mut Any,
 ) -> Result<Option<jobject>> {
     let mut hold: [Any; 3] = Default::default();
@@ -109,7 +135,21 @@ unsafe fn call_encoded(
         return Err(e);
     }
     // SAFETY: forwarded.
-    unsafe { call_into(func, &views[..args.len()], result) }?;
+    let f = unsafe { function_at(func) }?;
+    if let (Some(cell), true) = (spares, f.flags & function::FUNC_ADOPTS_LENT != 0) {
+        // The cell holds one entry: the first argument that matches it takes it.
+        for (view, &(kind, bits, _)) in views.iter_mut().zip(args) {
+            if kind == convert::KIND_OBJECT {
+                // SAFETY: Java keeps the wrapper reachable; `f` adopts lent views.
+                if let Some(lent) = unsafe { tie::lend_spare(cell, bits as *mut ObjectHeader) } {
+                    *view = lent;
+                    break;
+                }
+            }
+        }
+    }
+    // SAFETY: forwarded; lent views only for an adopting `f`.
+    unsafe { invoke(func, f, &views[..args.len()], result) }?;
     // A function returning one of its object arguments gets that argument's wrapper back
     // without a tie: a wrapper Java can still pass is strongly reachable and not closed, so
     // it is the one in the slot (a slot only moves on once its weak ref is cleared). The
@@ -132,9 +172,16 @@ unsafe fn call_encoded(
 #[inline(always)]
 unsafe fn call_encoded_object(env: Env, func: jlong, args: &[(jint, jlong, jobject)]) -> Result<jobject> {
     let mut result = Any::none();
+    let spares = tie::spare_cell();
     // SAFETY: forwarded.
-    match unsafe { call_encoded(env, func, args, &mut result) }? {
-        Some(r) => Ok(r), // `result`, the extra reference, drops here
+    match unsafe { call_encoded(env, func, args, spares.as_ref(), &mut result) }? {
+        Some(r) => {
+            if let Some(obj) = result.into_object() {
+                // SAFETY: `r`, the object's wrapper, is reachable for the call.
+                unsafe { tie::keep_spare(spares.as_ref(), obj) };
+            }
+            Ok(r)
+        }
         None => to_java(env, result),
     }
 }
@@ -160,7 +207,7 @@ unsafe fn call_encoded_long(env: Env, func: jlong, args: &[(jint, jlong, jobject
     let mut result = Any::none();
     // SAFETY: forwarded. An argument coming back is parked as the object itself (not the
     // local reference, which dies with this frame); the take ties it to the same wrapper.
-    unsafe { call_encoded(env, func, args, &mut result) }?;
+    unsafe { call_encoded(env, func, args, tie::spare_cell().as_ref(), &mut result) }?;
     if let Some(i) = result.view().as_int() {
         if i != PENDING_RESULT {
             return Ok(i);
@@ -718,4 +765,9 @@ pub extern "system" fn Java_dev_tether_ffi_Native_liveObjects(_env: *mut JNIEnv,
 #[no_mangle]
 pub extern "system" fn Java_dev_tether_ffi_Native_sideTableSize(_env: *mut JNIEnv, _c: jclass) -> jint {
     tie::side_entries() as jint
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_sparesHeld(_env: *mut JNIEnv, _c: jclass) -> jint {
+    tie::spares_held() as jint
 }

@@ -11,14 +11,17 @@ use std::sync::LazyLock;
 
 use jni_sys::{jobject, jvalue};
 use tether_core::object::{dec_ref, ObjectHeader};
+use tether_core::thread_spares::{SpareCell, ThreadSpares};
 use tether_core::tying::{self, Previous, SideTable, TieHost};
-use tether_core::{Error, ObjectRef, Result};
+use tether_core::{AnyView, Error, ObjectRef, Result};
 
 use crate::classes;
 use crate::jenv::Env;
 
 static TAG: AtomicU32 = AtomicU32::new(u32::MAX);
 static SIDE: LazyLock<SideTable> = LazyLock::new(SideTable::new);
+/// Spare references kept per calling thread (see `tether_core::thread_spares`).
+static SPARES: ThreadSpares = ThreadSpares::new();
 
 /// Record the frontend allocator's tag (set once at load).
 pub fn set_tag(tag: u32) {
@@ -100,6 +103,54 @@ pub unsafe fn release(env: Env, handle: *mut ObjectHeader, generation: u64) {
     if let Some(word) = unsafe { tying::untie_any::<JavaHost>(handle, tag(), &SIDE, generation, 0) } {
         env.delete_weak_global_ref(decode(word));
     }
+    // SAFETY: as above; the wrapper is closed or unreachable, so every call that held it
+    // happened before (`close()` must not race a use, documented in docs/java.md).
+    unsafe { SPARES.steal(handle, generation) };
     // SAFETY: the wrapper's reference, released once (the Cleaner runs its action once).
     unsafe { dec_ref(handle) };
+}
+
+/// The calling thread's cell of spare references.
+#[inline(always)]
+pub fn spare_cell() -> Option<SpareCell<'static>> {
+    SPARES.cell()
+}
+
+/// A lent view of `obj` carrying this thread's spare of its wrapper, if the thread kept one.
+///
+/// # Safety
+/// `obj` is the handle of a wrapper Java keeps reachable for the call, and the view goes to
+/// a function flagged `FUNC_ADOPTS_LENT`.
+#[inline(always)]
+pub unsafe fn lend_spare<'a>(cell: &SpareCell<'_>, obj: *mut ObjectHeader) -> Option<AnyView<'a>> {
+    // SAFETY: `obj` is live (its wrapper is reachable).
+    let generation = unsafe { tying::generation_of::<JavaHost>(obj, tag()) }?;
+    // SAFETY: the caller holds the wrapper of that generation for the call.
+    if unsafe { cell.take(obj, generation) } {
+        // SAFETY: the reference just taken is the one the view carries.
+        Some(unsafe { AnyView::lent_object(obj) })
+    } else {
+        None
+    }
+}
+
+/// Keep `obj`, the +1 of a result whose wrapper goes back to Java as is, as this thread's
+/// spare (instead of an atomic decrement); dropped when the cell is full.
+///
+/// # Safety
+/// Java keeps `obj`'s wrapper reachable for the call.
+#[inline(always)]
+pub unsafe fn keep_spare(cell: Option<&SpareCell<'_>>, obj: ObjectRef) {
+    // SAFETY: `obj` is live.
+    let (Some(cell), Some(generation)) = (cell, unsafe { tying::generation_of::<JavaHost>(obj.as_ptr(), tag()) })
+    else {
+        return;
+    };
+    // SAFETY: the caller holds the wrapper of that generation for the call.
+    drop(unsafe { cell.keep(obj, generation) });
+}
+
+/// Spare references kept right now by all threads (for the test hooks).
+pub fn spares_held() -> usize {
+    SPARES.held()
 }

@@ -160,4 +160,7 @@ final class Native {
     static native long liveObjects();
 
     static native int sideTableSize();
+
+    /** Spare references kept in the per-thread cells right now (all threads; see docs/java.md). */
+    static native int sparesHeld();
 }

@@ -1,0 +1,249 @@
+//! Spare references kept per thread, for hosts whose slots no lock serialises (the JVM).
+//!
+//! Returning an object whose wrapper is alive hands the frontend a +1 it does not need;
+//! dropping it is an atomic decrement, and the callee's conversion of the next borrowed
+//! argument is an atomic increment. Serialized hosts keep that +1 in the slot word
+//! (`tying::take_spare`). A JVM slot has no such lock (any thread may pass a wrapper), so the
+//! +1 goes to a cell owned by the calling thread instead, and the thread's next call with the
+//! same wrapper lends it (`AnyView::lent_object`): `echo(x)` then touches no atomic.
+//!
+//! A cell holds at most one entry: an object, one strong reference to it, and the generation
+//! of the wrapper it was kept for. The protocol that lets the owner use plain loads and
+//! stores while a release on another thread takes entries out:
+//!
+//! - The owner writes its cell only during a call that holds the entry's wrapper: it keeps a
+//!   result's +1 only into an empty cell, and takes an entry only for an argument whose
+//!   wrapper has the entry's generation.
+//! - When a wrapper is released (closed, or cleaned after it became unreachable), no call
+//!   holding it runs or will run, and every such call happened before the release (the
+//!   language's guarantee: `Reference.reachabilityFence`, or the caller's promise not to
+//!   close a wrapper in use). The release [`ThreadSpares::steal`]s every entry of its
+//!   object and generation. Those entries are stable by the first rule (no owner writes a
+//!   non-empty cell unless it holds that generation's wrapper), so a compare-and-swap on
+//!   the entry's object word is the only synchronisation needed.
+//!
+//! So entries never outlive their wrapper and an object dies exactly when it did without
+//! them; between a keep and the release the owner's calls need no atomic instruction.
+//!
+//! Cells are found by the thread's [`thread_token`], hashed into a fixed table with a short
+//! probe; a thread that finds no free cell simply keeps no spares. A thread hands its cell
+//! back when it exits (a thread-local destructor drops the entry and clears the owner).
+
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+
+use crate::arc::ObjectRef;
+use crate::object::{dec_ref, ObjectHeader};
+
+/// Cells in a table; the `claimed` mask has one bit per cell.
+const CELLS: usize = 64;
+/// Cells a thread tries, from its hash, before giving up on keeping spares.
+const PROBES: usize = 4;
+
+/// One thread's cell, alone on its cache line (owners write theirs on every call).
+#[repr(C, align(64))]
+struct Cell {
+    /// The owning thread's token; 0 while free.
+    owner: AtomicUsize,
+    /// The object of the entry, null when empty; the entry owns one strong reference.
+    obj: AtomicPtr<ObjectHeader>,
+    /// The generation of the wrapper the entry was kept for.
+    generation: AtomicU64,
+}
+
+const _: () = assert!(std::mem::size_of::<Cell>() == 64);
+
+impl Cell {
+    const fn new() -> Cell {
+        Cell { owner: AtomicUsize::new(0), obj: AtomicPtr::new(std::ptr::null_mut()), generation: AtomicU64::new(0) }
+    }
+}
+
+/// A table of per-thread cells; a frontend keeps one in a static.
+pub struct ThreadSpares {
+    cells: [Cell; CELLS],
+    /// Bit `i` set once cell `i` has an owner: what a steal scans.
+    claimed: AtomicU64,
+}
+
+impl Default for ThreadSpares {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ThreadSpares {
+    pub const fn new() -> ThreadSpares {
+        ThreadSpares { cells: [const { Cell::new() }; CELLS], claimed: AtomicU64::new(0) }
+    }
+
+    /// The calling thread's cell, claiming a free one on its first call; `None` when the
+    /// cells it may use are all taken (it then keeps no spares).
+    #[inline]
+    pub fn cell(&'static self) -> Option<SpareCell<'static>> {
+        let token = thread_token();
+        let start = (token >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - CELLS.trailing_zeros());
+        for i in 0..PROBES {
+            let index = (start + i) % CELLS;
+            let cell = &self.cells[index];
+            let owner = cell.owner.load(Ordering::Relaxed);
+            if owner == token {
+                return Some(SpareCell { cell, _owner_thread: std::marker::PhantomData });
+            }
+            if owner == 0 {
+                return self.claim(index, token);
+            }
+        }
+        None
+    }
+
+    /// Claim free cell `index` for the calling thread (`token`) and arrange to hand it back
+    /// when the thread exits.
+    #[cold]
+    fn claim(&'static self, index: usize, token: usize) -> Option<SpareCell<'static>> {
+        let cell = &self.cells[index];
+        // Acquire: the previous owner emptied the cell before it let go.
+        cell.owner.compare_exchange(0, token, Ordering::Acquire, Ordering::Relaxed).ok()?;
+        if OWNED.try_with(|owned| owned.0.borrow_mut().push(cell)).is_err() {
+            // The thread is exiting: nothing would hand the cell back.
+            cell.owner.store(0, Ordering::Release);
+            return None;
+        }
+        self.claimed.fetch_or(1 << index, Ordering::Release);
+        Some(SpareCell { cell, _owner_thread: std::marker::PhantomData })
+    }
+
+    /// A wrapper of `generation` for `obj` was released: drop every entry kept for it.
+    /// Returns how many there were. The caller still holds a reference to `obj` (the
+    /// wrapper's, dropped after this), so none of these drops frees it.
+    ///
+    /// # Safety
+    /// `obj` is live, and no call holding that wrapper runs or will run: every one happened
+    /// before this release.
+    pub unsafe fn steal(&self, obj: *mut ObjectHeader, generation: u64) -> u32 {
+        if generation == 0 {
+            return 0; // never kept (see `SpareCell::keep`)
+        }
+        let mut claimed = self.claimed.load(Ordering::Acquire);
+        let mut stolen = 0;
+        while claimed != 0 {
+            let cell = &self.cells[claimed.trailing_zeros() as usize];
+            claimed &= claimed - 1;
+            // Acquire: the owner wrote the generation before publishing the object.
+            if cell.obj.load(Ordering::Acquire) == obj
+                && cell.generation.load(Ordering::Relaxed) == generation
+                && cell.obj.compare_exchange(obj, std::ptr::null_mut(), Ordering::AcqRel, Ordering::Relaxed).is_ok()
+            {
+                // SAFETY: the entry's strong reference, now ours; the caller's keeps `obj` alive.
+                unsafe { dec_ref(obj) };
+                stolen += 1;
+            }
+        }
+        stolen
+    }
+
+    /// Entries held right now (a snapshot, for tests and diagnostics).
+    pub fn held(&self) -> usize {
+        self.cells.iter().filter(|c| !c.obj.load(Ordering::Relaxed).is_null()).count()
+    }
+}
+
+thread_local! {
+    /// The cells the thread owns, handed back (entry dropped, owner cleared) when it exits.
+    /// Only claims touch it: calls find their cell by [`thread_token`], which needs no
+    /// thread-local access (a `__tls_get_addr` call in a shared library).
+    static OWNED: OwnedCells = const { OwnedCells(std::cell::RefCell::new(Vec::new())) };
+}
+
+struct OwnedCells(std::cell::RefCell<Vec<&'static Cell>>);
+
+impl Drop for OwnedCells {
+    fn drop(&mut self) {
+        for cell in self.0.get_mut().drain(..) {
+            let obj = cell.obj.load(Ordering::Acquire);
+            // A release may be stealing the entry right now: whoever swaps it out drops it.
+            if !obj.is_null()
+                && cell.obj.compare_exchange(obj, std::ptr::null_mut(), Ordering::AcqRel, Ordering::Relaxed).is_ok()
+            {
+                // SAFETY: the entry's strong reference, now ours.
+                unsafe { dec_ref(obj) };
+            }
+            // Release: the next owner sees the cell empty.
+            cell.owner.store(0, Ordering::Release);
+        }
+    }
+}
+
+/// A number that names the calling thread among the live ones: its thread pointer (the TLS
+/// ABI's thread control block address), which the C library reuses only after the thread,
+/// thread-local destructors included, is gone. One instruction on x86-64 and aarch64 Linux.
+#[inline(always)]
+pub fn thread_token() -> usize {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
+    {
+        let tp: usize;
+        // SAFETY: the x86-64 TLS ABI keeps the thread pointer at %fs:0 (the TCB's self link);
+        // reading it has no side effects.
+        unsafe {
+            std::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp, options(nostack, readonly, preserves_flags))
+        };
+        tp
+    }
+    #[cfg(all(target_arch = "aarch64", target_os = "linux", not(miri)))]
+    {
+        let tp: usize;
+        // SAFETY: reading the thread pointer register has no side effects.
+        unsafe { std::arch::asm!("mrs {}, tpidr_el0", out(reg) tp, options(nomem, nostack, preserves_flags)) };
+        tp
+    }
+    #[cfg(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux", not(miri))))]
+    {
+        thread_local! {
+            static MARK: u8 = const { 0 };
+        }
+        MARK.with(|m| m as *const u8 as usize)
+    }
+}
+
+/// The calling thread's cell. Not `Send`: only its owner may use it.
+pub struct SpareCell<'a> {
+    cell: &'a Cell,
+    _owner_thread: std::marker::PhantomData<*const ()>,
+}
+
+impl SpareCell<'_> {
+    /// Take the entry if it was kept for `obj`'s wrapper of `generation`; the caller then owns
+    /// its strong reference (to lend to a call).
+    ///
+    /// # Safety
+    /// The caller holds the wrapper of `generation`, which is the one tied to `obj`, for the
+    /// duration of this call.
+    #[inline]
+    pub unsafe fn take(&self, obj: *mut ObjectHeader, generation: u64) -> bool {
+        // Only this thread writes a non-empty cell, and a release steals only entries of
+        // generations whose wrappers nobody holds: an entry of `generation` is ours to take.
+        if self.cell.obj.load(Ordering::Relaxed) == obj && self.cell.generation.load(Ordering::Relaxed) == generation {
+            self.cell.obj.store(std::ptr::null_mut(), Ordering::Relaxed);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Keep `obj` (a strong reference the caller does not need) if the cell is empty; gives it
+    /// back otherwise.
+    ///
+    /// # Safety
+    /// The caller holds the wrapper of `generation`, which is the one tied to `obj`, for the
+    /// duration of this call (so its release, which steals the entry, comes after).
+    #[inline]
+    pub unsafe fn keep(&self, obj: ObjectRef, generation: u64) -> Option<ObjectRef> {
+        // Generation 0 names no wrapper: its releases never steal.
+        if generation == 0 || !self.cell.obj.load(Ordering::Relaxed).is_null() {
+            return Some(obj);
+        }
+        self.cell.generation.store(generation, Ordering::Relaxed);
+        // Release: a steal that sees the object sees its generation.
+        self.cell.obj.store(obj.into_raw(), Ordering::Release);
+        None
+    }
+}

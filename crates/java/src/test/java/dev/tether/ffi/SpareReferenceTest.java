@@ -1,0 +1,148 @@
+package dev.tether.ffi;
+
+import static dev.tether.ffi.TestSupport.assertBackTo;
+import static dev.tether.ffi.TestSupport.live;
+import static dev.tether.ffi.TestSupport.settledLive;
+import static dev.tether.ffi.TestSupport.t;
+import static org.junit.jupiter.api.Assertions.*;
+
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Spare references kept per thread (tether_core::thread_spares): a call returning one of its
+ * wrapper arguments keeps the extra reference in the calling thread's cell and lends it to the
+ * next call with that wrapper. The object must still die exactly when its wrapper is released,
+ * whichever thread kept the spare and however the wrapper goes (close, Cleaner).
+ *
+ * <p>Each test starts from a settled heap: a cell keeps one entry, and an entry of an earlier
+ * test's unreachable wrapper leaves only when its Cleaner runs.
+ */
+class SpareReferenceTest {
+    private static final TetherFunction ECHO = t("echo");
+
+    private static TetherInstance pair() {
+        return (TetherInstance) t("make_pair").call(1L, 2L);
+    }
+
+    /** Run {@code body} on a new thread, which then waits (alive, its cell kept) until released. */
+    private static Thread parkedAfter(Runnable body, CountDownLatch done, CountDownLatch release,
+            AtomicReference<Throwable> failure) {
+        Thread thread = new Thread(() -> {
+            try {
+                body.run();
+            } catch (Throwable e) {
+                failure.set(e);
+            }
+            done.countDown();
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        thread.start();
+        return thread;
+    }
+
+    @Test
+    void anEchoKeepsASpareThatCloseReleasesAtOnce() throws InterruptedException {
+        long base = settledLive();
+        TetherInstance p = pair();
+        int held = Native.sparesHeld();
+        for (int i = 0; i < 100; i++) {
+            assertSame(p, ECHO.call(p));
+        }
+        assertEquals(held + 1, Native.sparesHeld(), "this thread's cell keeps one spare of p");
+        assertEquals(base + 1, live());
+        p.close();
+        assertEquals(held, Native.sparesHeld(), "close() took the spare back");
+        assertEquals(base, live(), "the object died with its wrapper, as without spares");
+    }
+
+    @Test
+    void closeReleasesASpareKeptByAnotherLiveThread() throws InterruptedException {
+        long base = settledLive();
+        TetherInstance p = pair();
+        CountDownLatch done = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        int held = Native.sparesHeld();
+        Thread other = parkedAfter(() -> {
+            for (int i = 0; i < 100; i++) {
+                assertSame(p, ECHO.call(p));
+            }
+        }, done, release, failure);
+        done.await();
+        assertNull(failure.get());
+        assertEquals(held + 1, Native.sparesHeld(), "the other thread keeps a spare of p");
+        p.close();
+        assertEquals(base, live(), "closed on this thread while the other keeps its cell: still freed");
+        release.countDown();
+        other.join();
+    }
+
+    @Test
+    void theCleanerReleasesSparesOfEveryThread() throws InterruptedException {
+        long base = settledLive();
+        int held = Native.sparesHeld();
+        CountDownLatch done = new CountDownLatch(2);
+        CountDownLatch release = new CountDownLatch(1);
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Thread[] threads = new Thread[2];
+        // Both threads keep spares of the same object, then stay alive while it becomes
+        // unreachable; only the Cleaner's release can free it.
+        AtomicReference<TetherInstance> shared = new AtomicReference<>(pair());
+        for (int i = 0; i < threads.length; i++) {
+            threads[i] = parkedAfter(() -> {
+                TetherInstance p = shared.get();
+                for (int k = 0; k < 100; k++) {
+                    assertSame(p, ECHO.call(p));
+                }
+            }, done, release, failure);
+        }
+        done.await();
+        assertNull(failure.get());
+        assertEquals(held + 2, Native.sparesHeld(), "each thread keeps a spare of the object");
+        shared.set(null);
+        assertBackTo(base);
+        release.countDown();
+        for (Thread thread : threads) {
+            thread.join();
+        }
+    }
+
+    @Test
+    void aLentSpareSurvivesACallThatRejectsIt() throws InterruptedException {
+        long base = settledLive();
+        TetherInstance p = pair();
+        TetherFunction add = t("add");
+        int held = Native.sparesHeld();
+        for (int round = 0; round < 3; round++) {
+            assertSame(p, ECHO.call(p));
+            assertEquals(held + 1, Native.sparesHeld(), "a spare is kept");
+            assertThrows(TetherTypeError.class, () -> add.call(p, 1L));
+            assertEquals(held, Native.sparesHeld(), "lent to add, whose int conversion rejected it");
+            assertEquals(1L, p.get("first"), "the wrapper's own reference is intact");
+        }
+        p.close();
+        assertEquals(base, live(), "no reference leaked or lost on the rejecting path");
+    }
+
+    @Test
+    void spareOfOneObjectIsNotLentToAnother() throws InterruptedException {
+        long base = settledLive();
+        TetherInstance a = pair();
+        TetherInstance b = pair();
+        for (int i = 0; i < 50; i++) {
+            assertSame(a, ECHO.call(a));
+            assertSame(b, ECHO.call(b));
+            assertSame(a, t("echo").call(a));
+        }
+        a.close();
+        assertSame(b, ECHO.call(b));
+        b.close();
+        assertEquals(base, live());
+    }
+}
