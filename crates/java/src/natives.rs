@@ -138,8 +138,8 @@ unsafe fn call_encoded(
     let f = unsafe { function_at(func) }?;
     if let (Some(cell), true) = (spares, f.flags & function::FUNC_ADOPTS_LENT != 0) {
         // The cell holds one entry: the first argument that matches it takes it.
-        for (view, &(kind, bits, _)) in views.iter_mut().zip(args) {
-            if kind == convert::KIND_OBJECT {
+        for (view, &(kind, bits, r)) in views.iter_mut().zip(args) {
+            if kind == convert::KIND_OBJECT && !r.is_null() {
                 // SAFETY: Java keeps the wrapper reachable; `f` adopts lent views.
                 if let Some(lent) = unsafe { tie::lend_spare(cell, bits as *mut ObjectHeader) } {
                     *view = lent;
