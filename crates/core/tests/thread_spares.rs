@@ -55,7 +55,7 @@ fn keep_on_a_thread_that_exits(spares: &'static ThreadSpares, obj: &ObjectRef, g
     // `join` (not a scope) waits for the thread's thread-local destructors too.
     std::thread::spawn(move || {
         let cell = spares.cell().expect("an empty table has a cell for this thread");
-        // the test holds `obj` (the stand-in wrapper) throughout.
+        // The test holds `obj` (the stand-in wrapper) throughout.
         assert!(keep(&cell, extra, generation).is_none());
         assert_eq!(spares.held(), 1);
     })
@@ -90,7 +90,6 @@ fn a_thread_finds_its_own_cell_again_and_others_do_not() {
     assert!(!taken_elsewhere, "another thread's cell is empty");
     let again = spares.cell().unwrap();
     assert!(take(&again, &obj, 1), "the same thread finds the same cell");
-    // the taken reference is ours.
     drop_taken(&obj);
     assert_eq!(strong(&obj), 1);
 }
@@ -111,7 +110,6 @@ fn keep_then_take_moves_one_reference_and_leaves_the_count_alone() {
     assert!(take(&cell, &obj, 7));
     assert!(!take(&cell, &obj, 7), "taken once");
     assert_eq!(spares.held(), 0);
-    // the taken reference is ours.
     drop_taken(&obj);
     assert_eq!(strong(&obj), 1);
 }
@@ -123,7 +121,7 @@ fn generation_zero_is_never_kept_or_stolen() {
     let cell = spares.cell().unwrap();
     // `obj` stands for the wrapper.
     assert!(keep(&cell, obj.clone(), 0).is_some());
-    // no wrapper of generation 0 exists.
+    // No wrapper of generation 0 exists.
     assert_eq!(steal(spares, &obj, 0), 0);
     assert_eq!((spares.held(), strong(&obj)), (0, 1));
 }
@@ -136,7 +134,7 @@ fn an_exiting_thread_drops_its_spare_and_frees_its_cell() {
         keep_on_a_thread_that_exits(spares, &obj, 2 + round);
         assert_eq!((spares.held(), strong(&obj)), (0, 1), "round {round}");
     }
-    // the generations' wrappers are gone; nothing is left to steal.
+    // The generations' wrappers are gone; nothing is left to steal.
     assert_eq!(steal(spares, &obj, 2), 0);
 }
 
@@ -167,7 +165,7 @@ fn a_release_steals_its_own_generation_from_every_thread() {
             let (kept_tx, go_rx, extra) = (kept_tx.clone(), &go_rx, o.clone());
             s.spawn(move || {
                 let cell = spares.cell().unwrap();
-                // the test holds the stand-in wrappers until after the steals.
+                // The test holds the stand-in wrappers until after the steals.
                 assert!(keep(&cell, extra, g).is_none());
                 kept_tx.send(()).unwrap();
                 let _ = go_rx.lock().unwrap().recv();
@@ -177,7 +175,7 @@ fn a_release_steals_its_own_generation_from_every_thread() {
             kept_rx.recv().unwrap();
         }
         assert_eq!(strong(&obj), 4);
-        // the generation's wrapper is gone; the test holds each object.
+        // The generation's wrapper is gone; the test holds each object.
         assert_eq!(steal(spares, &obj, 3), 2);
         assert_eq!(strong(&obj), 2);
         assert_eq!(steal(spares, &obj, 3), 0, "a second release finds nothing");
@@ -209,8 +207,8 @@ fn owners_keep_and_take_while_releases_steal_on_another_thread() {
             finished.push(done_rx);
             s.spawn(move || {
                 let cell = spares.cell().unwrap();
-                // it holds the stand-in wrapper of generation 2 until
-                // it signals, then generation 5's.
+                // The thread holds the stand-in wrapper of generation 2 until it signals,
+                // then generation 5's.
                 assert!(keep(&cell, obj.clone(), 2).is_none());
                 ready_tx.send(()).unwrap();
                 // Calls until `rounds` are done and the last one kept its result (which it
@@ -237,12 +235,12 @@ fn owners_keep_and_take_while_releases_steal_on_another_thread() {
         }
         for (ready, obj) in started.iter().zip(&objs) {
             ready.recv().unwrap();
-            // generation 2 was released (its owner moved on to generation 5).
+            // Generation 2 was released (its owner moved on to generation 5).
             assert_eq!(steal(spares, obj, 2), 1);
         }
         for (done, obj) in finished.iter().zip(&objs) {
             done.recv().unwrap();
-            // the thread made its last call with generation 5.
+            // The thread made its last call with generation 5.
             assert_eq!(steal(spares, obj, 5), 1);
             assert_eq!(strong(obj), 1);
         }

@@ -26,6 +26,13 @@ class SpareReferenceTest {
         return (TetherInstance) t("make_pair").call(1L, 2L);
     }
 
+    /** Echo {@code p} a hundred times: the first call keeps a spare, the others lend and keep it. */
+    private static void echoes(TetherInstance p) {
+        for (int i = 0; i < 100; i++) {
+            assertSame(p, ECHO.call(p));
+        }
+    }
+
     /** Run {@code body} on a new thread, which then waits (alive, its cell kept) until released. */
     private static Thread parkedAfter(Runnable body, CountDownLatch done, CountDownLatch release,
             AtomicReference<Throwable> failure) {
@@ -51,9 +58,7 @@ class SpareReferenceTest {
         long base = settledLive();
         TetherInstance p = pair();
         int held = Native.sparesHeld();
-        for (int i = 0; i < 100; i++) {
-            assertSame(p, ECHO.call(p));
-        }
+        echoes(p);
         assertEquals(held + 1, Native.sparesHeld(), "this thread's cell keeps one spare of p");
         assertEquals(base + 1, live());
         p.close();
@@ -69,11 +74,7 @@ class SpareReferenceTest {
         CountDownLatch release = new CountDownLatch(1);
         AtomicReference<Throwable> failure = new AtomicReference<>();
         int held = Native.sparesHeld();
-        Thread other = parkedAfter(() -> {
-            for (int i = 0; i < 100; i++) {
-                assertSame(p, ECHO.call(p));
-            }
-        }, done, release, failure);
+        Thread other = parkedAfter(() -> echoes(p), done, release, failure);
         done.await();
         assertNull(failure.get());
         assertEquals(held + 1, Native.sparesHeld(), "the other thread keeps a spare of p");
@@ -95,12 +96,7 @@ class SpareReferenceTest {
         // unreachable; only the Cleaner's release can free it.
         AtomicReference<TetherInstance> shared = new AtomicReference<>(pair());
         for (int i = 0; i < threads.length; i++) {
-            threads[i] = parkedAfter(() -> {
-                TetherInstance p = shared.get();
-                for (int k = 0; k < 100; k++) {
-                    assertSame(p, ECHO.call(p));
-                }
-            }, done, release, failure);
+            threads[i] = parkedAfter(() -> echoes(shared.get()), done, release, failure);
         }
         done.await();
         assertNull(failure.get());
