@@ -83,26 +83,23 @@ impl ThreadSpares {
         let token = thread_token();
         let start = (token >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - CELLS.trailing_zeros());
         for i in 0..PROBES {
-            let index = (start + i) % CELLS;
-            let cell = &self.cells[index];
-            let owner = cell.owner.load(Ordering::Relaxed);
-            if owner == token {
+            let cell = &self.cells[(start + i) % CELLS];
+            if cell.owner.load(Ordering::Relaxed) == token {
                 return Some(SpareCell { cell, _owner_thread: std::marker::PhantomData });
             }
-            if owner == 0 {
-                return self.claim(index, token);
-            }
         }
-        None
+        self.claim(start, token)
     }
 
-    /// Claim free cell `index` for the calling thread (`token`) and arrange to hand it back
-    /// when the thread exits.
+    /// Claim the first free cell of the calling thread's probe run (from `start`; `token` is
+    /// the thread's) and arrange to hand it back when the thread exits.
     #[cold]
-    fn claim(&'static self, index: usize, token: usize) -> Option<SpareCell<'static>> {
+    fn claim(&'static self, start: usize, token: usize) -> Option<SpareCell<'static>> {
+        let index = (0..PROBES).map(|i| (start + i) % CELLS).find(|&index| {
+            // Acquire: the previous owner emptied the cell before it let go.
+            self.cells[index].owner.compare_exchange(0, token, Ordering::Acquire, Ordering::Relaxed).is_ok()
+        })?;
         let cell = &self.cells[index];
-        // Acquire: the previous owner emptied the cell before it let go.
-        cell.owner.compare_exchange(0, token, Ordering::Acquire, Ordering::Relaxed).ok()?;
         if OWNED.try_with(|owned| owned.0.borrow_mut().push(cell)).is_err() {
             // The thread is exiting: nothing would hand the cell back.
             cell.owner.store(0, Ordering::Release);
