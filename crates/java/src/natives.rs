@@ -165,6 +165,17 @@ unsafe fn call_encoded(
     Ok(None)
 }
 
+/// The calling thread's spare cell when some argument is a wrapper (for the `ints*` natives
+/// the kinds are constants, and the lookup folds away).
+#[inline(always)]
+fn spare_cell_for(args: &[(jint, jlong, jobject)]) -> Option<SpareCell<'static>> {
+    if args.iter().any(|&(kind, _, _)| kind == convert::KIND_OBJECT) {
+        tie::spare_cell()
+    } else {
+        None
+    }
+}
+
 /// [`call_encoded`], its result as a Java object.
 ///
 /// # Safety
@@ -172,7 +183,7 @@ unsafe fn call_encoded(
 #[inline(always)]
 unsafe fn call_encoded_object(env: Env, func: jlong, args: &[(jint, jlong, jobject)]) -> Result<jobject> {
     let mut result = Any::none();
-    let spares = tie::spare_cell();
+    let spares = spare_cell_for(args);
     // SAFETY: forwarded.
     match unsafe { call_encoded(env, func, args, spares.as_ref(), &mut result) }? {
         Some(r) => {
@@ -207,7 +218,7 @@ unsafe fn call_encoded_long(env: Env, func: jlong, args: &[(jint, jlong, jobject
     let mut result = Any::none();
     // SAFETY: forwarded. An argument coming back is parked as the object itself (not the
     // local reference, which dies with this frame); the take ties it to the same wrapper.
-    unsafe { call_encoded(env, func, args, tie::spare_cell().as_ref(), &mut result) }?;
+    unsafe { call_encoded(env, func, args, spare_cell_for(args).as_ref(), &mut result) }?;
     if let Some(i) = result.view().as_int() {
         if i != PENDING_RESULT {
             return Ok(i);
