@@ -16,8 +16,9 @@
 //!   wrapper has the entry's generation.
 //! - When a wrapper is released (closed, or cleaned after it became unreachable), no call
 //!   holding it runs or will run, and every such call happened before the release (the
-//!   language's guarantee: `Reference.reachabilityFence`, or the caller's promise not to
-//!   close a wrapper in use). The release [`ThreadSpares::steal`]s every entry of its
+//!   language's guarantee: `Reference.reachabilityFence` happens-before the Cleaner's
+//!   action, specified in `java.lang.ref` since JDK 23 and HotSpot's behaviour before; or
+//!   the caller's promise not to close a wrapper in use). The release [`ThreadSpares::steal`]s every entry of its
 //!   object and generation. Those entries are stable by the first rule (no owner writes a
 //!   non-empty cell unless it holds that generation's wrapper), so a compare-and-swap on
 //!   the entry's object word is the only synchronisation needed.
