@@ -110,6 +110,30 @@ class SpareReferenceTest {
     }
 
     @Test
+    void threadsThatExitGiveTheirSparesBack() throws InterruptedException {
+        long base = settledLive();
+        int held = Native.sparesHeld();
+        TetherInstance p = pair();
+        // More threads than the table has cells, one after another: each keeps a spare of p,
+        // and each hands its cell (and the spare) back as it exits.
+        for (int i = 0; i < 100; i++) {
+            Thread thread = new Thread(() -> echoes(p));
+            thread.start();
+            thread.join();
+        }
+        // Thread.join returns before the native thread's thread-local destructors have run.
+        for (int i = 0; i < 500 && Native.sparesHeld() != held; i++) {
+            Thread.sleep(10);
+        }
+        assertEquals(held, Native.sparesHeld(), "exited threads keep no spares");
+        assertEquals(base + 1, live(), "p lives on, held by its wrapper alone");
+        echoes(p);
+        assertEquals(held + 1, Native.sparesHeld());
+        p.close();
+        assertEquals(base, live());
+    }
+
+    @Test
     void aLentSpareSurvivesACallThatRejectsIt() throws InterruptedException {
         long base = settledLive();
         TetherInstance p = pair();
