@@ -35,7 +35,7 @@ public final class TetherWorkloads implements Workloads {
 
     @Override
     public long add3(long a, long b, long c) {
-        return (Long) add3.call(a, b, c);
+        return add3.callLong(a, b, c);
     }
 
     @Override

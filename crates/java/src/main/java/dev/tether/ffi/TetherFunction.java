@@ -138,6 +138,70 @@ public final class TetherFunction implements TetherObject, Tied {
         }
     }
 
+    /**
+     * Call with no arguments, for an int result: no boxing on the way back (the {@code long}
+     * counterpart of {@link #call()}).
+     *
+     * @throws TetherTypeError if the result is not an int
+     */
+    public long callLong() {
+        long fn = ref.handle();
+        try {
+            return longResult(Native.call0L(fn));
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /**
+     * Call with one int argument, for an int result: nothing is boxed either way, as for a
+     * native method declared {@code long f(long)}.
+     *
+     * @throws TetherTypeError if the result is not an int
+     */
+    public long callLong(long a) {
+        long fn = ref.handle();
+        try {
+            return longResult(Native.ints1(fn, a));
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /** As {@link #callLong(long)}, with two int arguments. */
+    public long callLong(long a, long b) {
+        long fn = ref.handle();
+        try {
+            return longResult(Native.ints2(fn, a, b));
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /** As {@link #callLong(long)}, with three int arguments. */
+    public long callLong(long a, long b, long c) {
+        long fn = ref.handle();
+        try {
+            return longResult(Native.ints3(fn, a, b, c));
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /** The result of a {@code callLong}: the bits, or the parked result if it is an int. */
+    private long longResult(long bits) {
+        if (bits != Native.PENDING) {
+            return bits;
+        }
+        Object result = Native.takePending();
+        if (result != null && result.getClass() == Long.class) {
+            return (Long) result;
+        }
+        String got = result == null ? "None" : result instanceof TetherObject
+                ? ((TetherObject) result).typeKey() : result.getClass().getSimpleName();
+        throw new TetherTypeError("TypeError", name() + "() returned " + got + ", not an int (callLong)", "");
+    }
+
     /** Any arity, any argument types: the arguments are encoded into arrays first. */
     private Object callEncoded(Object[] args) {
         long fn = ref.handle();

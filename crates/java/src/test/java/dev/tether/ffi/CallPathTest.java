@@ -57,6 +57,34 @@ class CallPathTest {
     }
 
     @Test
+    void callLongPassesAndReturnsUnboxedInts() {
+        TetherFunction add = t("add");
+        TetherFunction add3 = t("add3");
+        TetherFunction echo = t("echo");
+        for (int i = 0; i < 3; i++) {
+            assertEquals(3L, add.callLong(1, 2));
+            assertEquals(6L, add3.callLong(1, 2, 3));
+            assertEquals(-5L, echo.callLong(-5));
+            assertEquals(Long.MIN_VALUE, echo.callLong(Long.MIN_VALUE));
+            assertEquals(Native.PENDING, echo.callLong(Native.PENDING), "an int equal to the marker value");
+            assertEquals(Native.PENDING, add.callLong(Native.PENDING - 1, 1));
+            assertEquals(TestSupport.live(), t("live_objects").callLong(), "no arguments");
+        }
+    }
+
+    @Test
+    void callLongRejectsResultsThatAreNotInts() {
+        TetherTypeError e = assertThrows(TetherTypeError.class, () -> t("make_array").callLong(2));
+        assertEquals("testing.make_array() returned tether.Array, not an int (callLong)", e.getMessage());
+        e = assertThrows(TetherTypeError.class, () -> t("stash_clear").callLong());
+        assertTrue(e.getMessage().contains("returned None"), e.getMessage());
+        e = assertThrows(TetherTypeError.class, () -> t("echo").callLong(1, 2), "a native arity error");
+        assertTrue(e.getMessage().contains("testing.echo"), e.getMessage());
+        assertThrows(TetherException.class, Native::takePending, "nothing is left parked");
+        assertEquals(7L, t("add").callLong(3, 4), "the function still works");
+    }
+
+    @Test
     void everyArityOnBothPaths() {
         TetherFunction add = t("add");
         TetherFunction add3 = t("add3");
