@@ -4,7 +4,8 @@
 //!
 //! The wrapper owns +1 on the native object. Its Cleaner action (or `close()`) calls
 //! [`release`] with the handle and the generation it was made for; the core clears the slot
-//! only if that generation still owns it.
+//! only if that generation still owns it, and takes back the spare references calling threads
+//! kept for that wrapper ([`keep_spare`], [`lend_spare`]; `tether_core::thread_spares`).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::LazyLock;
