@@ -11,7 +11,6 @@ use tether_core::containers::{ArrayObj, MapObj};
 use tether_core::function::FunctionObj;
 use tether_core::object::ObjectHeader;
 use tether_core::plugin::{self, ModuleObj};
-use tether_core::thread_spares::SpareCell;
 use tether_core::types::{self, TypeInfo};
 use tether_core::{function, Any, AnyView, Error, ObjectRef, Result, TypeIndex};
 
@@ -100,7 +99,9 @@ unsafe fn invoke(func: jlong, f: &FunctionObj, args: &[AnyView<'_>], result: &mu
 /// increment in the callee.
 ///
 /// Returns the wrapper of the argument the result is, if it is one of the object arguments
-/// (`echo(p)`): a local reference of the calling native method, returned to Java as is.
+/// (`echo(p)`): a local reference of the calling native method, returned to Java as is. With
+/// `keep_spare`, the result's extra reference then becomes this thread's spare (`result` is
+/// left None); without, it stays in `result`.
 ///
 /// # Safety
 /// Java encoded the arguments with `Marshal`, keeps each `ref` and the function reachable.
@@ -109,7 +110,7 @@ unsafe fn call_encoded(
     env: Env,
     func: jlong,
     args: &[(jint, jlong, jobject)],
-    spares: Option<&SpareCell<'_>>,
+    keep_spare: bool,
     result: &mut Any,
 ) -> Result<Option<jobject>> {
     let mut hold: [Any; 3] = Default::default();
@@ -136,7 +137,10 @@ unsafe fn call_encoded(
     }
     // SAFETY: forwarded.
     let f = unsafe { function_at(func) }?;
-    if let (Some(cell), true) = (spares, f.flags & function::FUNC_ADOPTS_LENT != 0) {
+    // Only calls with a wrapper argument look for the thread's cell (for the `ints*` natives
+    // the kinds are constants and this folds away).
+    let spares = args.iter().any(|&(kind, _, _)| kind == convert::KIND_OBJECT).then(tie::spare_cell).flatten();
+    if let (Some(cell), true) = (&spares, f.flags & function::FUNC_ADOPTS_LENT != 0) {
         // The cell holds one entry: the first argument that matches it takes it.
         for (view, &(kind, bits, r)) in views.iter_mut().zip(args) {
             if kind == convert::KIND_OBJECT && !r.is_null() {
@@ -158,22 +162,17 @@ unsafe fn call_encoded(
     if let Some(ptr) = result.view().as_object_ptr() {
         for &(kind, bits, r) in args {
             if kind == convert::KIND_OBJECT && !r.is_null() && bits as *mut ObjectHeader == ptr {
+                if let (true, Some(cell)) = (keep_spare, &spares) {
+                    if let Some(obj) = std::mem::take(result).into_object() {
+                        // SAFETY: `r`, the object's wrapper, is reachable for the call.
+                        unsafe { tie::keep_spare(cell, obj) };
+                    }
+                }
                 return Ok(Some(r));
             }
         }
     }
     Ok(None)
-}
-
-/// The calling thread's spare cell when some argument is a wrapper (for the `ints*` natives
-/// the kinds are constants, and the lookup folds away).
-#[inline(always)]
-fn spare_cell_for(args: &[(jint, jlong, jobject)]) -> Option<SpareCell<'static>> {
-    if args.iter().any(|&(kind, _, _)| kind == convert::KIND_OBJECT) {
-        tie::spare_cell()
-    } else {
-        None
-    }
 }
 
 /// [`call_encoded`], its result as a Java object.
@@ -183,16 +182,9 @@ fn spare_cell_for(args: &[(jint, jlong, jobject)]) -> Option<SpareCell<'static>>
 #[inline(always)]
 unsafe fn call_encoded_object(env: Env, func: jlong, args: &[(jint, jlong, jobject)]) -> Result<jobject> {
     let mut result = Any::none();
-    let spares = spare_cell_for(args);
     // SAFETY: forwarded.
-    match unsafe { call_encoded(env, func, args, spares.as_ref(), &mut result) }? {
-        Some(r) => {
-            if let Some(obj) = result.into_object() {
-                // SAFETY: `r`, the object's wrapper, is reachable for the call.
-                unsafe { tie::keep_spare(spares.as_ref(), obj) };
-            }
-            Ok(r)
-        }
+    match unsafe { call_encoded(env, func, args, true, &mut result) }? {
+        Some(r) => Ok(r),
         None => to_java(env, result),
     }
 }
@@ -218,7 +210,7 @@ unsafe fn call_encoded_long(env: Env, func: jlong, args: &[(jint, jlong, jobject
     let mut result = Any::none();
     // SAFETY: forwarded. An argument coming back is parked as the object itself (not the
     // local reference, which dies with this frame); the take ties it to the same wrapper.
-    unsafe { call_encoded(env, func, args, spare_cell_for(args).as_ref(), &mut result) }?;
+    unsafe { call_encoded(env, func, args, false, &mut result) }?;
     if let Some(i) = result.view().as_int() {
         if i != PENDING_RESULT {
             return Ok(i);

@@ -141,10 +141,9 @@ pub unsafe fn lend_spare<'a>(cell: &SpareCell<'_>, obj: *mut ObjectHeader) -> Op
 /// # Safety
 /// Java keeps `obj`'s wrapper reachable for the call.
 #[inline(always)]
-pub unsafe fn keep_spare(cell: Option<&SpareCell<'_>>, obj: ObjectRef) {
+pub unsafe fn keep_spare(cell: &SpareCell<'_>, obj: ObjectRef) {
     // SAFETY: `obj` is live.
-    let (Some(cell), Some(generation)) = (cell, unsafe { tying::generation_of::<JavaHost>(obj.as_ptr(), tag()) })
-    else {
+    let Some(generation) = (unsafe { tying::generation_of::<JavaHost>(obj.as_ptr(), tag()) }) else {
         return;
     };
     // SAFETY: the caller holds the wrapper of that generation for the call.
