@@ -136,6 +136,11 @@ export function isDisposed(obj: TetherObject): boolean;
 export function toNative(value: NativeInput): NativeValue;
 /** True in the first environment that loaded the addon (the main thread). */
 export const isMainEnv: boolean;
+/**
+ * The deepest nesting of arrays and objects converted to native Arrays and Maps; a deeper
+ * value, or one that contains itself, throws a TetherValueError before reaching native code.
+ */
+export const MAX_NESTING_DEPTH: number;
 
 /** Fields every native error carries. */
 export interface TetherErrorFields {
@@ -185,6 +190,7 @@ declare const tether: {
   isDisposed: typeof isDisposed;
   toNative: typeof toNative;
   isMainEnv: boolean;
+  MAX_NESTING_DEPTH: number;
   TetherObject: typeof TetherObject;
   TetherArray: typeof TetherArray;
   TetherMap: typeof TetherMap;

@@ -495,6 +495,7 @@ module.exports = {
   isDisposed,
   toNative,
   isMainEnv: native.isMainEnv,
+  MAX_NESTING_DEPTH: native.MAX_NESTING_DEPTH,
   TetherObject,
   TetherArray,
   TetherMap,

@@ -15,6 +15,7 @@ export const {
   isDisposed,
   toNative,
   isMainEnv,
+  MAX_NESTING_DEPTH,
   TetherObject,
   TetherArray,
   TetherMap,

@@ -304,6 +304,14 @@ impl std::fmt::Debug for Any {
     }
 }
 
+#[cold]
+fn too_long_for_view(kind: &str, len: usize) -> crate::Error {
+    crate::Error::value(format!(
+        "a {kind} of {len} bytes is too long to pass to native code (at most {} bytes)",
+        AnyView::MAX_VIEW_LEN
+    ))
+}
+
 impl<'a> AnyView<'a> {
     head_accessors!();
     pub const fn none() -> AnyView<'static> {
@@ -318,6 +326,23 @@ impl<'a> AnyView<'a> {
     pub fn bool(v: bool) -> AnyView<'static> {
         AnyView { head: head(TypeIndex::BOOL, 0), payload: Payload::bits(v as u64), _borrow: PhantomData }
     }
+    /// Borrow a string without copying, or a ValueError when it is longer than
+    /// [`AnyView::MAX_VIEW_LEN`] bytes (a view's length is 32 bits).
+    pub fn try_raw_str(s: &'a str) -> crate::Result<AnyView<'a>> {
+        match s.len() <= Self::MAX_VIEW_LEN {
+            true => Ok(Self::raw_str(s)),
+            false => Err(too_long_for_view("str", s.len())),
+        }
+    }
+    /// As [`AnyView::try_raw_str`], for bytes.
+    pub fn try_raw_bytes(b: &'a [u8]) -> crate::Result<AnyView<'a>> {
+        match b.len() <= Self::MAX_VIEW_LEN {
+            true => Ok(Self::raw_bytes(b)),
+            false => Err(too_long_for_view("bytes", b.len())),
+        }
+    }
+    /// The longest string or byte string a view borrows (its length field is 32 bits).
+    pub const MAX_VIEW_LEN: usize = u32::MAX as usize;
     /// Borrow a string without copying (strings longer than `u32::MAX` are not viewable).
     pub fn raw_str(s: &'a str) -> AnyView<'a> {
         assert!(s.len() <= u32::MAX as usize, "string too long for a view");

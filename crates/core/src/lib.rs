@@ -7,6 +7,7 @@
 //! - [`any`]: the 16-byte `Any` / `AnyView` value cells
 //! - [`convert`]: Rust <-> `Any` conversion rules (shared by every frontend)
 //! - [`error`]: `Error` objects and the thread-local raised slot
+//! - [`nesting`]: the cycle and depth limit on converting nested language containers
 //! - [`function`]: `Function` objects, the `safe_call` ABI, typed closures, the global registry
 //! - [`types`]: the type registry with reflection
 //! - [`containers`]: Str, Bytes, Array, Map
@@ -26,6 +27,7 @@ pub mod convert;
 pub mod error;
 pub mod ffi;
 pub mod function;
+pub mod nesting;
 pub mod object;
 pub mod plugin;
 mod spin;

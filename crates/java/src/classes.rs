@@ -23,6 +23,9 @@ pub struct Classes {
     pub callbacks_invoke: jmethodID,
     pub errors: jclass,
     pub errors_create: jmethodID,
+    pub marshal: jclass,
+    pub marshal_list_items: jmethodID,
+    pub marshal_map_items: jmethodID,
     /// Global refs to `Long.valueOf(i)` for i in [`SMALL_LONG_MIN`, `SMALL_LONG_MAX`]: the very
     /// objects Java's own boxing cache returns, handed out without an upcall per result.
     pub small_longs: Vec<jobject>,
@@ -77,6 +80,7 @@ pub fn init(env: Env) -> Result<(), String> {
     let wrappers = global_class(env, c"dev/tether/ffi/Wrappers")?;
     let callbacks = global_class(env, c"dev/tether/ffi/Callbacks")?;
     let errors = global_class(env, c"dev/tether/ffi/Errors")?;
+    let marshal = global_class(env, c"dev/tether/ffi/Marshal")?;
     let long_value_of = static_method(env, long, c"valueOf", c"(J)Ljava/lang/Long;")?;
     let mut small_longs = Vec::with_capacity((SMALL_LONG_MAX - SMALL_LONG_MIN + 1) as usize);
     for i in SMALL_LONG_MIN..=SMALL_LONG_MAX {
@@ -114,6 +118,9 @@ pub fn init(env: Env) -> Result<(), String> {
             c"create",
             c"(Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;)Ljava/lang/Throwable;",
         )?,
+        marshal,
+        marshal_list_items: static_method(env, marshal, c"listItems", c"(Ljava/lang/Object;)[Ljava/lang/Object;")?,
+        marshal_map_items: static_method(env, marshal, c"mapItems", c"(Ljava/lang/Object;)[Ljava/lang/Object;")?,
         small_longs,
     };
     let _ = CLASSES.set(classes);

@@ -7,7 +7,9 @@
 //! Results go back as canonical wrappers (objects), boxed primitives, `String` or `byte[]`.
 
 use jni_sys::{jobject, jvalue};
+use tether_core::containers::{ArrayObj, MapObj};
 use tether_core::function::FunctionObj;
+use tether_core::nesting::Nesting;
 use tether_core::{Any, AnyView, Error, ObjectRef, Result, TypeIndex};
 
 use crate::jenv::Env;
@@ -19,6 +21,10 @@ pub const KIND_BOOL: i32 = 2;
 pub const KIND_FLOAT: i32 = 3;
 pub const KIND_STR: i32 = 5;
 pub const KIND_BYTES: i32 = 6;
+/// `ref` is a `List` or object array, read item by item through `Marshal.listItems`.
+pub const KIND_LIST: i32 = 7;
+/// `ref` is a `Map`, read entry by entry through `Marshal.mapItems`.
+pub const KIND_MAP: i32 = 8;
 pub const KIND_OBJECT: i32 = 64;
 pub const KIND_OWNED: i32 = 65;
 /// A callback threw: `ref` is `Object[]{throwable, kind, message}`.
@@ -53,8 +59,90 @@ pub unsafe fn decode<'h>(env: Env, kind: i32, bits: i64, r: jobject, hold: &'h m
             *hold = Any::bytes(&env.byte_array_to_vec(r));
             hold.view()
         }
+        KIND_LIST | KIND_MAP => {
+            *hold = container_to_any(env, kind, r, &mut Nesting::new())?;
+            hold.view()
+        }
         k => return Err(Error::type_error(format!("cannot pass a value of encoding kind {k} to native code"))),
     })
+}
+
+/// Does an argument of this kind pass its value in `ref`?
+pub fn kind_uses_ref(kind: i32) -> bool {
+    matches!(kind, KIND_STR | KIND_BYTES | KIND_LIST | KIND_MAP)
+}
+
+/// A Java `List`, object array (`KIND_LIST`) or `Map` (`KIND_MAP`) as a native Array or Map,
+/// nested containers converted through `open`, which refuses a cycle or too deep a nesting
+/// before the container is read.
+fn container_to_any(env: Env, kind: i32, container: jobject, open: &mut Nesting<jobject>) -> Result<Any> {
+    if env.exception_check() {
+        // An earlier argument's conversion threw; that exception is what the caller sees.
+        return Err(Error::runtime("a Java exception is pending"));
+    }
+    open.enter(container, |a, b| env.is_same_object(*a, *b))?;
+    // Every local reference made for this level goes with its frame.
+    let converted = if env.push_local_frame(8) {
+        let converted = container_items(env, kind, container, open);
+        env.pop_local_frame(std::ptr::null_mut());
+        converted
+    } else {
+        Err(Error::runtime("out of JVM local references while converting a container"))
+    };
+    open.leave();
+    converted
+}
+
+/// [`container_to_any`]'s body, once `container` is entered.
+fn container_items(env: Env, kind: i32, container: jobject, open: &mut Nesting<jobject>) -> Result<Any> {
+    let c = classes::get();
+    let method = if kind == KIND_MAP { c.marshal_map_items } else { c.marshal_list_items };
+    // SAFETY: `listItems` / `mapItems(Object) -> Object[]`, resolved at init.
+    let encoded = unsafe { env.call_static_object(c.marshal, method, &[jvalue { l: container }]) };
+    if encoded.is_null() || env.exception_check() {
+        return Err(Error::runtime("converting a Java container failed"));
+    }
+    let (kinds, bits, refs) = (env.object_array_get(encoded, 0), env.object_array_get(encoded, 1), env.object_array_get(encoded, 2));
+    let n = env.array_length(kinds).max(0) as usize;
+    let mut k = vec![0i32; n];
+    let mut b = vec![0i64; n];
+    env.int_array_region(kinds, &mut k);
+    env.long_array_region(bits, &mut b);
+    let mut items = Vec::with_capacity(n);
+    let mut first_error = None;
+    for i in 0..n {
+        let r = if kind_uses_ref(k[i]) { env.object_array_get(refs, i as i32) } else { std::ptr::null_mut() };
+        let item = match k[i] {
+            // After a failure only owned handles still need decoding (to be released).
+            KIND_LIST | KIND_MAP if first_error.is_some() => Ok(Any::none()),
+            KIND_LIST | KIND_MAP => container_to_any(env, k[i], r, open),
+            _ => {
+                let mut hold = Any::none();
+                // SAFETY: `Marshal` encoded the item: a wrapper's handle with the wrapper
+                // reachable from `container` (kept by the caller), or an owned handle.
+                unsafe { decode(env, k[i], b[i], r, &mut hold) }.map(|v| v.to_owned_any())
+            }
+        };
+        env.delete_local_ref(r);
+        match item {
+            Ok(v) => items.push(v),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    if kind == KIND_MAP {
+        let mut entries = Vec::with_capacity(n / 2);
+        let mut it = items.into_iter();
+        while let (Some(key), Some(value)) = (it.next(), it.next()) {
+            entries.push((key, value));
+        }
+        return Ok(Any::object(MapObj::new(entries).into()));
+    }
+    Ok(Any::object(ArrayObj::new(items).into()))
 }
 
 /// Decode `(kinds[i], bits[i], refs[i])` arrays into owned cells.
@@ -73,11 +161,7 @@ pub unsafe fn decode_arrays(env: Env, kinds: jobject, bits: jobject, refs: jobje
     let mut out = Vec::with_capacity(n);
     let mut first_error = None;
     for i in 0..n {
-        let r = if matches!(k[i], KIND_STR | KIND_BYTES) {
-            env.object_array_get(refs, i as i32)
-        } else {
-            std::ptr::null_mut()
-        };
+        let r = if kind_uses_ref(k[i]) { env.object_array_get(refs, i as i32) } else { std::ptr::null_mut() };
         let mut hold = Any::none();
         // SAFETY: forwarded; owned handles are consumed even after an earlier error.
         match unsafe { decode(env, k[i], b[i], r, &mut hold) } {

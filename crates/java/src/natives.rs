@@ -766,6 +766,11 @@ pub extern "system" fn Java_dev_tether_ffi_Native_liveObjects(_env: *mut JNIEnv,
 }
 
 #[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_maxNestingDepth(_env: *mut JNIEnv, _c: jclass) -> jint {
+    tether_core::nesting::MAX_DEPTH as jint
+}
+
+#[no_mangle]
 pub extern "system" fn Java_dev_tether_ffi_Native_sideTableSize(_env: *mut JNIEnv, _c: jclass) -> jint {
     tie::side_entries() as jint
 }

@@ -71,6 +71,8 @@ pub fn export_all(state: &EnvState, env: Env, exports: Value) -> JsResult<()> {
     let call_async = raw::function(env, "callAsync", Some(crate::call::call_async_callback), ptr::null_mut())?;
     state.refs.borrow_mut().call_async = Some(raw::strong_ref(env, call_async)?);
     raw::set_named(env, exports, "isMainEnv", raw::boolean(env, state.is_main)?)?;
+    let max_depth = raw::number(env, tether_core::nesting::MAX_DEPTH as f64)?;
+    raw::set_named(env, exports, "MAX_NESTING_DEPTH", max_depth)?;
     Ok(())
 }
 

@@ -20,6 +20,7 @@ use std::ptr;
 use napi::sys;
 use napi::sys::ValueType;
 use tether_core::containers::{ArrayObj, MapObj};
+use tether_core::nesting::Nesting;
 use tether_core::tying::SpareClaim;
 use tether_core::{Any, AnyView, Error, ObjectRef, TypeIndex};
 
@@ -29,16 +30,17 @@ use crate::tie::{tie_object, wrapper_of, Wrapper};
 
 /// Largest integer a JS number holds exactly.
 const MAX_SAFE: i64 = (1 << 53) - 1;
-/// Deepest nesting of arrays/objects converted (guards against cycles).
-const MAX_DEPTH: u32 = 100;
+
+const NEG_ZERO: u64 = 0x8000_0000_0000_0000;
 
 /// A JS number as int when it is integral and fits in i64, else float.
 #[inline]
 fn number_to_any(x: f64) -> Any {
     // `as` saturates and maps NaN to 0, so the round trip holds exactly for integral values in
     // i64's range (not `fract()`, which is a libm call, ~9% of an `add3` call).
+    // -0 stays a float (0 as f64 == -0.0, but the sign must survive the round trip).
     let i = x as i64;
-    if i as f64 == x && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&x) {
+    if i as f64 == x && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&x) && x.to_bits() != NEG_ZERO {
         Any::int(i)
     } else {
         Any::float(x)
@@ -74,7 +76,7 @@ pub fn arg_view<'w>(
             return Ok((wrapper_view(state, w, borrow_objects, lend, claim, owned)?, Some(w)));
         }
     }
-    let a = convert(state, v, t, 0)?;
+    let a = convert(state, v, t, &mut Nesting::new())?;
     Ok((keep(owned, a), None))
 }
 
@@ -148,10 +150,13 @@ fn keep(owned: &mut Vec<Any>, a: Any) -> AnyView<'static> {
 /// An owned tether value for a JS value.
 pub fn js_to_any(state: &EnvState, v: Value) -> JsResult<Any> {
     let t = raw::type_of(state.env, v)?;
-    convert(state, v, t, 0)
+    convert(state, v, t, &mut Nesting::new())
 }
 
-fn convert(state: &EnvState, v: Value, t: sys::napi_valuetype, depth: u32) -> JsResult<Any> {
+/// Containers being converted, compared as JS does with `===`.
+type Open = Nesting<Value>;
+
+fn convert(state: &EnvState, v: Value, t: sys::napi_valuetype, open: &mut Open) -> JsResult<Any> {
     let env = state.env;
     match t {
         ValueType::napi_undefined | ValueType::napi_null => Ok(Any::none()),
@@ -191,10 +196,11 @@ fn convert(state: &EnvState, v: Value, t: sys::napi_valuetype, depth: u32) -> Js
                 // SAFETY: as above.
                 return Ok(Any::object(unsafe { ObjectRef::from_borrowed(w.live_object()?) }));
             }
-            if depth >= MAX_DEPTH {
-                return Err(Error::value("value nested too deeply to convert (a cycle?)").into());
-            }
-            convert_plain_object(state, v, depth + 1)
+            // A cycle or too deep a nesting fails here, before the container is converted.
+            open.enter(v, |a, b| raw::strict_equals(env, *a, *b))?;
+            let converted = convert_plain_object(state, v, open);
+            open.leave();
+            converted
         }
         _ => Err(Error::type_error(format!("cannot pass a JS {} to native code", type_name(t))).into()),
     }
@@ -219,7 +225,7 @@ fn is(
     out
 }
 
-fn convert_plain_object(state: &EnvState, v: Value, depth: u32) -> JsResult<Any> {
+fn convert_plain_object(state: &EnvState, v: Value, open: &mut Open) -> JsResult<Any> {
     let env = state.env;
     if is(state, v, sys::napi_is_array) {
         let mut len = 0u32;
@@ -229,14 +235,14 @@ fn convert_plain_object(state: &EnvState, v: Value, depth: u32) -> JsResult<Any>
             let mut item = ptr::null_mut();
             napi_call!(env, napi_get_element(env, v, i, &mut item))?;
             let t = raw::type_of(env, item)?;
-            items.push(convert(state, item, t, depth)?);
+            items.push(convert(state, item, t, open)?);
         }
         return Ok(Any::object(ArrayObj::new(items).into()));
     }
     if let Some(bytes) = byte_view(state, v)? {
         return Ok(Any::bytes(bytes));
     }
-    if let Some(converted) = convert_collection(state, v, depth)? {
+    if let Some(converted) = convert_collection(state, v, open)? {
         return Ok(converted);
     }
     let mut keys = ptr::null_mut();
@@ -262,13 +268,13 @@ fn convert_plain_object(state: &EnvState, v: Value, depth: u32) -> JsResult<Any>
         let mut k = String::new();
         raw::read_string(env, key, &mut k)?;
         let t = raw::type_of(env, value)?;
-        entries.push((Any::str(&k), convert(state, value, t, depth)?));
+        entries.push((Any::str(&k), convert(state, value, t, open)?));
     }
     Ok(Any::object(MapObj::new(entries).into()))
 }
 
 /// A JS Map (to a Map) or Set (to an Array), through index.js's `collectionEntries`.
-fn convert_collection(state: &EnvState, v: Value, depth: u32) -> JsResult<Option<Any>> {
+fn convert_collection(state: &EnvState, v: Value, open: &mut Open) -> JsResult<Option<Any>> {
     let env = state.env;
     let Some(helper) = state.refs.borrow().collection_entries else {
         return Ok(None);
@@ -293,7 +299,7 @@ fn convert_collection(state: &EnvState, v: Value, depth: u32) -> JsResult<Option
     napi_call!(env, napi_get_value_bool(env, element(out, 0)?, &mut is_map))?;
     let items = element(out, 1)?;
     let n = length(items)?;
-    let convert_item = |item: Value| -> JsResult<Any> { convert(state, item, raw::type_of(env, item)?, depth) };
+    let mut convert_item = |item: Value| -> JsResult<Any> { convert(state, item, raw::type_of(env, item)?, open) };
     if is_map {
         let mut entries = Vec::with_capacity(n as usize);
         for i in 0..n {

@@ -132,6 +132,14 @@ pub fn type_of(env: Env, v: Value) -> JsResult<sys::napi_valuetype> {
     Ok(t)
 }
 
+/// `a === b` (false when the engine cannot answer, e.g. with an exception pending).
+pub fn strict_equals(env: Env, a: Value, b: Value) -> bool {
+    let mut same = false;
+    // SAFETY: two handles of the current call's scope; `same` is written before returning.
+    let status = unsafe { sys::napi_strict_equals(env, a, b, &mut same) };
+    status == sys::Status::napi_ok && same
+}
+
 /// Read a JS string (UTF-8) into `out`.
 pub fn read_string(env: Env, v: Value, out: &mut String) -> JsResult<()> {
     let mut len = 0usize;

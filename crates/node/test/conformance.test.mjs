@@ -402,6 +402,63 @@ test('T37 the process keeps working after faults', async () => {
   await expectLiveBackTo(baseline);
 });
 
+const nested = (depth, leaf) => {
+  for (let i = 0; i < depth; i++) leaf = [leaf];
+  return leaf;
+};
+
+test('T38 cyclic and too deep containers throw a TetherValueError', async () => {
+  const baseline = await settledBaseline();
+  const limit = tether.MAX_NESTING_DEPTH;
+  assert.equal(limit, 100);
+  const selfish = [];
+  selfish.push(selfish);
+  const throughObject = { items: [] };
+  throughObject.items.push(throughObject);
+  const throughMap = new Map();
+  throughMap.set('me', [throughMap]);
+  const throughSet = new Set();
+  throughSet.add(throughSet);
+  const cycle = new RegExp(`contains itself.*at most ${limit} levels`);
+  for (const cyclic of [selfish, throughObject, throughMap, throughSet, [1, [2, selfish]]]) {
+    assert.throws(() => testing.echo(cyclic), (e) => e instanceof tether.TetherValueError && cycle.test(e.message));
+  }
+  const deep = new RegExp(`more than ${limit} levels deep`);
+  for (const tooDeep of [nested(100_000, 1), nested(limit + 1, 1), nested(limit, { k: [1] })]) {
+    assert.throws(() => testing.echo(tooDeep), (e) => e instanceof tether.TetherValueError && deep.test(e.message));
+  }
+  assert.throws(() => testing.call(() => selfish), tether.TetherValueError);
+  assert.throws(() => new Pair(selfish, 1), tether.TetherValueError);
+  const shared = [1, 2];
+  assert.deepEqual(testing.echo([shared, shared]).get(1).toArray(), [1, 2]);
+  let out = testing.echo(nested(limit - 1, [7]));
+  let levels = 0;
+  while (out instanceof tether.TetherArray) {
+    levels += 1;
+    out = out.get(0);
+  }
+  assert.equal(levels, limit);
+  assert.equal(testing.add(2, 3), 5);
+  await expectLiveBackTo(baseline);
+});
+
+test('T39 huge and odd values convert or throw typed errors', async () => {
+  const baseline = await settledBaseline();
+  const big = Buffer.alloc(100 * 1024 * 1024, 7);
+  assert.ok(testing.echo(big).equals(big));
+  const many = Array.from({ length: 1_000_000 }, (_, i) => i);
+  assert.equal(testing.echo(many).length, 1_000_000);
+  assert.throws(() => testing.echo(2n ** 200n), (e) => e instanceof tether.TetherValueError && /64-bit/.test(e.message));
+  assert.ok(Number.isNaN(testing.echo(NaN)));
+  assert.ok(Object.is(testing.echo(-0), -0));
+  assert.equal(testing.echo(Infinity), Infinity);
+  // A lone surrogate cannot be UTF-8: it converts as U+FFFD, as TextEncoder does.
+  assert.equal(testing.echo('lone \ud800 surrogate'), 'lone \ufffd surrogate');
+  assert.throws(() => testing.echo(Symbol('s')), tether.TetherTypeError);
+  assert.equal(testing.add(2, 3), 5);
+  await expectLiveBackTo(baseline);
+});
+
 // ---- shutdown ----------------------------------------------------------------------------
 
 test('T40 the process exits cleanly with live objects', () => {

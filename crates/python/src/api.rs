@@ -354,6 +354,7 @@ fn set_class_attr(
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("MAX_NESTING_DEPTH", tether_core::nesting::MAX_DEPTH)?;
     m.add_function(wrap_pyfunction!(get_global_func, m)?)?;
     m.add_function(wrap_pyfunction!(list_global_funcs, m)?)?;
     m.add_function(wrap_pyfunction!(class_for_index, m)?)?;

@@ -14,6 +14,7 @@ use tether_core::any::{Any, AnyView, TypeIndex};
 use tether_core::arc::ObjectRef;
 use tether_core::containers::{ArrayObj, MapObj};
 use tether_core::object::inc_ref;
+use tether_core::nesting::Nesting;
 use tether_core::tying;
 use tether_core::Error;
 
@@ -174,9 +175,11 @@ unsafe fn str_view<'a>(o: *mut ffi::PyObject) -> Result<AnyView<'a>, PyErrSet> {
     unsafe {
         let data = ffi::PyUnicode_AsUTF8AndSize(o, &mut len);
         if data.is_null() {
-            return Err(PyErrSet);
+            return Err(PyErrSet); // lone surrogates: UnicodeEncodeError, a ValueError
         }
-        Ok(AnyView::from_raw_parts(TypeIndex::RAW_STR, len as u32, data as u64))
+        // CPython's UTF-8 cache is valid UTF-8 of `len` bytes.
+        let text = std::str::from_utf8_unchecked(std::slice::from_raw_parts(data as *const u8, len as usize));
+        AnyView::try_raw_str(text).map_err(|e| errors::raised(e))
     }
 }
 
@@ -194,53 +197,16 @@ unsafe fn slow_view<'a>(o: *mut ffi::PyObject, arena: &mut Arena) -> Result<AnyV
             return Ok(AnyView::float(ffi::PyFloat_AsDouble(o)));
         }
         if ffi::PyBytes_Check(o) != 0 {
-            let data = ffi::PyBytes_AsString(o);
-            let len = ffi::PyBytes_Size(o);
-            return Ok(AnyView::from_raw_parts(TypeIndex::RAW_BYTES, len as u32, data as u64));
+            let data = ffi::PyBytes_AsString(o) as *const u8;
+            let len = ffi::PyBytes_Size(o) as usize;
+            // The bytes object's buffer lives as long as `o`, which outlives the view (caller).
+            return AnyView::try_raw_bytes(std::slice::from_raw_parts(data, len)).map_err(|e| errors::raised(e));
         }
         if let Some(taken) = moved::take_if_moved(o)? {
             return Ok(arena.hold(Any::object(taken)));
         }
-        if ffi::PyList_Check(o) != 0 || ffi::PyTuple_Check(o) != 0 {
-            let seq = ffi::PySequence_Fast(o, c"".as_ptr());
-            if seq.is_null() {
-                return Err(PyErrSet);
-            }
-            let n = ffi::PySequence_Size(seq);
-            let mut items = Vec::with_capacity(n.max(0) as usize);
-            for i in 0..n {
-                let item = ffi::PySequence_GetItem(seq, i);
-                if item.is_null() {
-                    ffi::Py_DECREF(seq);
-                    return Err(PyErrSet);
-                }
-                let r = to_any(item);
-                ffi::Py_DECREF(item);
-                match r {
-                    Ok(v) => items.push(v),
-                    Err(PyErrSet) => {
-                        ffi::Py_DECREF(seq);
-                        return Err(PyErrSet);
-                    }
-                }
-            }
-            ffi::Py_DECREF(seq);
-            return Ok(arena.hold(Any::object(ArrayObj::new(items).into())));
-        }
-        if ffi::PyDict_Check(o) != 0 {
-            let mut entries = Vec::new();
-            let mut pos: ffi::Py_ssize_t = 0;
-            let (mut k, mut v) = (null_mut(), null_mut());
-            while ffi::PyDict_Next(o, &mut pos, &mut k, &mut v) != 0 {
-                // Borrowed from the dict; take references in case conversion runs code.
-                ffi::Py_INCREF(k);
-                ffi::Py_INCREF(v);
-                let pair = to_any(k).and_then(|kk| to_any(v).map(|vv| (kk, vv)));
-                ffi::Py_DECREF(k);
-                ffi::Py_DECREF(v);
-                entries.push(pair?);
-            }
-            return Ok(arena.hold(Any::object(MapObj::new(entries).into())));
+        if is_container(o) {
+            return Ok(arena.hold(container_to_any(o, &mut Nesting::new())?));
         }
         if ffi::PyCallable_Check(o) != 0 {
             let f = callback::function_for(o)?;
@@ -249,6 +215,96 @@ unsafe fn slow_view<'a>(o: *mut ffi::PyObject, arena: &mut Arena) -> Result<AnyV
         let name = std::ffi::CStr::from_ptr((*ffi::Py_TYPE(o)).tp_name).to_string_lossy().into_owned();
         errors::raise(Error::type_error(format!("cannot pass a Python {name} to native code")));
         Err(PyErrSet)
+    }
+}
+
+/// Is `o` a list, tuple or dict (converted to an Array or Map, item by item)?
+///
+/// # Safety
+/// GIL held; `o` live.
+unsafe fn is_container(o: *mut ffi::PyObject) -> bool {
+    // SAFETY: type checks on a live object (caller).
+    unsafe { ffi::PyList_Check(o) != 0 || ffi::PyTuple_Check(o) != 0 || ffi::PyDict_Check(o) != 0 }
+}
+
+/// A list or tuple as a native Array, a dict as a Map, converting nested containers through
+/// `nesting` (a cycle or too deep a nesting is a ValueError before anything reaches native
+/// code). Err means a Python error is set.
+///
+/// # Safety
+/// GIL held; `o` is a live list, tuple or dict.
+unsafe fn container_to_any(o: *mut ffi::PyObject, nesting: &mut Nesting<usize>) -> Result<Any, PyErrSet> {
+    // SAFETY: GIL held (caller).
+    nesting.enter(o as usize, |a, b| a == b).map_err(|e| unsafe { errors::raised(e) })?;
+    // SAFETY: forwarded.
+    let converted = unsafe { container_items(o, nesting) };
+    nesting.leave();
+    converted
+}
+
+/// [`container_to_any`]'s body, once `o` is entered.
+///
+/// # Safety
+/// As [`container_to_any`].
+unsafe fn container_items(o: *mut ffi::PyObject, nesting: &mut Nesting<usize>) -> Result<Any, PyErrSet> {
+    // SAFETY: GIL held, `o` live (caller). Converting items runs no Python code (no user
+    // methods are called), so the container cannot change under the loops.
+    unsafe {
+        if ffi::PyDict_Check(o) != 0 {
+            let mut entries = Vec::with_capacity(ffi::PyDict_Size(o).max(0) as usize);
+            let mut pos: ffi::Py_ssize_t = 0;
+            let (mut k, mut v) = (null_mut(), null_mut());
+            while ffi::PyDict_Next(o, &mut pos, &mut k, &mut v) != 0 {
+                // Borrowed from the dict; take references in case conversion runs code.
+                ffi::Py_INCREF(k);
+                ffi::Py_INCREF(v);
+                let pair = item_to_any(k, nesting).and_then(|kk| item_to_any(v, nesting).map(|vv| (kk, vv)));
+                ffi::Py_DECREF(k);
+                ffi::Py_DECREF(v);
+                entries.push(pair?);
+            }
+            return Ok(Any::object(MapObj::new(entries).into()));
+        }
+        // A list or tuple: its items are contiguous borrowed references (no copy).
+        let seq = ffi::PySequence_Fast(o, c"".as_ptr());
+        if seq.is_null() {
+            return Err(PyErrSet);
+        }
+        let n = ffi::PySequence_Size(seq);
+        let mut items = Vec::with_capacity(n.max(0) as usize);
+        for i in 0..n {
+            let item = ffi::PySequence_GetItem(seq, i);
+            if item.is_null() {
+                ffi::Py_DECREF(seq);
+                return Err(PyErrSet);
+            }
+            let r = item_to_any(item, nesting);
+            ffi::Py_DECREF(item);
+            match r {
+                Ok(v) => items.push(v),
+                Err(PyErrSet) => {
+                    ffi::Py_DECREF(seq);
+                    return Err(PyErrSet);
+                }
+            }
+        }
+        ffi::Py_DECREF(seq);
+        Ok(Any::object(ArrayObj::new(items).into()))
+    }
+}
+
+/// One item of a container being converted: nested containers one level down, anything else
+/// as [`to_any`].
+///
+/// # Safety
+/// GIL held; `o` live.
+unsafe fn item_to_any(o: *mut ffi::PyObject, nesting: &mut Nesting<usize>) -> Result<Any, PyErrSet> {
+    // SAFETY: forwarded.
+    unsafe {
+        if !wrapper::is_wrapper(o) && is_container(o) {
+            return container_to_any(o, nesting);
+        }
+        to_any(o)
     }
 }
 

@@ -66,6 +66,16 @@ pub unsafe fn raise(e: Error) {
     }
 }
 
+/// [`raise`] `e` and return the marker that a Python error is set.
+///
+/// # Safety
+/// GIL held.
+pub unsafe fn raised(e: Error) -> PyErrSet {
+    // SAFETY: GIL held (caller).
+    unsafe { raise(e) };
+    PyErrSet
+}
+
 /// Raise a builtin exception type with a message.
 ///
 /// # Safety

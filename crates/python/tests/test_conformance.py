@@ -390,6 +390,73 @@ threading.Thread(target=lambda: T.call_in_thread(lambda: [T.Pair(0, 0) for _ in 
 """
 
 
+def nested(depth, leaf):
+    """`leaf` inside `depth` lists."""
+    for _ in range(depth):
+        leaf = [leaf]
+    return leaf
+
+
+def array_depth(value):
+    """How many Arrays are nested in `value` along its first items."""
+    depth = 0
+    while isinstance(value, tether_ffi.Array):
+        depth, value = depth + 1, value[0]
+    return depth
+
+
+def test_T38_cyclic_and_deep_containers(testing, baseline):
+    limit = tether_ffi.MAX_NESTING_DEPTH
+    assert limit == 100
+    selfish = []
+    selfish.append(selfish)
+    through_dict = {"items": []}
+    through_dict["items"].append(through_dict)
+    in_tuple = ([],)
+    in_tuple[0].append(in_tuple)
+    for cyclic in [selfish, through_dict, in_tuple, [1, [2, selfish]]]:
+        with pytest.raises(tether_ffi.ValueError, match=f"contains itself.*at most {limit} levels"):
+            testing.echo(cyclic)
+    for too_deep in [nested(100_000, 1), nested(limit + 1, 1), nested(limit, {"k": [1]})]:
+        with pytest.raises(tether_ffi.ValueError, match=f"more than {limit} levels deep"):
+            testing.echo(too_deep)
+    # A cycle inside a callback's result and inside a field value is refused the same way.
+    with pytest.raises(tether_ffi.ValueError, match="contains itself"):
+        testing.call(lambda: selfish)
+    with pytest.raises(tether_ffi.ValueError, match="contains itself"):
+        testing.Pair(selfish, 1)
+    # The same container twice side by side is no cycle; exactly `limit` levels convert.
+    shared = [1, 2]
+    assert list(testing.echo([shared, shared])[1]) == [1, 2]
+    assert array_depth(testing.echo(nested(limit - 1, [7]))) == limit
+    assert testing.add(2, 3) == 5
+    del selfish, through_dict, in_tuple
+    gc.collect()
+    assert live_now() == baseline
+
+
+def test_T39_huge_and_odd_values(testing, baseline):
+    big = bytes(100 * 1024 * 1024)
+    assert testing.echo(big) == big
+    del big
+    many = list(range(10_000_000))
+    assert len(testing.echo(many)) == 10_000_000
+    del many
+    with pytest.raises(OverflowError, match="64-bit"):
+        testing.echo(2**200)
+    import math
+    assert math.isnan(testing.echo(float("nan")))
+    zero = testing.echo(-0.0)
+    assert zero == 0.0 and math.copysign(1.0, zero) == -1.0
+    assert testing.echo(float("inf")) == float("inf")
+    with pytest.raises(UnicodeEncodeError, match="surrogate"):
+        testing.echo("lone \ud800 surrogate")
+    assert testing.echo("\U0001F600" * 1000) == "\U0001F600" * 1000
+    assert testing.add(2, 3) == 5
+    gc.collect()
+    assert live_now() == baseline
+
+
 def test_T40_shutdown_with_live_objects():
     proc = subprocess.run([sys.executable, "-c", SHUTDOWN_SCRIPT], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -30,8 +30,12 @@ from ._errors import (
 __all__ = [
     "Object", "Function", "Array", "Map", "Error", "TypeError", "ValueError", "IndexError",
     "KeyError", "AttributeError", "RuntimeError", "RustPanic", "get_global_func",
-    "list_global_funcs", "register_object", "load_module", "namespace",
+    "list_global_funcs", "register_object", "load_module", "namespace", "MAX_NESTING_DEPTH",
 ]
+
+#: The deepest nesting of lists, tuples and dicts converted to native Arrays and Maps; a
+#: deeper value, or one that contains itself, raises ValueError before reaching native code.
+MAX_NESTING_DEPTH: int = _native.MAX_NESTING_DEPTH
 
 Object = _native.Object
 _EXTENSIONS: dict[str, list[type]] = {}

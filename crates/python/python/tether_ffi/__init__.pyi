@@ -11,7 +11,7 @@ from . import _native as _native
 __all__ = [
     "Object", "Function", "Array", "Map", "Error", "TypeError", "ValueError", "IndexError",
     "KeyError", "AttributeError", "RuntimeError", "RustPanic", "get_global_func",
-    "list_global_funcs", "register_object", "load_module", "namespace",
+    "list_global_funcs", "register_object", "load_module", "namespace", "MAX_NESTING_DEPTH",
 ]
 
 class Object:
@@ -58,6 +58,8 @@ class RuntimeError(Error, builtins.RuntimeError): ...
 class RustPanic(RuntimeError): ...
 
 _T = TypeVar("_T", bound=type)
+
+MAX_NESTING_DEPTH: int
 
 def get_global_func(name: str) -> Function: ...
 def list_global_funcs() -> list[str]: ...

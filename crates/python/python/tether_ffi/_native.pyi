@@ -3,6 +3,7 @@
 from typing import Any, Callable
 
 Object: type
+MAX_NESTING_DEPTH: int
 
 class Moved:
     """A native reference moved out of a wrapper by ``_move()``, waiting to be passed."""

@@ -18,6 +18,12 @@ final class Marshal {
     static final int FLOAT = 3;
     static final int STR = 5;
     static final int BYTES = 6;
+    /** {@code ref} is a {@code List} or an object array, converted to a native Array item by
+     * item by the native side (through {@link #listItems}), which refuses cycles and too deep
+     * a nesting. */
+    static final int LIST = 7;
+    /** {@code ref} is a {@code Map}, converted through {@link #mapItems}. */
+    static final int MAP = 8;
     static final int OBJECT = 64;
     /** {@code bits} is an owned native reference the callee takes over. */
     static final int OWNED = 65;
@@ -139,20 +145,43 @@ final class Marshal {
         } else if (v instanceof TetherCallback || v instanceof Function) {
             kinds[i] = OWNED;
             bits[i] = Native.callbackFunction(v, System.identityHashCode(v));
-        } else if (v instanceof List) {
-            TetherList array = Tether.array(((List<?>) v).toArray());
-            kinds[i] = OBJECT;
-            bits[i] = array.nativeRef().handle();
-            refs[i] = array;
+        } else if (v instanceof List || v instanceof Object[]) {
+            kinds[i] = LIST;
+            refs[i] = v;
         } else if (v instanceof Map) {
-            TetherMap map = Tether.map((Map<?, ?>) v);
-            kinds[i] = OBJECT;
-            bits[i] = map.nativeRef().handle();
-            refs[i] = map;
+            kinds[i] = MAP;
+            refs[i] = v;
         } else {
             throw new TetherTypeError("TypeError", "cannot pass a " + v.getClass().getName()
                     + " to native code (supported: null, Long, Integer, Short, Byte, Double, Float, Boolean, String,"
                     + " byte[], List, Map, TetherCallback, java.util.function.Function and tether wrappers)", "");
         }
+    }
+
+    /** The items of a {@link #LIST} value, encoded: {@code {int[] kinds, long[] bits, Object[] refs}}. */
+    static Object[] listItems(Object list) {
+        Object[] items = list instanceof List ? ((List<?>) list).toArray() : ((Object[]) list).clone();
+        return encoded(items);
+    }
+
+    /** The entries of a {@link #MAP} value as key, value, key, value..., encoded as {@link #listItems}. */
+    static Object[] mapItems(Object map) {
+        Map<?, ?> m = (Map<?, ?>) map;
+        Object[] flat = new Object[m.size() * 2];
+        int i = 0;
+        for (Map.Entry<?, ?> e : m.entrySet()) {
+            if (i == flat.length) {
+                throw new java.util.ConcurrentModificationException("the map grew while it was converted");
+            }
+            flat[i++] = e.getKey();
+            flat[i++] = e.getValue();
+        }
+        return encoded(i == flat.length ? flat : java.util.Arrays.copyOf(flat, i));
+    }
+
+    private static Object[] encoded(Object[] items) {
+        Encoded e = new Encoded(items.length);
+        encodeInto(items, e.kinds, e.bits, e.refs);
+        return new Object[] {e.kinds, e.bits, e.refs};
     }
 }

@@ -159,6 +159,8 @@ final class Native {
 
     static native long liveObjects();
 
+    static native int maxNestingDepth();
+
     static native int sideTableSize();
 
     /** Spare references kept in the per-thread cells right now (all threads; see docs/java.md). */

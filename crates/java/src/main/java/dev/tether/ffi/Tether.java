@@ -12,6 +12,13 @@ public final class Tether {
         Native.ensureLoaded();
     }
 
+    /**
+     * The deepest nesting of {@code List}s, {@code Map}s and object arrays converted to native
+     * Arrays and Maps; a deeper value, or one that contains itself, throws
+     * {@link TetherValueError} before reaching native code.
+     */
+    public static final int MAX_NESTING_DEPTH = Native.maxNestingDepth();
+
     /** The global function registered under {@code name}; {@link TetherKeyError} if none is. */
     public static TetherFunction getGlobalFunc(String name) {
         return (TetherFunction) Native.getGlobal(name);

@@ -485,6 +485,78 @@ class ConformanceTest {
         assertBackTo(base);
     }
 
+    private static Object nested(int depth, Object leaf) {
+        for (int i = 0; i < depth; i++) {
+            leaf = List.of(leaf);
+        }
+        return leaf;
+    }
+
+    private static void assertValueError(String pattern, Runnable call) {
+        TetherValueError e = assertThrows(TetherValueError.class, call::run);
+        assertTrue(java.util.regex.Pattern.compile(pattern).matcher(e.getMessage()).find(), e.getMessage());
+    }
+
+    @Test
+    void T38_cyclicAndDeepContainers() throws InterruptedException {
+        long base = settledLive();
+        int limit = Tether.MAX_NESTING_DEPTH;
+        assertEquals(100, limit);
+        List<Object> selfish = new ArrayList<>();
+        selfish.add(selfish);
+        Map<String, Object> throughMap = new LinkedHashMap<>();
+        throughMap.put("items", List.of(throughMap));
+        Object[] throughArray = new Object[1];
+        throughArray[0] = List.of(7L, throughArray);
+        String cycle = "contains itself.*at most " + limit + " levels";
+        for (Object cyclic : List.of(selfish, throughMap, throughArray, List.of(1L, List.of(2L, selfish)))) {
+            assertValueError(cycle, () -> echo.call(cyclic));
+        }
+        String deep = "more than " + limit + " levels deep";
+        for (Object tooDeep : List.of(nested(100_000, 1L), nested(limit + 1, 1L), nested(limit, Map.of("k", List.of(1L))))) {
+            assertValueError(deep, () -> echo.call(tooDeep));
+        }
+        assertValueError(cycle, () -> t("call").call((Function<Object[], Object>) args -> selfish));
+        assertValueError(cycle, () -> Tether.construct("testing.Pair", selfish, 1L));
+        assertValueError(cycle, () -> Tether.array(selfish));
+        List<Long> shared = List.of(1L, 2L);
+        assertEquals(shared, ((List<?>) echo.call(List.of(shared, shared))).get(1));
+        Object out = echo.call(nested(limit - 1, List.of(7L)));
+        int levels = 0;
+        while (out instanceof TetherList) {
+            levels++;
+            out = ((TetherList) out).get(0);
+        }
+        assertEquals(limit, levels);
+        assertEquals(List.of(1L, "x"), echo.call((Object) new Object[] {1L, "x"}), "object arrays convert as Lists");
+        assertEquals(5L, t("add").call(2L, 3L));
+        out = null;
+        assertBackTo(base);
+    }
+
+    @Test
+    void T39_hugeAndOddValues() throws InterruptedException {
+        long base = settledLive();
+        byte[] big = new byte[100 * 1024 * 1024];
+        big[big.length - 1] = 7;
+        assertArrayEquals(big, (byte[]) echo.call((Object) big));
+        big = null;
+        List<Long> many = new ArrayList<>();
+        for (long i = 0; i < 1_000_000; i++) {
+            many.add(i);
+        }
+        assertEquals(1_000_000, ((List<?>) echo.call(many)).size());
+        many = null;
+        assertTrue(Double.isNaN((Double) echo.call(Double.NaN)));
+        assertEquals(Double.doubleToRawLongBits(-0.0), Double.doubleToRawLongBits((Double) echo.call(-0.0)));
+        assertEquals(Double.POSITIVE_INFINITY, echo.call(Double.POSITIVE_INFINITY));
+        // A lone surrogate has no UTF-8 form: Java's encoder writes '?' for it.
+        assertEquals("lone ? surrogate", echo.call("lone \ud800 surrogate"));
+        assertThrows(TetherTypeError.class, () -> echo.call(new java.math.BigInteger("2").pow(200)));
+        assertEquals(5L, t("add").call(2L, 3L));
+        assertBackTo(base);
+    }
+
     // ---- shutdown ----------------------------------------------------------------------------
 
     @Test
