@@ -158,9 +158,6 @@ impl Any {
     pub fn bool(v: bool) -> Any {
         Any { head: head(TypeIndex::BOOL, 0), payload: Payload::bits(v as u64) }
     }
-    pub fn opaque_ptr(p: *mut std::ffi::c_void) -> Any {
-        Any { head: head(TypeIndex::OPAQUE_PTR, 0), payload: Payload::ptr(p) }
-    }
     /// A string: inline when at most 7 bytes, else a `Str` object.
     pub fn str(s: &str) -> Any {
         if s.len() <= SMALL_MAX {

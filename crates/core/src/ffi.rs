@@ -222,13 +222,4 @@ pub fn host_table() -> *const ApiTable {
     &HOST_TABLE
 }
 
-/// A copy of the host table with another ABI version, for mismatch tests.
-#[doc(hidden)]
-pub fn host_table_with_version(major: u32, minor: u32) -> &'static ApiTable {
-    Box::leak(Box::new(ApiTable { abi_major: major, abi_minor: minor, ..copy_table() }))
-}
 
-fn copy_table() -> ApiTable {
-    // SAFETY: `ApiTable` is plain function pointers and integers; a bitwise copy is a copy.
-    unsafe { std::ptr::read(&HOST_TABLE) }
-}

@@ -11,7 +11,8 @@
 //! - [`function`]: `Function` objects, the `safe_call` ABI, typed closures, the global registry
 //! - [`types`]: the type registry with reflection
 //! - [`containers`]: Str, Bytes, Array, Map
-//! - [`tying`]: the identity-tying state machine every frontend adapts
+//! - [`tying`]: the identity-tying state machine (the slot word's transitions)
+//! - [`boundary`]: the tying protocol composed once: return, release, leaf-call arguments
 //! - [`plugin`]: the versioned API table and module loading
 //! - [`ffi`]: the C ABI declared in `include/tether.h`
 //! - [`testing`]: the `testing.*` namespace used by every conformance suite
@@ -20,6 +21,7 @@ pub mod address_map;
 pub mod alloc;
 pub mod any;
 pub mod arc;
+pub mod boundary;
 mod catch_frame;
 pub mod cell;
 pub mod containers;

@@ -38,7 +38,6 @@ use std::sync::{Arc, Mutex};
 
 use crate::address_map::AddressMap;
 use crate::arc::ObjectRef;
-use crate::error::Result;
 use crate::object::ObjectHeader;
 use crate::spin::backoff;
 
@@ -213,15 +212,51 @@ pub enum Previous {
     Inactive(usize),
 }
 
-/// How one frontend makes and revives wrappers. All methods run with the slot locked.
+/// What returning an object to the language gave: its live canonical wrapper, or a new one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Returned<T> {
+    /// The wrapper the slot named was alive; the return's +1 was dropped or kept as a spare.
+    Revived(T),
+    /// A new wrapper was made (by [`TieHost::create`]) and now owns the return's +1.
+    Created(T),
+}
+
+impl<T> Returned<T> {
+    /// The wrapper's handle, however it was found.
+    #[inline]
+    pub fn into_handle(self) -> T {
+        match self {
+            Returned::Revived(h) | Returned::Created(h) => h,
+        }
+    }
+
+    pub fn is_created(&self) -> bool {
+        matches!(self, Returned::Created(_))
+    }
+}
+
+/// How one frontend makes and revives wrappers: the one contract between the core's protocol
+/// (`crate::boundary`) and a language.
 ///
 /// # Safety
-/// `revive` must return a strong handle to the wrapper named by `word` only if that wrapper
-/// really is alive; `create` must return a word that `revive` understands, with bits 0 and 1
-/// clear, and the wrapper it makes owns the `ObjectRef` it is given.
+/// An implementation promises, for every slot of its frontend:
+/// - `revive` returns a strong handle to the wrapper named by `word` only if that wrapper
+///   really is alive, and runs no language code (it may run under the slot lock);
+/// - `create` returns a word that `revive` understands, with bits 0 and 1 clear (and below
+///   2^48 for a [`TieHost::SERIALIZED`] host), and the wrapper it makes owns the `ObjectRef` it
+///   is given; on `Err` it has dropped that reference or handed it to something that drops it;
+/// - `SERIALIZED` is true only if every caller of the protocol for this host's slots holds
+///   one lock (see the constant), and `WORD_ONLY` only if every release names the wrapper's
+///   own word while the wrapper's memory exists.
 pub unsafe trait TieHost {
     /// A strong language handle to a wrapper.
     type Handle;
+    /// How this host fails: its own error type (a language exception already raised, a
+    /// failed engine call), returned as is by the protocol.
+    type Error;
+    /// What a host works out before a new wrapper can be made, outside any slot transition
+    /// (a class to instantiate, a block allocated beforehand): [`TieHost::prepare`]'s result.
+    type Prepared;
     /// True when every transition of this host's slots happens under one lock that every
     /// caller of [`tie`] and [`untie`] already holds (CPython's GIL; a Node env's JS thread).
     /// Then the slot word is read and written without locking it: an Active word revives with
@@ -243,13 +278,22 @@ pub unsafe trait TieHost {
     /// # Safety
     /// `word` is an Active word this host stored, read under the slot lock.
     unsafe fn revive(&self, word: usize) -> Option<Self::Handle>;
-    /// Make a new wrapper owning `obj`; return it and its slot word. `generation` is the
-    /// value a later [`untie`] for this wrapper must name (0 for [`Self::WORD_ONLY`] hosts,
-    /// whose untie names the word).
+    /// Get ready to make a wrapper for `obj`, whose slot named no live wrapper a moment ago.
+    /// Runs outside any slot transition, so it may run language code (build a class).
+    fn prepare(&self, obj: &ObjectRef) -> std::result::Result<Self::Prepared, Self::Error>;
+    /// Make a new wrapper owning `obj`, as `prepared` says; return it and its slot word.
+    /// `generation` is the value a later [`untie`] for this wrapper must name (0 for
+    /// [`Self::WORD_ONLY`] hosts, whose untie names the word).
     ///
     /// # Safety
     /// Called under the slot lock with the previous content as described by `previous`.
-    unsafe fn create(&self, obj: ObjectRef, previous: Previous, generation: u64) -> Result<(Self::Handle, usize)>;
+    unsafe fn create(
+        &self,
+        prepared: &Self::Prepared,
+        obj: ObjectRef,
+        previous: Previous,
+        generation: u64,
+    ) -> std::result::Result<(Self::Handle, usize), Self::Error>;
     /// May `obj`'s Active slot keep a return's extra reference as a spare? Only when the
     /// wrapper it names will be untied (so the spares are released) before `obj` could
     /// otherwise die: true for wrappers that own their +1, false for a word that merely
@@ -286,19 +330,24 @@ impl Drop for Locked<'_> {
 }
 
 /// Return `obj` (an owned +1) to the language: the canonical wrapper if one is alive,
-/// otherwise a new one tied into the slot. Consumes `obj` either way. `slot` is a slot of
-/// `H` (from [`slot_of`] or its side table).
+/// otherwise a new one made as `prepared` says and tied into the slot. Consumes `obj` either
+/// way. `slot` is a slot of `H` (from [`slot_of`] or its side table).
 #[inline]
-pub fn tie<H: TieHost>(host: &H, slot: Slot<'_>, obj: ObjectRef) -> Result<H::Handle> {
+pub fn tie<H: TieHost>(
+    host: &H,
+    prepared: &H::Prepared,
+    slot: Slot<'_>,
+    obj: ObjectRef,
+) -> std::result::Result<Returned<H::Handle>, H::Error> {
     let obj = if H::SERIALIZED {
         match revive_active(host, slot, obj) {
-            Ok(handle) => return Ok(handle),
+            Ok(handle) => return Ok(Returned::Revived(handle)),
             Err(obj) => obj,
         }
     } else {
         obj
     };
-    tie_locked(host, slot, obj)
+    tie_locked(host, prepared, slot, obj)
 }
 
 /// A serialized host's return without locking: the wrapper an Active word names, revived,
@@ -614,7 +663,12 @@ pub fn spares(slot: Slot<'_>) -> u32 {
     }
 }
 
-fn tie_locked<H: TieHost>(host: &H, slot: Slot<'_>, obj: ObjectRef) -> Result<H::Handle> {
+fn tie_locked<H: TieHost>(
+    host: &H,
+    prepared: &H::Prepared,
+    slot: Slot<'_>,
+    obj: ObjectRef,
+) -> std::result::Result<Returned<H::Handle>, H::Error> {
     let word = enter::<H>(slot);
     let mut guard = Locked { slot, restore: word };
     let mut spare_bits = 0;
@@ -627,7 +681,7 @@ fn tie_locked<H: TieHost>(host: &H, slot: Slot<'_>, obj: ObjectRef) -> Result<H:
         if let Some(handle) = unsafe { host.revive(wrapper_word::<H>(word)) } {
             drop(guard);
             drop(obj); // the canonical wrapper already owns its +1
-            return Ok(handle);
+            return Ok(Returned::Revived(handle));
         }
         // Spares of a Dying predecessor stay: they are the slot's, released by its next untie.
         spare_bits = word ^ wrapper_word::<H>(word);
@@ -641,8 +695,33 @@ fn tie_locked<H: TieHost>(host: &H, slot: Slot<'_>, obj: ObjectRef) -> Result<H:
     };
     // Whatever happens now, the old word is the host's to dispose of: never restore it.
     guard.restore = 0;
+    // A failing `create` may drop the last reference to `obj`, and the slot's memory with it,
+    // so nothing may touch the slot after a failure: a serialized host's slot is cleared now
+    // (nobody else reads it meanwhile); a locked one stays locked, so a reference of our own
+    // keeps the object alive until it is unlocked.
+    let (alive, ptr) = (if H::SERIALIZED { None } else { Some(obj.clone()) }, obj.as_ptr());
+    if H::SERIALIZED {
+        slot.store(0, Ordering::Relaxed);
+    }
     // SAFETY: under the lock, `previous` describes the slot's former content.
-    let (handle, new_word) = unsafe { host.create(obj, previous, generation) }?;
+    let created = unsafe { host.create(prepared, obj, previous, generation) };
+    let (handle, new_word) = match created {
+        Ok(made) => made,
+        Err(e) => {
+            if H::SERIALIZED {
+                std::mem::forget(guard); // the slot is already clear
+            } else {
+                drop(guard); // unlocks (Detached) while `alive` still holds the object
+            }
+            if spare_bits != 0 {
+                // SAFETY: the slot owned these references and nothing else will release them;
+                // they kept the object alive through the failed create.
+                unsafe { crate::object::dec_ref_n(ptr, ((spare_bits >> SPARE_SHIFT) as u32).min(SPARE_MAX as u32)) };
+            }
+            drop(alive);
+            return Err(e);
+        }
+    };
     debug_assert!(new_word != 0 && new_word & TAG_MASK == 0, "host returned a tagged word");
     assert!(!H::SERIALIZED || new_word & SPARE_MASK == 0, "a serialized host's word uses the spare bits");
     if !H::WORD_ONLY {
@@ -651,7 +730,8 @@ fn tie_locked<H: TieHost>(host: &H, slot: Slot<'_>, obj: ObjectRef) -> Result<H:
     }
     guard.restore = new_word | spare_bits;
     drop(guard);
-    Ok(handle)
+    drop(alive);
+    Ok(Returned::Created(handle))
 }
 
 /// What [`untie`] took out of a slot.
@@ -729,14 +809,13 @@ pub fn peek(slot: Slot<'_>) -> usize {
 /// An entry is shared (`Arc`) while a thread works on it; it is removed only when its slot
 /// is Detached and the table holds the sole reference, so a thread that found an entry
 /// always ties into the entry that stays in the table.
-#[derive(Default)]
 pub struct SideTable {
     entries: Mutex<AddressMap<Arc<SlotPrefix>>>,
 }
 
 impl SideTable {
-    pub fn new() -> Self {
-        Self::default()
+    pub const fn new() -> Self {
+        SideTable { entries: Mutex::new(AddressMap::with_hasher(std::hash::BuildHasherDefault::new())) }
     }
 
     /// The entry for `obj`, made Detached if missing.
@@ -760,11 +839,6 @@ impl SideTable {
         }
     }
 
-    /// Remove and return every entry (environment teardown).
-    pub fn drain(&self) -> Vec<(usize, Arc<SlotPrefix>)> {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner()).drain().collect()
-    }
-
     pub fn len(&self) -> usize {
         self.entries.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
@@ -774,16 +848,28 @@ impl SideTable {
     }
 }
 
+impl Default for SideTable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// Tie `obj` through its prefix or the side table, pruning a side entry a failed create
 /// left Detached.
-pub fn tie_any<H: TieHost>(host: &H, tag: u32, side: &SideTable, obj: ObjectRef) -> Result<H::Handle> {
+pub fn tie_any<H: TieHost>(
+    host: &H,
+    prepared: &H::Prepared,
+    tag: u32,
+    side: &SideTable,
+    obj: ObjectRef,
+) -> std::result::Result<Returned<H::Handle>, H::Error> {
     let ptr = obj.as_ptr();
     // SAFETY: `obj` keeps the object alive.
     if let Some(slot) = unsafe { slot_of::<H>(ptr, tag) } {
-        return tie(host, slot, obj);
+        return tie(host, prepared, slot, obj);
     }
     let entry = side.entry(ptr);
-    let out = tie(host, Slot::of(&entry), obj);
+    let out = tie(host, prepared, Slot::of(&entry), obj);
     if out.is_err() {
         drop(entry);
         side.prune(ptr);

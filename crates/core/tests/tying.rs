@@ -167,9 +167,6 @@ fn side_table_entries_are_shared_and_pruned_only_when_detached_and_unused() {
     drop(a);
     side.prune(fake);
     assert!(side.is_empty());
-    side.entry(fake);
-    assert_eq!(side.drain().len(), 1);
-    assert!(side.is_empty());
 }
 
 /// A host whose slot transitions are all serialized by a lock its callers hold (as the GIL
@@ -180,19 +177,25 @@ struct Serialized<'a>(&'a mock_host::MockHost);
 // thread only, which is the lock `SERIALIZED` promises.
 unsafe impl tying::TieHost for Serialized<'_> {
     type Handle = Arc<mock_host::Wrapper>;
+    type Error = tether_core::Error;
+    type Prepared = ();
     const SERIALIZED: bool = true;
     unsafe fn revive(&self, word: usize) -> Option<Self::Handle> {
         // SAFETY: forwarded.
         unsafe { self.0.revive(word) }
     }
+    fn prepare(&self, _obj: &ObjectRef) -> tether_core::Result<()> {
+        Ok(())
+    }
     unsafe fn create(
         &self,
+        _: &(),
         obj: ObjectRef,
         previous: tying::Previous,
         generation: u64,
     ) -> tether_core::Result<(Self::Handle, usize)> {
         // SAFETY: forwarded.
-        unsafe { self.0.create(obj, previous, generation) }
+        unsafe { self.0.create(&(), obj, previous, generation) }
     }
 }
 
@@ -204,8 +207,8 @@ fn a_serialized_host_revives_without_the_lock_and_still_replaces_dying_wrappers(
     let obj = new_pair();
     let ptr = obj.as_ptr();
     let created = h.created_for(ptr);
-    let w1 = tying::tie_any(&s, h.tag, &h.side, obj.clone()).unwrap();
-    let w2 = tying::tie_any(&s, h.tag, &h.side, obj.clone()).unwrap();
+    let w1 = tying::tie_any(&s, &(), h.tag, &h.side, obj.clone()).unwrap().into_handle();
+    let w2 = tying::tie_any(&s, &(), h.tag, &h.side, obj.clone()).unwrap().into_handle();
     assert!(Arc::ptr_eq(&w1, &w2), "the fast path revives the canonical wrapper");
     assert_eq!(h.created_for(ptr) - created, 1);
     // SAFETY: `obj` is live and was made by the mock host's allocator.
@@ -222,11 +225,11 @@ fn a_serialized_host_revives_without_the_lock_and_still_replaces_dying_wrappers(
     // A dying wrapper (revive fails) falls back to the locked path and is replaced; the spare
     // stays with the slot.
     drop((w1, w2));
-    let w3 = tying::tie_any(&s, h.tag, &h.side, obj.clone()).unwrap();
+    let w3 = tying::tie_any(&s, &(), h.tag, &h.side, obj.clone()).unwrap().into_handle();
     assert_eq!(h.created_for(ptr) - created, 2, "a new wrapper replaced the dying one");
     assert_eq!(h.slot_word(ptr) & tying::TAG_LOCKED, 0, "the slot is unlocked again");
     assert_eq!(tying::spares(slot), 1);
-    let w4 = tying::tie_any(&s, h.tag, &h.side, obj.clone()).unwrap();
+    let w4 = tying::tie_any(&s, &(), h.tag, &h.side, obj.clone()).unwrap().into_handle();
     assert!(Arc::ptr_eq(&w3, &w4), "revived past the spare count kept in the word");
     assert_eq!(tying::spares(slot), 2);
     drop((w3, w4));
@@ -245,9 +248,9 @@ fn spares_are_lent_to_adopting_functions_and_consumed_exactly_once() {
     let s = Serialized(h);
     let obj = new_pair();
     let ptr = obj.as_ptr();
-    let w = tying::tie_any(&s, h.tag, &h.side, obj.clone()).unwrap();
+    let w = tying::tie_any(&s, &(), h.tag, &h.side, obj.clone()).unwrap().into_handle();
     for _ in 0..3 {
-        drop(tying::tie_any(&s, h.tag, &h.side, obj.clone()).unwrap());
+        drop(tying::tie_any(&s, &(), h.tag, &h.side, obj.clone()).unwrap().into_handle());
     }
     // SAFETY: `obj` is live and was made by the mock host's allocator.
     let slot = unsafe { tying::slot_of::<MockHost>(ptr, h.tag) }.expect("a prefixed object");
@@ -278,7 +281,7 @@ fn spares_are_lent_to_adopting_functions_and_consumed_exactly_once() {
     assert!(echo.call(&[lend(), AnyView::int(1)]).is_err());
     assert_eq!(obj.header().strong_count(), base - 3);
     // A conversion that only reads (a Pair is no str): released after converting.
-    let w_again = tying::tie_any(&s, h.tag, &h.side, obj.clone()).unwrap();
+    let w_again = tying::tie_any(&s, &(), h.tag, &h.side, obj.clone()).unwrap().into_handle();
     assert!(read_str.call(&[lend()]).is_err());
     assert_eq!(obj.header().strong_count(), base - 3);
     drop(w_again);
@@ -299,6 +302,8 @@ struct WordOnly;
 // until it unties them; `create` returns an `Arc` data pointer (8-aligned, below 2^48).
 unsafe impl tying::TieHost for WordOnly {
     type Handle = Arc<mock_host::Wrapper>;
+    type Error = tether_core::Error;
+    type Prepared = ();
     const SERIALIZED: bool = true;
     const WORD_ONLY: bool = true;
     unsafe fn revive(&self, word: usize) -> Option<Self::Handle> {
@@ -308,8 +313,12 @@ unsafe impl tying::TieHost for WordOnly {
             Some(Arc::from_raw(word as *const mock_host::Wrapper))
         }
     }
+    fn prepare(&self, _obj: &ObjectRef) -> tether_core::Result<()> {
+        Ok(())
+    }
     unsafe fn create(
         &self,
+        _: &(),
         obj: ObjectRef,
         previous: tying::Previous,
         generation: u64,
@@ -348,8 +357,8 @@ fn a_word_only_host_names_its_wrappers_by_word() {
     let slot = unsafe { tying::slot_of::<WordOnly>(ptr, tag) }.expect("a slot word");
     assert_eq!(slot.as_ptr() as usize, ptr as usize - 8, "8 bytes in front of the header");
     let side = SideTable::new();
-    let w1 = tying::tie_any(&WordOnly, tag, &side, obj.clone()).unwrap();
-    let w2 = tying::tie_any(&WordOnly, tag, &side, obj.clone()).unwrap();
+    let w1 = tying::tie_any(&WordOnly, &(), tag, &side, obj.clone()).unwrap().into_handle();
+    let w2 = tying::tie_any(&WordOnly, &(), tag, &side, obj.clone()).unwrap().into_handle();
     assert!(Arc::ptr_eq(&w1, &w2));
     assert_eq!(tying::spares(slot), 1);
     let word = Arc::as_ptr(&w1) as usize;

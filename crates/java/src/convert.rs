@@ -102,7 +102,8 @@ fn container_items(env: Env, kind: i32, container: jobject, open: &mut Nesting<j
     if encoded.is_null() || env.exception_check() {
         return Err(Error::runtime("converting a Java container failed"));
     }
-    let (kinds, bits, refs) = (env.object_array_get(encoded, 0), env.object_array_get(encoded, 1), env.object_array_get(encoded, 2));
+    let (kinds, bits, refs) =
+        (env.object_array_get(encoded, 0), env.object_array_get(encoded, 1), env.object_array_get(encoded, 2));
     let n = env.array_length(kinds).max(0) as usize;
     let mut k = vec![0i32; n];
     let mut b = vec![0i64; n];

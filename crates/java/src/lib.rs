@@ -29,17 +29,10 @@ pub extern "system" fn JNI_OnLoad(vm: *mut JavaVM, _reserved: *mut std::ffi::c_v
     let loaded = std::panic::catch_unwind(|| {
         attach::set_vm(vm);
         tether_core::init();
-        tether_core::alloc::install_frontend_allocator(
-            <crate::tie::JavaHost as tether_core::tying::TieHost>::LAYOUT,
-            None,
-            std::ptr::null_mut(),
-        )
+        tie::FRONTEND.install_allocator(None)
     });
     match loaded {
-        Ok(Ok(tag)) => {
-            tie::set_tag(tag);
-            JNI_VERSION_1_8
-        }
+        Ok(Ok(_tag)) => JNI_VERSION_1_8,
         _ => JNI_ERR,
     }
 }

@@ -1,4 +1,4 @@
-//! Identity tying for the JVM: the core's state machine (`tether_core::tying`) with a host
+//! Identity tying for the JVM: the core's protocol (`tether_core::boundary`) with a host
 //! whose slot word is a JNI weak global reference to the canonical wrapper (shifted left by
 //! two, since HotSpot tags weak references in bit 0 and the core reserves bits 0 and 1).
 //!
@@ -7,31 +7,19 @@
 //! only if that generation still owns it, and takes back the spare references calling threads
 //! kept for that wrapper ([`keep_spare`], [`lend_spare`]; `tether_core::thread_spares`).
 
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::LazyLock;
-
 use jni_sys::{jobject, jvalue};
-use tether_core::object::{dec_ref, ObjectHeader};
+use tether_core::boundary::{Frontend, Previous, TieHost};
+use tether_core::object::ObjectHeader;
 use tether_core::thread_spares::{SpareCell, ThreadSpares};
-use tether_core::tying::{self, Previous, SideTable, TieHost};
 use tether_core::{AnyView, Error, ObjectRef, Result};
 
 use crate::classes;
 use crate::jenv::Env;
 
-static TAG: AtomicU32 = AtomicU32::new(u32::MAX);
-static SIDE: LazyLock<SideTable> = LazyLock::new(SideTable::new);
 /// Spare references kept per calling thread (see `tether_core::thread_spares`).
 static SPARES: ThreadSpares = ThreadSpares::new();
-
-/// Record the frontend allocator's tag (set once at load).
-pub fn set_tag(tag: u32) {
-    TAG.store(tag, Ordering::Release);
-}
-
-fn tag() -> u32 {
-    TAG.load(Ordering::Relaxed)
-}
+/// Every object's one Java wrapper is tied here (a process has one JVM).
+pub static FRONTEND: Frontend<JavaHost> = Frontend::with_thread_spares(&SPARES);
 
 fn encode(weak: jobject) -> usize {
     (weak as usize) << 2
@@ -43,10 +31,10 @@ fn decode(word: usize) -> jobject {
 
 /// Side-table entries currently held (objects without this frontend's prefix).
 pub fn side_entries() -> usize {
-    SIDE.len()
+    FRONTEND.side_entries()
 }
 
-pub(crate) struct JavaHost {
+pub struct JavaHost {
     env: Env,
 }
 
@@ -55,13 +43,20 @@ pub(crate) struct JavaHost {
 // wrapper it made (bits 0 and 1 clear after the shift), and that wrapper owns `obj`.
 unsafe impl TieHost for JavaHost {
     type Handle = jobject;
+    type Error = Error;
+    /// Nothing: `Wrappers.create` picks the class from the type index.
+    type Prepared = ();
 
     unsafe fn revive(&self, word: usize) -> Option<jobject> {
         let local = self.env.new_local_ref(decode(word));
         (!local.is_null()).then_some(local)
     }
 
-    unsafe fn create(&self, obj: ObjectRef, previous: Previous, generation: u64) -> Result<(jobject, usize)> {
+    fn prepare(&self, _obj: &ObjectRef) -> Result<()> {
+        Ok(())
+    }
+
+    unsafe fn create(&self, _: &(), obj: ObjectRef, previous: Previous, generation: u64) -> Result<(jobject, usize)> {
         if let Previous::Dying(word) | Previous::Inactive(word) = previous {
             // The slot word was ours to dispose of: the dying wrapper's weak reference.
             self.env.delete_weak_global_ref(decode(word));
@@ -91,7 +86,7 @@ unsafe impl TieHost for JavaHost {
 
 /// Return `obj` (an owned +1) to Java as its canonical wrapper (a local reference).
 pub fn to_wrapper(env: Env, obj: ObjectRef) -> Result<jobject> {
-    tying::tie_any(&JavaHost { env }, tag(), &SIDE, obj)
+    FRONTEND.return_object(&JavaHost { env }, obj).map(|returned| returned.into_handle())
 }
 
 /// A wrapper of `generation` lets go of `handle`: untie it if it still owns the slot, delete
@@ -100,15 +95,12 @@ pub fn to_wrapper(env: Env, obj: ObjectRef) -> Result<jobject> {
 /// # Safety
 /// `handle` is a live object the wrapper holds +1 on, released exactly once.
 pub unsafe fn release(env: Env, handle: *mut ObjectHeader, generation: u64) {
-    // SAFETY: the wrapper's +1 keeps `handle` alive until the dec_ref below.
-    if let Some(word) = unsafe { tying::untie_any::<JavaHost>(handle, tag(), &SIDE, generation, 0) } {
+    // SAFETY: the wrapper is closed or unreachable, so every call that held it happened before
+    // (`close()` must not race a use, documented in docs/java.md); its +1 is released once
+    // (the Cleaner runs its action once).
+    if let Some(word) = unsafe { FRONTEND.release(handle, generation, 0) } {
         env.delete_weak_global_ref(decode(word));
     }
-    // SAFETY: as above; the wrapper is closed or unreachable, so every call that held it
-    // happened before (`close()` must not race a use, documented in docs/java.md).
-    unsafe { SPARES.steal(handle, generation) };
-    // SAFETY: the wrapper's reference, released once (the Cleaner runs its action once).
-    unsafe { dec_ref(handle) };
 }
 
 /// The calling thread's cell of spare references.
@@ -125,7 +117,7 @@ pub fn spare_cell() -> Option<SpareCell<'static>> {
 #[inline(always)]
 pub unsafe fn lend_spare<'a>(cell: &SpareCell<'_>, obj: *mut ObjectHeader) -> Option<AnyView<'a>> {
     // SAFETY: `obj` is live (its wrapper is reachable).
-    let generation = unsafe { tying::generation_of::<JavaHost>(obj, tag()) }?;
+    let generation = unsafe { FRONTEND.generation_of(obj) }?;
     // SAFETY: the caller holds the wrapper of that generation for the call.
     if unsafe { cell.take(obj, generation) } {
         // SAFETY: the reference just taken is the one the view carries.
@@ -143,7 +135,7 @@ pub unsafe fn lend_spare<'a>(cell: &SpareCell<'_>, obj: *mut ObjectHeader) -> Op
 #[inline(always)]
 pub unsafe fn keep_spare(cell: &SpareCell<'_>, obj: ObjectRef) {
     // SAFETY: `obj` is live.
-    let Some(generation) = (unsafe { tying::generation_of::<JavaHost>(obj.as_ptr(), tag()) }) else {
+    let Some(generation) = (unsafe { FRONTEND.generation_of(obj.as_ptr()) }) else {
         return;
     };
     // SAFETY: the caller holds the wrapper of that generation for the call.

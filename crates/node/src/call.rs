@@ -15,7 +15,6 @@ use tether_core::arc::ObjectBox;
 use tether_core::error::take_last_error;
 use tether_core::function::{FunctionObj, FUNC_ADOPTS_LENT, FUNC_CELL_GETTER, FUNC_LEAF};
 use tether_core::object::ObjectHeader;
-use tether_core::tying::SpareClaim;
 use tether_core::{Any, AnyView, Error, ObjectRef};
 
 use crate::convert::{any_to_js, arg_view, js_to_any, return_argument, wrapper_view};
@@ -258,15 +257,14 @@ unsafe fn call_native<const N: usize>(
         heap_views.resize_with(n, MaybeUninit::uninit);
         &mut heap_views
     };
-    // Leaf calls claim their first lent spare instead of taking it (see `SpareClaim`).
-    let mut claim = SpareClaim::new();
+    let mut leaf_args = state.frontend.leaf_call(lend);
     for i in 0..n {
         // Leaf functions never call back, so a wrapper's own +1 keeps a borrowed argument
         // alive; otherwise a callback could dispose of it mid-call, so hold our own.
-        let claiming = if lend { Some((&mut claim, i)) } else { None };
+        let in_leaf = if leaf { Some((&mut leaf_args, i)) } else { None };
         let converted = match wrappers[i] {
-            Some(w) => wrapper_view(state, w, leaf, lend, claiming, &mut owned),
-            None => arg_view(state, argv[i], leaf, lend, claiming, &mut owned).map(|(view, w)| {
+            Some(w) => wrapper_view(w, in_leaf, &mut owned),
+            None => arg_view(state, argv[i], in_leaf, &mut owned).map(|(view, w)| {
                 wrappers[i] = w;
                 view
             }),
@@ -278,14 +276,14 @@ unsafe fn call_native<const N: usize>(
             Err(fail) => {
                 // Arguments lent so far were never passed: give their references back.
                 // SAFETY: views before `i` were written.
-                views[..i].iter().for_each(|v| unsafe { v.assume_init_ref() }.release_if_lent());
+                leaf_args.abandon(views[..i].iter().map(|v| unsafe { v.assume_init_ref() }));
                 return Err(fail);
             }
         }
     }
     if lend {
         // SAFETY: every argument is converted; only the leaf callee runs until the settle.
-        if let Some((i, view)) = unsafe { claim.commit::<crate::tie::Host<'_>>(state.tag) } {
+        if let Some((i, view)) = unsafe { leaf_args.commit() } {
             views[i].write(view);
         }
     }
@@ -297,9 +295,7 @@ unsafe fn call_native<const N: usize>(
         unsafe { (func.safe_call)(obj, views.as_ptr() as *const AnyView<'_>, n as i32, &mut result) }
     };
     // SAFETY: the claim was made for this call, on this env's JS thread.
-    let returned = unsafe {
-        claim.settle::<crate::tie::Host<'_>>(state.tag, if rc == 0 { result.view().as_object_ptr() } else { None })
-    };
+    let returned = unsafe { leaf_args.settle(if rc == 0 { result.view().as_object_ptr() } else { None }) };
     // Most calls own nothing; an empty Vec's drop is an out-of-line call worth skipping.
     if owned.capacity() == 0 {
         std::mem::forget(owned);

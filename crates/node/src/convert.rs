@@ -19,9 +19,9 @@ use std::ptr;
 
 use napi::sys;
 use napi::sys::ValueType;
+use tether_core::boundary::{ClaimMode, LeafCall};
 use tether_core::containers::{ArrayObj, MapObj};
 use tether_core::nesting::Nesting;
-use tether_core::tying::SpareClaim;
 use tether_core::{Any, AnyView, Error, ObjectRef, TypeIndex};
 
 use crate::env::EnvState;
@@ -48,17 +48,14 @@ fn number_to_any(x: f64) -> Any {
 }
 
 /// An argument cell for a call, and the wrapper it came from (if any). Plain values are
-/// returned by value; anything needing an owner is pushed to `owned`. With
-/// `borrow_objects`, a wrapper's object is borrowed (its wrapper keeps it alive for the
-/// call) instead of taking a reference, and with `lend` a spare reference of its slot is
-/// handed to the callee when there is one (`tying::take_spare`).
+/// returned by value; anything needing an owner is pushed to `owned`. `leaf` is the leaf call
+/// argument `index` belongs to: a wrapper's object is then borrowed (its wrapper keeps it
+/// alive for the call) or lent a spare, instead of taking a reference.
 #[inline]
 pub fn arg_view<'w>(
     state: &EnvState,
     v: Value,
-    borrow_objects: bool,
-    lend: bool,
-    claim: Option<(&mut SpareClaim, usize)>,
+    leaf: Option<(&mut LeafCall<'_, EnvState>, usize)>,
     owned: &mut Vec<Any>,
 ) -> JsResult<(AnyView<'static>, Option<&'w Wrapper>)> {
     let env = state.env;
@@ -73,37 +70,28 @@ pub fn arg_view<'w>(
     let t = raw::type_of(env, v)?;
     if t == ValueType::napi_object {
         if let Some(w) = wrapper_of(env, v) {
-            return Ok((wrapper_view(state, w, borrow_objects, lend, claim, owned)?, Some(w)));
+            return Ok((wrapper_view(w, leaf, owned)?, Some(w)));
         }
     }
     let a = convert(state, v, t, &mut Nesting::new())?;
     Ok((keep(owned, a), None))
 }
 
-/// The argument cell for wrapper `w` (see [`arg_view`] for `borrow_objects` and `lend`; a
-/// leaf call passes its `SpareClaim` and the argument's index: converting a later argument may
-/// run JS, so the claim is only offered here and made at `SpareClaim::commit`).
+/// The argument cell for wrapper `w` (see [`arg_view`] for `leaf`: converting a later
+/// argument may run JS, so the spare claim waits until every argument is converted).
 #[inline]
 pub fn wrapper_view(
-    state: &EnvState,
     w: &Wrapper,
-    borrow_objects: bool,
-    lend: bool,
-    claim: Option<(&mut SpareClaim, usize)>,
+    leaf: Option<(&mut LeafCall<'_, EnvState>, usize)>,
     owned: &mut Vec<Any>,
 ) -> JsResult<AnyView<'static>> {
     let obj = w.live_object()?;
-    if borrow_objects {
+    if let Some((leaf, index)) = leaf {
         // SAFETY: this env's slots change only on this, its JS thread; the wrapper is an
         // argument of the running call, so it and its +1 outlive the call (a leaf function
-        // cannot run JS that disposes of it).
+        // cannot run JS that disposes of it); the claim is made at `LeafCall::commit`.
         return Ok(unsafe {
-            match claim {
-                Some((claim, index)) => {
-                    claim.offer::<crate::tie::Host<'_>>(index, obj, state.tag, w.reference.get() as usize, lend)
-                }
-                None => tether_core::tying::argument_view::<crate::tie::Host<'_>>(obj, state.tag, lend),
-            }
+            leaf.wrapper_argument(ClaimMode::AfterConversion, index, obj, w.reference.get() as usize)
         });
     }
     // SAFETY: the wrapper's +1 keeps `obj` alive while we take our own.
@@ -123,7 +111,7 @@ pub fn return_argument(state: &EnvState, obj: ObjectRef, w: &Wrapper) -> Result<
     }
     // SAFETY: this env's slots change only on this, its JS thread; wrappers own their +1 and
     // untie in their finalizer.
-    unsafe { tether_core::tying::keep_if_tied_to::<crate::tie::Host<'_>>(obj, state.tag, w.reference.get() as usize) }
+    unsafe { state.frontend.return_argument(obj, w.reference.get() as usize) }
 }
 
 /// A view of a plain (non-object, non-borrowing) cell.

@@ -12,13 +12,10 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use napi::sys;
-use tether_core::tying::SideTable;
+use tether_core::boundary::{Frontend, TieHost};
 
 use crate::call::CallFrame;
 use crate::raw::{self, napi_call, Env, JsResult, Ref, Value};
-
-/// A tag no allocator ever has: ties everything through the side table.
-pub const NO_PREFIX_TAG: u32 = u32::MAX;
 
 static FRONTEND_TAG: OnceLock<u32> = OnceLock::new();
 static MAIN_CLAIMED: AtomicBool = AtomicBool::new(false);
@@ -55,10 +52,10 @@ pub struct JsRefs {
 pub struct EnvState {
     pub env: Env,
     pub is_main: bool,
-    /// The allocator tag whose objects tie through their prefix here.
-    pub tag: u32,
+    /// Where this env's wrappers are tied: the process allocator's slots (main env only) and
+    /// a side table.
+    pub frontend: Frontend<EnvState>,
     pub js_thread: u64,
-    pub side: SideTable,
     /// Depth of synchronous non-leaf native calls the JS thread is inside right now.
     pub sync_depth: AtomicU32,
     /// False once the env started tearing down; guarded so that no other thread uses the
@@ -177,21 +174,16 @@ unsafe extern "C" fn cleanup_env(arg: *mut c_void) {
 pub fn init_env(env: Env) -> JsResult<Arc<EnvState>> {
     tether_core::init();
     let tag = *FRONTEND_TAG.get_or_init(|| {
-        tether_core::alloc::install_frontend_allocator(
-            <crate::tie::Host<'_> as tether_core::tying::TieHost>::LAYOUT,
-            None,
-            ptr::null_mut(),
-        )
-        .expect("the Node frontend allocator can be installed")
+        tether_core::alloc::install_frontend_allocator(<EnvState as TieHost>::LAYOUT, None, ptr::null_mut())
+            .expect("the Node frontend allocator can be installed")
     });
     let is_main = !MAIN_CLAIMED.swap(true, Ordering::AcqRel);
     let (frame, frame_buffer) = call_frame(env)?;
     let state = Arc::new(EnvState {
         env,
         is_main,
-        tag: if is_main { tag } else { NO_PREFIX_TAG },
+        frontend: Frontend::new(),
         js_thread: thread_token(),
-        side: SideTable::new(),
         sync_depth: AtomicU32::new(0),
         alive: RwLock::new(true),
         tsfn: AtomicTsfn(std::sync::atomic::AtomicPtr::new(ptr::null_mut())),
@@ -199,6 +191,9 @@ pub fn init_env(env: Env) -> JsResult<Arc<EnvState>> {
         refs: RefCell::new(JsRefs { frame_buffer: Some(frame_buffer), ..JsRefs::default() }),
         frame,
     });
+    if is_main {
+        state.frontend.adopt_allocator(tag);
+    }
     let raw_state = Arc::into_raw(state.clone()) as *mut c_void;
     napi_call!(env, napi_set_instance_data(env, raw_state, Some(finalize_instance), ptr::null_mut()))?;
     // The tsfn first: its own cleanup hook must run after ours (hooks run in reverse order),

@@ -2,17 +2,18 @@
 //!
 //! The slot word is the weak `napi_ref` (refcount 0) that `napi_wrap` hands back; the
 //! wrapper's finalizer releases its +1, clears the slot through `untie` with the wrapper's
-//! generation, and deletes that reference. The state machine itself is tether-core's
-//! (`tying::tie_any` / `untie_any`); this module only says how to revive and create.
+//! generation, and deletes that reference. The protocol itself is tether-core's
+//! (`boundary::Frontend`, one per env in `EnvState::frontend`); this module only says how to
+//! revive and create (`EnvState`'s `TieHost`).
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::ffi::c_void;
 use std::ptr;
 use std::sync::Arc;
 
 use napi::sys;
+use tether_core::boundary::{Previous, Returned, TieHost};
 use tether_core::object::{dec_ref, ObjectHeader};
-use tether_core::tying::{self, Previous, TieHost};
 use tether_core::{Error, ObjectRef, TypeIndex};
 
 use crate::env::EnvState;
@@ -123,19 +124,16 @@ pub enum Shell {
     Preset(Value),
 }
 
-pub(crate) struct Host<'a> {
-    state: &'a EnvState,
-    shell: Shell,
-    failure: RefCell<Option<Fail>>,
-    /// The wrapper `create` made, if it made one.
-    made: Cell<*const Wrapper>,
-}
-
-// SAFETY: `revive` returns a value only when the weak reference still yields the wrapper;
-// `create` returns the wrap's reference (a heap pointer, so bits 0 and 1 are clear) and the
-// wrapper it makes owns the given object reference.
-unsafe impl TieHost for Host<'_> {
+// SAFETY: `revive` returns a value only when the weak reference still yields the wrapper and
+// runs no JS; `create` returns the wrap's reference (a heap pointer, so bits 0 and 1 are clear,
+// and below 2^48 on the 64-bit targets Node runs on) and the wrapper it makes owns the given
+// object reference (freed with it when the wrap fails). Every tie, untie and finalizer of an
+// env's slots runs on that env's JS thread (`SERIALIZED`).
+unsafe impl TieHost for EnvState {
     type Handle = Value;
+    type Error = Fail;
+    /// What JS value a new wrapper is.
+    type Prepared = Shell;
     /// An env's slots (the main env's prefixes, a worker's side table) are only ever tied,
     /// untied and finalized on that env's JS thread.
     const SERIALIZED: bool = true;
@@ -144,76 +142,79 @@ unsafe impl TieHost for Host<'_> {
         let mut v = ptr::null_mut();
         // SAFETY: an Active word is a live wrap reference of this env (the finalizer deletes it
         // only after clearing the slot or seeing a newer generation there).
-        unsafe { sys::napi_get_reference_value(self.state.env, word as Ref, &mut v) };
+        unsafe { sys::napi_get_reference_value(self.env, word as Ref, &mut v) };
         (!v.is_null()).then_some(v)
+    }
+
+    /// The class of the object's type (made by index.js's factory on first use), or a
+    /// callable for a Function.
+    fn prepare(&self, obj: &ObjectRef) -> Result<Shell, Fail> {
+        let type_index = obj.type_index();
+        if type_index == TypeIndex::FUNCTION {
+            return Ok(Shell::Function);
+        }
+        Ok(Shell::Instance(ensure_class(self, type_index)?))
     }
 
     unsafe fn create(
         &self,
+        shell: &Shell,
         obj: ObjectRef,
         _previous: Previous,
         generation: u64,
-    ) -> tether_core::Result<(Value, usize)> {
+    ) -> Result<(Value, usize), Fail> {
         // Previous::Dying: the dying wrapper's finalizer still owns its reference and deletes
         // it; its generation no longer matches, so it leaves the slot alone.
-        match self.make(obj, generation) {
-            Ok(made) => Ok(made),
-            Err(fail) => {
-                let err = Error::runtime("could not create a JS wrapper");
-                *self.failure.borrow_mut() = Some(fail);
-                Err(err)
-            }
-        }
+        make_wrapper(self, *shell, obj, generation)
     }
 }
 
-impl Host<'_> {
-    fn make(&self, obj: ObjectRef, generation: u64) -> JsResult<(Value, usize)> {
-        let env = self.state.env;
-        let wrapper = Box::into_raw(Box::new(Wrapper {
-            magic: WRAPPER_MAGIC,
-            obj: Cell::new(obj.into_raw()),
-            generation,
-            reference: Cell::new(ptr::null_mut()),
-            state: Arc::into_raw(arc_of(self.state)),
-        }));
-        let js = match self.shell_value(wrapper) {
-            Ok(js) => js,
-            Err(fail) => {
-                // SAFETY: not wrapped yet, so we still own the box.
-                unsafe { free_wrapper(wrapper) };
-                return Err(fail);
-            }
-        };
-        let mut reference = ptr::null_mut();
-        // SAFETY: `js` is a fresh object of this call; the finalizer takes the box.
-        let status = unsafe {
-            sys::napi_wrap(env, js, wrapper as *mut c_void, Some(finalize_wrapper), ptr::null_mut(), &mut reference)
-        };
-        if let Err(fail) = raw::check(env, status, "napi_wrap") {
-            // SAFETY: the wrap failed, so the box is still ours.
+/// A new wrapper box owning `obj`, wrapped onto a new JS value made as `shell` says; the value
+/// and the wrap's weak reference (the slot word).
+fn make_wrapper(state: &EnvState, shell: Shell, obj: ObjectRef, generation: u64) -> JsResult<(Value, usize)> {
+    let env = state.env;
+    let wrapper = Box::into_raw(Box::new(Wrapper {
+        magic: WRAPPER_MAGIC,
+        obj: Cell::new(obj.into_raw()),
+        generation,
+        reference: Cell::new(ptr::null_mut()),
+        state: Arc::into_raw(arc_of(state)),
+    }));
+    let js = match shell_value(state, shell, wrapper) {
+        Ok(js) => js,
+        Err(fail) => {
+            // SAFETY: not wrapped yet, so we still own the box.
             unsafe { free_wrapper(wrapper) };
             return Err(fail);
         }
-        // SAFETY: the box is live (wrapped) and only this thread touches it.
-        unsafe { (*wrapper).reference.set(reference) };
-        self.made.set(wrapper);
-        Ok((js, reference as usize))
+    };
+    let mut reference = ptr::null_mut();
+    // SAFETY: `js` is a fresh object of this call; the finalizer takes the box.
+    let status = unsafe {
+        sys::napi_wrap(env, js, wrapper as *mut c_void, Some(finalize_wrapper), ptr::null_mut(), &mut reference)
+    };
+    if let Err(fail) = raw::check(env, status, "napi_wrap") {
+        // SAFETY: the wrap failed, so the box is still ours.
+        unsafe { free_wrapper(wrapper) };
+        return Err(fail);
     }
+    // SAFETY: the box is live (wrapped) and only this thread touches it.
+    unsafe { (*wrapper).reference.set(reference) };
+    Ok((js, reference as usize))
+}
 
-    fn shell_value(&self, wrapper: *mut Wrapper) -> JsResult<Value> {
-        let env = self.state.env;
-        match self.shell {
-            Shell::Preset(v) => Ok(v),
-            Shell::Function => crate::call::make_function(self.state, wrapper),
-            Shell::Instance(ctor) => {
-                let ctor = raw::reference_value(env, ctor)?;
-                // SAFETY: the box is live; its handle is only read while the instance lives.
-                let args = [self.state.token()?, handle(env, unsafe { &*wrapper })?];
-                let mut out = ptr::null_mut();
-                napi_call!(env, napi_new_instance(env, ctor, 2, args.as_ptr(), &mut out))?;
-                Ok(out)
-            }
+fn shell_value(state: &EnvState, shell: Shell, wrapper: *mut Wrapper) -> JsResult<Value> {
+    let env = state.env;
+    match shell {
+        Shell::Preset(v) => Ok(v),
+        Shell::Function => crate::call::make_function(state, wrapper),
+        Shell::Instance(ctor) => {
+            let ctor = raw::reference_value(env, ctor)?;
+            // SAFETY: the box is live; its handle is only read while the instance lives.
+            let args = [state.token()?, handle(env, unsafe { &*wrapper })?];
+            let mut out = ptr::null_mut();
+            napi_call!(env, napi_new_instance(env, ctor, 2, args.as_ptr(), &mut out))?;
+            Ok(out)
         }
     }
 }
@@ -248,16 +249,14 @@ unsafe extern "C" fn finalize_wrapper(env: Env, data: *mut c_void, _hint: *mut c
     unsafe { sys::napi_delete_reference(env, w.reference.get()) };
 }
 
-/// Clear the slot if it still names this wrapper's generation, then drop the +1.
+/// Release the wrapper of `generation`'s +1 on `obj` (see `Frontend::release`).
 ///
 /// # Safety
 /// The caller owns the wrapper's +1 on the live `obj` and gives it up.
 unsafe fn release(state: &EnvState, obj: *mut ObjectHeader, generation: u64) {
     // The removed word is this wrapper's own wrap reference: the finalizer deletes it.
-    // SAFETY: `obj` is live (our +1).
-    let _ = unsafe { tying::untie_any::<Host<'_>>(obj, state.tag, &state.side, generation, 0) };
-    // SAFETY: giving up the wrapper's strong reference.
-    unsafe { dec_ref(obj) };
+    // SAFETY: the caller's guarantee.
+    let _ = unsafe { state.frontend.release(obj, generation, 0) };
 }
 
 /// `[Symbol.dispose]()`: release the wrapper's native reference now. Idempotent.
@@ -294,16 +293,15 @@ fn ensure_class(state: &EnvState, type_index: i32) -> JsResult<Ref> {
 }
 
 /// The live wrapper in this env of the object cell field `cell` holds, if there is one and the
-/// value is a tied kind (see `tying::revive_in_cell`).
+/// value is a tied kind (see `Frontend::live_in_cell`).
 ///
 /// # Safety
 /// On this env's JS thread; `cell` is in a live object.
 pub unsafe fn live_wrapper_in(state: &EnvState, cell: &tether_core::cell::AnyCell) -> Option<Value> {
-    let reviver = Host { state, shell: Shell::Function, failure: RefCell::new(None), made: Cell::new(ptr::null()) };
     // Functions may map back to a JS function (convert.rs); Str/Bytes are values.
     let ties = |t| t != TypeIndex::FUNCTION && t != TypeIndex::STR && t != TypeIndex::BYTES;
     // SAFETY: forwarded; `revive` is a reference lookup, no JS.
-    unsafe { tying::revive_in_cell(&reviver, state.tag, cell, ties) }
+    unsafe { state.frontend.live_in_cell(state, cell, ties) }
 }
 
 /// Return `obj` (an owned +1) to JS as its canonical wrapper in this env. With `preset`,
@@ -314,26 +312,12 @@ pub fn tie_object(state: &EnvState, obj: ObjectRef, preset: Option<Value>) -> Js
 
 /// As [`tie_object`], also saying which wrapper box was made, when a new one was.
 pub fn tie_object_made(state: &EnvState, obj: ObjectRef, preset: Option<Value>) -> JsResult<(Value, Option<&Wrapper>)> {
-    let obj = if preset.is_none() {
-        // The common case, a live wrapper, needs no class (`revive` never reads the shell).
-        let reviver = Host { state, shell: Shell::Function, failure: RefCell::new(None), made: Cell::new(ptr::null()) };
-        match tying::revive_any(&reviver, state.tag, obj) {
-            Ok(v) => return Ok((v, None)),
-            Err(obj) => obj,
-        }
-    } else {
-        obj
-    };
-    let type_index = obj.type_index();
-    let shell = match preset {
-        Some(v) => Shell::Preset(v),
-        None if type_index == TypeIndex::FUNCTION => Shell::Function,
-        None => Shell::Instance(ensure_class(state, type_index)?),
-    };
-    let host = Host { state, shell, failure: RefCell::new(None), made: Cell::new(ptr::null()) };
-    match tying::tie_any(&host, state.tag, &state.side, obj) {
-        // SAFETY: a box `create` just wrapped onto the returned value, which keeps it alive.
-        Ok(v) => Ok((v, unsafe { host.made.get().as_ref() })),
-        Err(e) => Err(host.failure.into_inner().unwrap_or(Fail::Native(e))),
-    }
+    let returned = match preset {
+        Some(this) => state.frontend.return_prepared(state, obj, &Shell::Preset(this)),
+        None => state.frontend.return_object(state, obj),
+    }?;
+    Ok(match returned {
+        Returned::Created(v) => (v, wrapper_of(state.env, v)),
+        Returned::Revived(v) => (v, None),
+    })
 }

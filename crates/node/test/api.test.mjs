@@ -41,7 +41,7 @@ test('numbers: integers go in as int, others as float; BigInt in and out', () =>
   assert.equal(testing.sum([1, 2.5, 3n]), 6.5);
   assert.ok(Number.isNaN(testing.echo(NaN)));
   assert.equal(testing.echo(Infinity), Infinity);
-  assert.equal(testing.echo(-0), 0);
+  assert.ok(Object.is(testing.echo(-0), -0), '-0 keeps its sign');
 });
 
 test('bytes: Buffers and typed arrays go in as bytes and come back as Buffers', () => {
@@ -103,7 +103,7 @@ test('Map: get, has, keys, values, entries, size, iteration', () => {
 test('a cyclic JS value is refused, not looped over', () => {
   const cyclic = [];
   cyclic.push(cyclic);
-  assert.throws(() => testing.echo(cyclic), { name: 'TetherValueError', message: /nested too deeply/ });
+  assert.throws(() => testing.echo(cyclic), { name: 'TetherValueError', message: /contains itself/ });
 });
 
 test('callAsync resolves with canonical wrappers and rejects with typed errors', async () => {

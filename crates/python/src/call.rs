@@ -15,7 +15,6 @@ use tether_core::arc::ObjectBox;
 use tether_core::error::take_last_error;
 use tether_core::function::{FunctionObj, FUNC_ADOPTS_LENT, FUNC_LEAF};
 use tether_core::object::ObjectHeader;
-use tether_core::tying::SpareClaim;
 use tether_core::types;
 use tether_core::Error;
 
@@ -68,7 +67,7 @@ unsafe fn call_with<const LEAF: bool>(
     // SAFETY: GIL held (caller); every view read below was written by `to_view_into`.
     unsafe {
         // Spare references are only touched under the GIL (`PyHost::SERIALIZED`).
-        let lend = LEAF && f.flags & FUNC_ADOPTS_LENT != 0;
+        let mut leaf = state::frontend().leaf_call(LEAF && f.flags & FUNC_ADOPTS_LENT != 0);
         let mut arena = Arena::new();
         let mut stack = [const { MaybeUninit::<AnyView<'_>>::uninit() }; STACK_ARGS];
         let mut heap: Vec<MaybeUninit<AnyView<'_>>>;
@@ -79,18 +78,11 @@ unsafe fn call_with<const LEAF: bool>(
             heap.resize_with(args.len(), MaybeUninit::uninit);
             &mut heap
         };
-        // Leaf calls claim their first lent spare instead of taking it (see `SpareClaim`).
-        let mut claim = SpareClaim::new();
         for (i, (&a, view)) in args.iter().zip(views.iter_mut()).enumerate() {
-            let claiming = if LEAF && lend { Some((&mut claim, i)) } else { None };
-            if convert::to_view_into(a, &mut arena, !LEAF, lend, claiming, view).is_err() {
-                // Arguments lent so far were never passed: give their references back (a
-                // claimed spare was never taken, so it simply stays in its slot).
-                views[..i]
-                    .iter()
-                    .map(|v| v.assume_init_ref())
-                    .filter(|v| !claim.is_claimed(v))
-                    .for_each(|v| v.release_if_lent());
+            let in_leaf = if LEAF { Some((&mut leaf, i)) } else { None };
+            if convert::to_view_into(a, &mut arena, in_leaf, view).is_err() {
+                // Arguments lent so far were never passed: give their references back.
+                leaf.abandon(views[..i].iter().map(|v| v.assume_init_ref()));
                 return null_mut();
             }
         }
@@ -105,8 +97,7 @@ unsafe fn call_with<const LEAF: bool>(
             rc
         };
         drop(arena);
-        let returned =
-            claim.settle::<wrapper::PyHost>(state::tag(), if rc == 0 { result.view().as_object_ptr() } else { None });
+        let returned = leaf.settle(if rc == 0 { result.view().as_object_ptr() } else { None });
         pending::drain_refs(); // references the call dropped, now that no native lock is held
         if rc != 0 {
             errors::raise(take_last_error());

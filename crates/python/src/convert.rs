@@ -12,14 +12,14 @@ use std::ptr::null_mut;
 use pyo3::ffi;
 use tether_core::any::{Any, AnyView, TypeIndex};
 use tether_core::arc::ObjectRef;
+use tether_core::boundary::{ClaimMode, LeafCall};
 use tether_core::containers::{ArrayObj, MapObj};
-use tether_core::object::inc_ref;
 use tether_core::nesting::Nesting;
-use tether_core::tying;
+use tether_core::object::inc_ref;
 use tether_core::Error;
 
 use crate::errors::PyErrSet;
-use crate::{callback, errors, moved, state, wrapper};
+use crate::{callback, errors, moved, wrapper};
 
 /// Owned values that must outlive the views of one call.
 #[derive(Default)]
@@ -43,33 +43,30 @@ impl Arena {
 
 /// [`to_view`] written straight into `slot`: the hot wrapper/int branches store the view's fields
 /// in place instead of returning it (a returned view is stored in pieces and reloaded whole, a
-/// store-forwarding stall per argument).
+/// store-forwarding stall per argument). `leaf` is the leaf call argument `index` belongs to,
+/// whose wrapper arguments are borrowed or lent a spare; `None` converts as [`to_view`] with
+/// `hold` (native references taken on wrapped objects).
 ///
 /// # Safety
-/// As [`to_view`].
+/// As [`to_view`]; with `leaf`, the GIL stays held for the whole call.
 #[inline(always)]
 pub unsafe fn to_view_into<'a>(
     o: *mut ffi::PyObject,
     arena: &mut Arena,
-    hold: bool,
-    lend: bool,
-    claim: Option<(&mut tying::SpareClaim, usize)>,
+    leaf: Option<(&mut LeafCall<'_, wrapper::PyHost>, usize)>,
     slot: &mut MaybeUninit<AnyView<'a>>,
 ) -> Result<(), PyErrSet> {
     // SAFETY: GIL held, `o` live (caller).
     unsafe {
         let tp = ffi::Py_TYPE(o);
-        if !hold && wrapper::deallocs_as_wrapper(tp) {
+        let hold = leaf.is_none();
+        if let (Some((leaf, index)), true) = (leaf, wrapper::deallocs_as_wrapper(tp)) {
             let obj = wrapper::native_of(o)?;
             // The GIL serialises every slot change; the wrapper's +1 outlives the leaf call.
-            let view = match claim {
-                // Claimed at once: a successful conversion runs no Python code (no user methods,
-                // no GC-tracked allocation that could run a finalizer), and a failed one
-                // abandons the call before the claim settles. Keep it so when changing `to_view`.
-                Some((claim, index)) => claim.claim_now::<wrapper::PyHost>(index, obj, state::tag(), o as usize, lend),
-                None => tying::argument_view::<wrapper::PyHost>(obj, state::tag(), lend),
-            };
-            slot.write(view);
+            // Claimed at once: a successful conversion runs no Python code (no user methods, no
+            // GC-tracked allocation that could run a finalizer), and a failed one abandons the
+            // call before the claim settles. Keep it so when changing `to_view`.
+            slot.write(leaf.wrapper_argument(ClaimMode::AtOnce, index, obj, o as usize));
             return Ok(());
         }
         if tp == std::ptr::addr_of_mut!(ffi::PyLong_Type) {

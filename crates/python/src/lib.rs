@@ -43,12 +43,7 @@ static ALLOCATOR: OnceLock<Result<u32, String>> = OnceLock::new();
 fn install_allocator() -> PyResult<u32> {
     let r = ALLOCATOR.get_or_init(|| {
         tether_core::init();
-        tether_core::alloc::install_frontend_allocator(
-            <wrapper::PyHost as tether_core::tying::TieHost>::LAYOUT,
-            Some(pending::on_native_free),
-            std::ptr::null_mut(),
-        )
-        .map_err(|e| e.to_string())
+        state::frontend().install_allocator(Some(pending::on_native_free)).map_err(|e| e.to_string())
     });
     r.clone().map_err(pyo3::exceptions::PyRuntimeError::new_err)
 }
@@ -56,8 +51,7 @@ fn install_allocator() -> PyResult<u32> {
 #[pymodule(gil_used = false)]
 #[pyo3(name = "_native")]
 fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    let tag = install_allocator()?;
-    state::set_tag(tag);
+    install_allocator()?;
     let py = m.py();
     // SAFETY: the GIL is held during module init.
     let base = unsafe { classes::build_base_type() };

@@ -13,7 +13,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use pyo3::ffi;
-use tether_core::tying;
 
 /// Something Python-side to release.
 #[derive(Clone, Copy, Debug)]
@@ -181,7 +180,7 @@ pub unsafe fn queued() -> usize {
 /// Called by the core allocator with the slot of an object nobody can reach any more.
 pub unsafe extern "C" fn on_native_free(_ctx: *mut c_void, slot: *const AtomicUsize) {
     // SAFETY: the allocator passes the live slot word of the object being freed.
-    if let Some(block) = unsafe { tying::take_inactive(tying::Slot::from_raw(slot)) } {
+    if let Some(block) = unsafe { tether_core::boundary::cached_block(slot) } {
         release(Release::Block(block as *mut ffi::PyObject));
     }
 }

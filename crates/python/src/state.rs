@@ -1,29 +1,26 @@
-//! Process-wide state of the frontend: the allocator tag, the side table, and Python objects
-//! handed over by the pure-Python package at import (hooks and exception classes).
+//! Process-wide state of the frontend: its tie domain (allocator slots and side table), and
+//! Python objects handed over by the pure-Python package at import (hooks and exception
+//! classes).
 
-use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use pyo3::ffi;
-use tether_core::tying::SideTable;
+use tether_core::boundary::Frontend;
 
-static TAG: AtomicU32 = AtomicU32::new(u32::MAX);
-static SIDE: OnceLock<SideTable> = OnceLock::new();
+use crate::wrapper::PyHost;
+
+/// Every object's one Python wrapper is tied here (the process has one interpreter).
+static FRONTEND: Frontend<PyHost> = Frontend::new();
+
+#[inline]
+pub fn frontend() -> &'static Frontend<PyHost> {
+    &FRONTEND
+}
 
 /// The tag of this frontend's allocator (objects with it carry a slot prefix).
 #[inline]
 pub fn tag() -> u32 {
-    TAG.load(Ordering::Relaxed)
-}
-
-pub fn set_tag(tag: u32) {
-    TAG.store(tag, Ordering::Relaxed);
-}
-
-/// Slots of objects this frontend's allocator did not make.
-#[inline]
-pub fn side() -> &'static SideTable {
-    SIDE.get_or_init(SideTable::new)
+    FRONTEND.tag()
 }
 
 /// A Python object kept alive for the life of the process (set once at import).

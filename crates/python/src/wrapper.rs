@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 
 use pyo3::ffi;
 use tether_core::arc::ObjectRef;
-use tether_core::object::{dec_ref, ObjectHeader};
-use tether_core::tying::{self, Previous, TieHost, TAG_INACTIVE};
+use tether_core::boundary::{Previous, TieHost, TAG_INACTIVE};
+use tether_core::object::ObjectHeader;
 use tether_core::Error;
 
 use crate::errors::PyErrSet;
@@ -98,12 +98,13 @@ pub unsafe extern "C" fn wrapper_dealloc(o: *mut ffi::PyObject) {
         }
         let cache = (*obj).alloc_tag == state::tag() && revivable(tp) && !pending::finalizing();
         let replacement = if cache { o as usize | TAG_INACTIVE } else { 0 };
-        let removed = tying::untie_any::<PyHost>(obj, state::tag(), state::side(), o as u64, replacement);
+        // The removed word is this block: cached in the slot now (the free hook frees it with
+        // the object), or ours to free. Nothing reads the block after the release.
+        let removed = state::frontend().release(obj, o as u64, replacement);
         if !(cache && removed.is_some()) {
             free_block(o, tp);
         }
         ffi::Py_DECREF(tp as *mut ffi::PyObject);
-        dec_ref(obj);
     }
 }
 
@@ -194,16 +195,19 @@ pub unsafe fn take_for_move(o: *mut ffi::PyObject) -> Result<ObjectRef, PyErrSet
             return Err(PyErrSet);
         }
         // The removed word is this wrapper itself, which stays alive: nothing to dispose.
-        let _ = tying::untie_any::<PyHost>(obj, state::tag(), state::side(), o as u64, 0);
-        Ok(ObjectRef::from_raw(obj))
+        let (_removed, taken) = state::frontend().move_out(obj, o as u64);
+        Ok(taken)
     }
 }
 
-/// How CPython wrappers are made and revived; `cls` is the class a new wrapper gets.
-pub struct PyHost {
+/// How CPython wrappers are made and revived.
+pub struct PyHost;
+
+/// What a new wrapper needs: its class, and the block the caller allocated beforehand for a
+/// user subclass (whose allocation may run the garbage collector and so must not happen under
+/// the slot lock), or null.
+pub struct PyPrepared {
     pub cls: *mut ffi::PyTypeObject,
-    /// A wrapper the caller allocated beforehand (user subclasses, whose allocation may run
-    /// the garbage collector and so must not happen under the slot lock), or null.
     pub fresh: *mut ffi::PyObject,
 }
 
@@ -215,6 +219,9 @@ pub type Handle = (*mut ffi::PyObject, Option<ObjectRef>);
 // that own the given `ObjectRef`, or the callable a callback Function wraps (kept alive by it).
 unsafe impl TieHost for PyHost {
     type Handle = Handle;
+    /// A Python exception is set.
+    type Error = PyErrSet;
+    type Prepared = PyPrepared;
     /// With the GIL every slot transition happens under it (the free hook only takes
     /// Inactive words); free-threaded builds lock each slot instead.
     const SERIALIZED: bool = cfg!(not(Py_GIL_DISABLED));
@@ -239,12 +246,24 @@ unsafe impl TieHost for PyHost {
         }
     }
 
+    /// The class of the object's type, built on first use (may run Python code).
+    fn prepare(&self, obj: &ObjectRef) -> Result<PyPrepared, PyErrSet> {
+        // SAFETY: the protocol runs with the GIL held (every caller is a Python entry point).
+        let cls = unsafe { classes::class_for(obj.type_index()) };
+        if cls.is_null() {
+            return Err(PyErrSet);
+        }
+        Ok(PyPrepared { cls, fresh: null_mut() })
+    }
+
     unsafe fn create(
         &self,
+        prepared: &PyPrepared,
         obj: ObjectRef,
         previous: Previous,
         _generation: u64,
-    ) -> tether_core::Result<(Handle, usize)> {
+    ) -> Result<(Handle, usize), PyErrSet> {
+        let PyPrepared { cls, fresh } = *prepared;
         // SAFETY: GIL held (attached); runs under the slot lock and calls no Python code.
         unsafe {
             if let Some(callable) = callback::callable_of(obj.as_ptr()) {
@@ -256,19 +275,19 @@ unsafe impl TieHost for PyHost {
             let o = match previous {
                 Previous::Inactive(block) => {
                     let block = block as *mut ffi::PyObject;
-                    if self.fresh.is_null() && (*block).ob_type == self.cls {
+                    if fresh.is_null() && (*block).ob_type == cls {
                         // Revival in place: same address, refcount 1, type reference taken.
-                        ffi::PyObject_Init(block, self.cls)
+                        ffi::PyObject_Init(block, cls)
                     } else {
                         ffi::PyObject_Free(block as *mut c_void);
-                        self.allocate()?
+                        allocate(prepared)?
                     }
                 }
-                Previous::Detached | Previous::Dying(_) => self.allocate()?,
+                Previous::Detached | Previous::Dying(_) => allocate(prepared)?,
             };
             let w = o as *mut Wrapper;
             (*w).obj.store(obj.into_raw(), Ordering::Release);
-            let offset = (*self.cls).tp_vectorcall_offset;
+            let offset = (*cls).tp_vectorcall_offset;
             if offset > 0 {
                 *((o as *mut u8).add(offset as usize) as *mut Option<ffi::vectorcallfunc>) =
                     Some(crate::call::function_vectorcall);
@@ -287,20 +306,21 @@ unsafe impl TieHost for PyHost {
     }
 }
 
-impl PyHost {
-    unsafe fn allocate(&self) -> tether_core::Result<*mut ffi::PyObject> {
-        if !self.fresh.is_null() {
-            return Ok(self.fresh);
-        }
-        // SAFETY: our classes allocate with `wrapper_alloc` (no Python code runs).
-        let o = unsafe { wrapper_alloc(self.cls, 0) };
-        if o.is_null() {
-            // SAFETY: GIL held; the MemoryError is replaced by the returned error.
-            unsafe { ffi::PyErr_Clear() };
-            return Err(Error::runtime("out of memory allocating a wrapper"));
-        }
-        Ok(o)
+/// The memory of a new wrapper: the block prepared beforehand, or a new one of our class (a
+/// MemoryError is set when there is none).
+///
+/// # Safety
+/// GIL held.
+unsafe fn allocate(prepared: &PyPrepared) -> Result<*mut ffi::PyObject, PyErrSet> {
+    if !prepared.fresh.is_null() {
+        return Ok(prepared.fresh);
     }
+    // SAFETY: our classes allocate with `wrapper_alloc` (no Python code runs).
+    let o = unsafe { wrapper_alloc(prepared.cls, 0) };
+    if o.is_null() {
+        return Err(PyErrSet);
+    }
+    Ok(o)
 }
 
 /// The fast return of an object that came in as argument (`echo(p)`): when one of `args` is
@@ -324,7 +344,7 @@ pub unsafe fn return_argument(obj: ObjectRef, args: &[*mut ffi::PyObject]) -> Re
                 continue;
             }
             // Wrappers own their +1 and untie in dealloc; the GIL serialises slot changes.
-            return tying::keep_if_tied_to::<PyHost>(obj, state::tag(), a as usize).map(|()| ffi::Py_NewRef(a));
+            return state::frontend().return_argument(obj, a as usize).map(|()| ffi::Py_NewRef(a));
         }
     }
     Err(obj)
@@ -334,11 +354,14 @@ pub unsafe fn return_argument(obj: ObjectRef, args: &[*mut ffi::PyObject]) -> Re
 /// object handed to Python goes through here. Null with a Python error on failure.
 #[inline]
 pub unsafe fn return_object(obj: ObjectRef) -> *mut ffi::PyObject {
-    // The common case, a live wrapper, needs no class.
-    match tying::revive_any(&PyHost { cls: null_mut(), fresh: null_mut() }, state::tag(), obj) {
-        Ok((o, _)) => o,
-        // SAFETY: GIL held by the caller.
-        Err(obj) => unsafe { return_object_as(obj, null_mut(), null_mut()) },
+    match state::frontend().return_object(&PyHost, obj) {
+        Ok(returned) => {
+            // A callback Function's reference, dropped now that no slot is being changed.
+            let (o, extra) = returned.into_handle();
+            drop(extra);
+            o
+        }
+        Err(PyErrSet) => null_mut(),
     }
 }
 
@@ -349,41 +372,37 @@ pub unsafe fn return_object(obj: ObjectRef) -> *mut ffi::PyObject {
 /// GIL held; `cell` is in a live object.
 #[inline]
 pub unsafe fn live_wrapper_in(cell: &tether_core::cell::AnyCell) -> *mut ffi::PyObject {
-    let host = PyHost { cls: null_mut(), fresh: null_mut() };
     // SAFETY: forwarded; `revive` only increments a reference count.
-    match unsafe { tying::revive_in_cell(&host, state::tag(), cell, crate::convert::is_tied_kind) } {
+    match unsafe { state::frontend().live_in_cell(&PyHost, cell, crate::convert::is_tied_kind) } {
         Some((o, _)) => o,
         None => null_mut(),
     }
 }
 
 /// As [`return_object`]; a new wrapper gets class `cls` (a subclass the user called) and
-/// the preallocated `fresh` block when given.
+/// the block `fresh` allocated for it, which this consumes.
+///
+/// # Safety
+/// GIL held; `fresh` is a new reference to an unused instance of `cls`.
 pub unsafe fn return_object_as(
     obj: ObjectRef,
     cls: *mut ffi::PyTypeObject,
     fresh: *mut ffi::PyObject,
 ) -> *mut ffi::PyObject {
-    // SAFETY: GIL held by the caller; the class is built before the slot is locked.
+    let prepared = PyPrepared { cls, fresh };
+    // SAFETY: GIL held (caller); `fresh` is ours until a new wrapper takes it.
     unsafe {
-        let cls = if cls.is_null() { classes::class_for(obj.type_index()) } else { cls };
-        if cls.is_null() {
-            return null_mut();
-        }
-        let host = PyHost { cls, fresh };
-        match tying::tie_any(&host, state::tag(), state::side(), obj) {
-            Ok((o, extra)) => {
+        match state::frontend().return_prepared(&PyHost, obj, &prepared) {
+            Ok(returned) => {
+                let (o, extra) = returned.into_handle();
                 drop(extra);
-                if !fresh.is_null() && o != fresh {
+                if o != fresh {
                     ffi::Py_DECREF(fresh);
                 }
                 o
             }
-            Err(e) => {
-                if !fresh.is_null() {
-                    ffi::Py_DECREF(fresh);
-                }
-                errors::raise(e);
+            Err(PyErrSet) => {
+                ffi::Py_DECREF(fresh);
                 null_mut()
             }
         }

@@ -95,6 +95,12 @@ pub fn host() -> &'static MockHost {
 // so bits 0 and 1 are clear) and its finalizer owns the `ObjectRef`.
 unsafe impl TieHost for MockHost {
     type Handle = Arc<Wrapper>;
+    type Error = tether_core::Error;
+    type Prepared = ();
+
+    fn prepare(&self, _obj: &ObjectRef) -> Result<()> {
+        Ok(())
+    }
 
     unsafe fn revive(&self, word: usize) -> Option<Arc<Wrapper>> {
         // SAFETY: an Active word is a `Weak::into_raw` pointer this host stored; we only borrow it.
@@ -102,7 +108,13 @@ unsafe impl TieHost for MockHost {
         weak.upgrade()
     }
 
-    unsafe fn create(&self, obj: ObjectRef, previous: Previous, generation: u64) -> Result<(Arc<Wrapper>, usize)> {
+    unsafe fn create(
+        &self,
+        _: &(),
+        obj: ObjectRef,
+        previous: Previous,
+        generation: u64,
+    ) -> Result<(Arc<Wrapper>, usize)> {
         match previous {
             Previous::Detached => {}
             Previous::Dying(word) => {
@@ -134,7 +146,7 @@ unsafe impl TieHost for MockHost {
 impl MockHost {
     /// Return `obj` to the "language".
     pub fn tie(&self, obj: ObjectRef) -> Arc<Wrapper> {
-        tying::tie_any(self, self.tag, &self.side, obj).expect("tie")
+        tying::tie_any(self, &(), self.tag, &self.side, obj).expect("tie").into_handle()
     }
 
     /// Run the finalizers of dead wrappers. With `cache`, a wrapper's slot becomes Inactive

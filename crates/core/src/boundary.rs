@@ -1,0 +1,328 @@
+//! The boundary engine: the tying protocol composed once, for every frontend.
+//!
+//! [`crate::tying`] holds the slot word's transitions; this module is the code that composes
+//! them into what a frontend does at its language boundary, in the order that matters:
+//! - returning an object ([`Frontend::return_object`]): revive the live wrapper without
+//!   preparing anything, else let the host prepare (find its class), then tie;
+//! - a result that is one of the call's own wrapper arguments ([`Frontend::return_argument`]);
+//! - releasing a wrapper ([`Frontend::release`], [`Frontend::move_out`]): untie, take back
+//!   the spare references kept for it (in its slot and in threads' cells), drop its +1, and
+//!   hand the host exactly the word it must dispose of;
+//! - the argument views of a leaf call and their spare claim ([`LeafCall`]);
+//! - a cell field's live wrapper ([`Frontend::live_in_cell`]) and the allocator's free hook
+//!   ([`cached_block`]).
+//!
+//! A frontend implements [`TieHost`] (how its language revives and makes wrappers; the
+//! contract is stated once on the trait) and owns one [`Frontend`] per tie domain: the slots
+//! its allocator puts in front of objects plus a side table for every other object. Frontends
+//! call nothing in `tying` but the types it defines; `tests/boundary.rs` checks that by
+//! reading their sources.
+
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+
+use crate::alloc::SlotFreeHook;
+use crate::any::AnyView;
+use crate::arc::ObjectRef;
+use crate::cell::AnyCell;
+use crate::object::{dec_ref, ObjectHeader};
+use crate::thread_spares::ThreadSpares;
+use crate::tying::{self, Slot, SpareClaim};
+pub use crate::tying::{Previous, Returned, SideTable, SlotLayout, TieHost, TAG_INACTIVE};
+
+/// The tag of a domain whose objects carry no slot of it (every object goes through the side
+/// table): a Node worker's env, a frontend before its allocator is installed.
+pub const NO_SLOTS: u32 = u32::MAX;
+
+/// One tie domain of host `H`: the slots `H`'s allocator puts in front of the objects it makes
+/// (`tag`), and a side table for objects made by anyone else.
+///
+/// Locking: `tag` is written once, when the allocator is installed, before any object with
+/// that tag exists; the side table has its own mutex; every slot is changed by the
+/// transitions of `tying`, under the slot lock or, for a [`TieHost::SERIALIZED`] host, under
+/// the lock all its callers hold.
+pub struct Frontend<H: TieHost> {
+    tag: AtomicU32,
+    side: SideTable,
+    /// Where a non-serialized host's calls keep spare references (the JVM), if it does.
+    thread_spares: Option<&'static ThreadSpares>,
+    _host: PhantomData<fn(&H)>,
+}
+
+impl<H: TieHost> Default for Frontend<H> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<H: TieHost> Frontend<H> {
+    /// A domain with no slots yet: objects tie through the side table until
+    /// [`Frontend::install_allocator`] or [`Frontend::adopt_allocator`].
+    pub const fn new() -> Self {
+        Frontend { tag: AtomicU32::new(NO_SLOTS), side: SideTable::new(), thread_spares: None, _host: PhantomData }
+    }
+
+    /// As [`Frontend::new`], for a host whose calls keep spares in `spares`' per-thread cells;
+    /// every release then takes back the ones kept for its wrapper.
+    pub const fn with_thread_spares(spares: &'static ThreadSpares) -> Self {
+        Frontend {
+            tag: AtomicU32::new(NO_SLOTS),
+            side: SideTable::new(),
+            thread_spares: Some(spares),
+            _host: PhantomData,
+        }
+    }
+
+    /// Install `H`'s allocator ([`TieHost::LAYOUT`] slots, `on_free` called with the slot of
+    /// each object it frees) and make it current: every object made from now on carries a
+    /// slot of this domain. Returns its tag.
+    pub fn install_allocator(&self, on_free: Option<SlotFreeHook>) -> crate::Result<u32> {
+        let tag = crate::alloc::install_frontend_allocator(H::LAYOUT, on_free, std::ptr::null_mut())?;
+        self.adopt_allocator(tag);
+        Ok(tag)
+    }
+
+    /// Tie through the slots of the allocator tagged `tag`, installed for `H` (another domain
+    /// of the same host installed it: Node's main env uses the process's one allocator).
+    pub fn adopt_allocator(&self, tag: u32) {
+        self.tag.store(tag, Ordering::Release);
+    }
+
+    /// The tag of the allocator whose objects carry this domain's slots ([`NO_SLOTS`]: none).
+    #[inline]
+    pub fn tag(&self) -> u32 {
+        self.tag.load(Ordering::Relaxed)
+    }
+
+    /// Side-table entries held right now (objects without this domain's slot that have or had
+    /// a wrapper being tied).
+    pub fn side_entries(&self) -> usize {
+        self.side.len()
+    }
+
+    /// Return `obj` (an owned +1) to the language as its one canonical wrapper. A serialized
+    /// host's live wrapper is revived before anything is prepared (the path of nearly every
+    /// return); otherwise the host prepares ([`TieHost::prepare`]) and the object is tied.
+    #[inline]
+    pub fn return_object(&self, host: &H, obj: ObjectRef) -> Result<Returned<H::Handle>, H::Error> {
+        let obj = match tying::revive_any(host, self.tag(), obj) {
+            Ok(handle) => return Ok(Returned::Revived(handle)),
+            Err(obj) => obj,
+        };
+        let prepared = host.prepare(&obj)?;
+        self.return_prepared(host, obj, &prepared)
+    }
+
+    /// As [`Frontend::return_object`], with what a new wrapper needs already prepared by the
+    /// caller (a subclass the user called, a JS constructor's `this`).
+    #[inline]
+    pub fn return_prepared(
+        &self,
+        host: &H,
+        obj: ObjectRef,
+        prepared: &H::Prepared,
+    ) -> Result<Returned<H::Handle>, H::Error> {
+        tying::tie_any(host, prepared, self.tag(), &self.side, obj)
+    }
+
+    /// A call returned `obj`, and one of its arguments was the wrapper whose slot word is
+    /// `word` and whose object is `obj` (`echo(p)`): when the slot still names that wrapper it
+    /// is canonical, the result's +1 is kept as a spare and the host returns the argument
+    /// itself (`Ok`); otherwise `obj` comes back for [`Frontend::return_object`].
+    ///
+    /// # Safety
+    /// `H` is serialized and the caller holds its lock; the argument's wrapper owns its +1 and
+    /// is untied when it goes ([`TieHost::keeps_spares`] holds for `obj`).
+    #[inline]
+    pub unsafe fn return_argument(&self, obj: ObjectRef, word: usize) -> Result<(), ObjectRef> {
+        debug_assert!(H::SERIALIZED);
+        // SAFETY: the caller's guarantee.
+        unsafe { tying::keep_if_tied_to::<H>(obj, self.tag(), word) }
+    }
+
+    /// The wrapper named by `ticket` (its generation, or a [`TieHost::WORD_ONLY`] host's own
+    /// word) lets go of its +1 on `obj`: untie it if it still owns the slot (its word replaced
+    /// by `replacement`: 0, or a cached block | [`TAG_INACTIVE`]), take back every spare kept
+    /// for it, and drop the +1. Returns the word taken out of the slot, which the host
+    /// disposes of; `None` when a newer wrapper owns the slot (then `replacement` is still
+    /// the host's).
+    ///
+    /// # Safety
+    /// The caller owns the wrapper's +1 on the live `obj` and gives it up; every call that
+    /// used this wrapper has finished (its release is ordered after them).
+    pub unsafe fn release(&self, obj: *mut ObjectHeader, ticket: u64, replacement: usize) -> Option<usize> {
+        // SAFETY: forwarded; the +1 keeps `obj` alive until the `dec_ref`.
+        let removed = unsafe { self.untie(obj, ticket, replacement) };
+        // SAFETY: giving up the wrapper's strong reference, once.
+        unsafe { dec_ref(obj) };
+        removed
+    }
+
+    /// As [`Frontend::release`], but the wrapper's +1 goes to the caller instead of being
+    /// dropped (Python's `_move()` hands it to a callee).
+    ///
+    /// # Safety
+    /// As [`Frontend::release`], taking over the +1 instead of giving it up.
+    pub unsafe fn move_out(&self, obj: *mut ObjectHeader, ticket: u64) -> (Option<usize>, ObjectRef) {
+        // SAFETY: forwarded.
+        let removed = unsafe { self.untie(obj, ticket, 0) };
+        // SAFETY: the wrapper's +1, now the caller's.
+        (removed, unsafe { ObjectRef::from_raw(obj) })
+    }
+
+    /// Untie the wrapper of `ticket` and take back its spares (the release without the
+    /// wrapper's own +1).
+    ///
+    /// # Safety
+    /// As [`Frontend::release`].
+    unsafe fn untie(&self, obj: *mut ObjectHeader, ticket: u64, replacement: usize) -> Option<usize> {
+        // SAFETY: `obj` is live (the caller's +1); the slot's spares are dropped inside.
+        let removed = unsafe { tying::untie_any::<H>(obj, self.tag(), &self.side, ticket, replacement) };
+        if let Some(spares) = self.thread_spares {
+            // SAFETY: the wrapper of this generation is gone and every call that held it has
+            // finished (the caller's guarantee), so no owner is using the entries stolen.
+            unsafe { spares.steal(obj, ticket) };
+        }
+        removed
+    }
+
+    /// The live wrapper of the object cell field `cell` holds, when its kind comes back as a
+    /// wrapper (`ties`) and it has one in this domain: revived while the cell is held, which
+    /// keeps the object alive (the wrapper owns its own +1, so no count changes). `None`:
+    /// copy the value and return it as usual.
+    ///
+    /// # Safety
+    /// The caller runs under the serialized host's lock; `revive` runs no language code.
+    #[inline]
+    pub unsafe fn live_in_cell(&self, host: &H, cell: &AnyCell, ties: impl FnOnce(i32) -> bool) -> Option<H::Handle> {
+        // SAFETY: forwarded.
+        unsafe { tying::revive_in_cell(host, self.tag(), cell, ties) }
+    }
+
+    /// The generation of the wrapper this domain tied last to `obj` (for a caller holding
+    /// `obj`'s live wrapper: that wrapper's), when `obj` carries this domain's slot and `H`
+    /// names generations.
+    ///
+    /// # Safety
+    /// `obj` is live.
+    #[inline]
+    pub unsafe fn generation_of(&self, obj: *mut ObjectHeader) -> Option<u64> {
+        // SAFETY: forwarded.
+        unsafe { tying::generation_of::<H>(obj, self.tag()) }
+    }
+
+    /// Start the argument views of one leaf call (a `FUNC_LEAF` function, called without
+    /// releasing the serialized host's lock).
+    #[inline]
+    pub fn leaf_call(&self, lend: bool) -> LeafCall<'_, H> {
+        LeafCall { frontend: self, claim: SpareClaim::new(), lend }
+    }
+}
+
+/// When a serialized host's leaf call claims the spare it lends to its first wrapper argument
+/// (see `tying::SpareClaim`). A host picks the mode its argument conversions allow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClaimMode {
+    /// While converting: a successful conversion of the later arguments runs no language
+    /// code, so nothing can lend the same spare meanwhile (CPython).
+    AtOnce,
+    /// Once every argument is converted ([`LeafCall::commit`]): converting may run language
+    /// code (a JS getter) that calls back into native code (Node).
+    AfterConversion,
+}
+
+/// The wrapper arguments of one leaf call of a serialized host: borrowed views, with a spare
+/// reference lent to the callee where the slot has one (`echo(x)` then touches no atomic),
+/// the first one only claimed so that a call returning it never writes the slot.
+///
+/// Error path: a call abandoned after some arguments were converted gives back what was lent
+/// with [`LeafCall::abandon`]; a claimed spare never left its slot, so only the others go.
+pub struct LeafCall<'f, H: TieHost> {
+    frontend: &'f Frontend<H>,
+    claim: SpareClaim,
+    lend: bool,
+}
+
+impl<'f, H: TieHost> LeafCall<'f, H> {
+    /// The view of argument `index`, the wrapper whose slot word is `word` and whose object is
+    /// `obj`, claiming in `mode`.
+    ///
+    /// # Safety
+    /// `H` is serialized and the caller holds its lock for the whole call; the wrapper's +1
+    /// keeps `obj` alive for the call; lent views go only to a function that adopts them
+    /// (`FUNC_ADOPTS_LENT`, which `lend` says); with [`ClaimMode::AtOnce`], converting the
+    /// later arguments runs no language code when it succeeds.
+    #[inline(always)]
+    pub unsafe fn wrapper_argument<'a>(
+        &mut self,
+        mode: ClaimMode,
+        index: usize,
+        obj: *mut ObjectHeader,
+        word: usize,
+    ) -> AnyView<'a> {
+        debug_assert!(H::SERIALIZED);
+        let tag = self.frontend.tag();
+        // SAFETY: forwarded.
+        unsafe {
+            match mode {
+                ClaimMode::AtOnce => self.claim.claim_now::<H>(index, obj, tag, word, self.lend),
+                ClaimMode::AfterConversion => self.claim.offer::<H>(index, obj, tag, word, self.lend),
+            }
+        }
+    }
+
+    /// The view of an object argument that is no wrapper of this call's (a value kept alive by
+    /// the caller for the call): a lent spare when its slot has one, else borrowed.
+    ///
+    /// # Safety
+    /// As [`LeafCall::wrapper_argument`].
+    #[inline]
+    pub unsafe fn object_argument<'a>(&self, obj: *mut ObjectHeader) -> AnyView<'a> {
+        // SAFETY: forwarded.
+        unsafe { tying::argument_view::<H>(obj, self.frontend.tag(), self.lend) }
+    }
+
+    /// [`ClaimMode::AfterConversion`]: every argument is converted; claim the offered one's
+    /// spare now. Returns the argument's index and the lent view that replaces its view.
+    ///
+    /// # Safety
+    /// As [`LeafCall::wrapper_argument`]; only the leaf callee runs before
+    /// [`LeafCall::settle`].
+    #[inline]
+    pub unsafe fn commit<'a>(&mut self) -> Option<(usize, AnyView<'a>)> {
+        // SAFETY: forwarded.
+        unsafe { self.claim.commit::<H>(self.frontend.tag()) }
+    }
+
+    /// The call is abandoned before it ran (an argument failed to convert): give back the
+    /// references lent to the converted `views`, except a claimed spare, which never left its
+    /// slot.
+    pub fn abandon<'v>(&self, views: impl IntoIterator<Item = &'v AnyView<'v>>) {
+        views.into_iter().filter(|v| !self.claim.is_claimed(v)).for_each(|v| v.release_if_lent());
+    }
+
+    /// After the call: the index of the argument whose wrapper the caller returns as is, when
+    /// the call succeeded with the claimed object as its result (the result's +1 is the spare,
+    /// still in the slot: forget the result). Otherwise the claim is consumed (the callee took
+    /// or released the lent reference) and `None`.
+    ///
+    /// # Safety
+    /// As [`LeafCall::wrapper_argument`], still under the host's lock; `result` is the call's
+    /// object result if it succeeded with one.
+    #[inline]
+    pub unsafe fn settle(&self, result: Option<*mut ObjectHeader>) -> Option<usize> {
+        // SAFETY: forwarded.
+        unsafe { self.claim.settle::<H>(self.frontend.tag(), result) }
+    }
+}
+
+/// The free hook's step: the object whose slot word is at `slot` is being freed; the cached
+/// wrapper block its Inactive slot holds, if any, is the caller's to free.
+///
+/// # Safety
+/// `slot` is the slot word the allocator passes to its free hook, of an object nobody can
+/// reach any more.
+pub unsafe fn cached_block(slot: *const AtomicUsize) -> Option<usize> {
+    // SAFETY: the caller's guarantee.
+    unsafe { tying::take_inactive(Slot::from_raw(slot)) }
+}

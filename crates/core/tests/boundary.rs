@@ -1,0 +1,353 @@
+//! The boundary engine (boundary.rs) driven by a mock serialized language: returning objects
+//! (revived before anything is prepared, created with what the host prepared, the host's own
+//! errors), releasing wrappers (the word to dispose of, slot and thread spares taken back), a
+//! result that is one of the call's arguments, the leaf call's claimed spare, and the rule that
+//! frontends compose no tying primitive themselves.
+
+mod common;
+
+use std::cell::{Cell, RefCell};
+use std::mem::ManuallyDrop;
+use std::rc::{Rc, Weak};
+use std::sync::OnceLock;
+
+use tether_core::alloc::live_objects;
+use tether_core::boundary::{ClaimMode, Frontend, Previous, Returned, TieHost};
+use tether_core::testing::Pair;
+use tether_core::thread_spares::ThreadSpares;
+use tether_core::{Any, AnyView, ObjectHeader, ObjectRef};
+
+/// A language object: owns +1 on `obj` until released.
+struct Wrapper {
+    obj: Cell<*mut ObjectHeader>,
+    generation: u64,
+    class: &'static str,
+}
+
+#[derive(Debug, PartialEq)]
+enum LangError {
+    NoClass,
+    OutOfMemory,
+}
+
+/// A serialized language (one thread, like a Node env): the slot word is a `Weak<Wrapper>`.
+#[derive(Default)]
+struct Lang {
+    prepares: Cell<usize>,
+    creates: Cell<usize>,
+    fail_prepare: Cell<bool>,
+    fail_create: Cell<bool>,
+    /// What the last `create` saw in the slot.
+    previous: RefCell<Option<Previous>>,
+}
+
+// SAFETY: `revive` upgrades a live wrapper only, running nothing else; `create` returns a
+// `Weak` pointer (aligned, a user-space address) and the wrapper owns the reference it gets;
+// the tests call every protocol step from one thread (`SERIALIZED`).
+unsafe impl TieHost for Lang {
+    type Handle = Rc<Wrapper>;
+    type Error = LangError;
+    type Prepared = &'static str;
+    const SERIALIZED: bool = true;
+
+    unsafe fn revive(&self, word: usize) -> Option<Rc<Wrapper>> {
+        // SAFETY: an Active word is a `Weak::into_raw` pointer of ours; only borrowed here.
+        ManuallyDrop::new(unsafe { Weak::from_raw(word as *const Wrapper) }).upgrade()
+    }
+
+    fn prepare(&self, _obj: &ObjectRef) -> Result<&'static str, LangError> {
+        self.prepares.set(self.prepares.get() + 1);
+        if self.fail_prepare.get() {
+            return Err(LangError::NoClass);
+        }
+        Ok("PairClass")
+    }
+
+    unsafe fn create(
+        &self,
+        class: &&'static str,
+        obj: ObjectRef,
+        previous: Previous,
+        generation: u64,
+    ) -> Result<(Rc<Wrapper>, usize), LangError> {
+        *self.previous.borrow_mut() = Some(previous);
+        if let Previous::Dying(word) = previous {
+            dispose(word); // taken out of the slot: ours to dispose of, whatever happens next
+        }
+        if self.fail_create.get() {
+            drop(obj);
+            return Err(LangError::OutOfMemory);
+        }
+        self.creates.set(self.creates.get() + 1);
+        let w = Rc::new(Wrapper { obj: Cell::new(obj.into_raw()), generation, class });
+        Ok((w.clone(), Weak::into_raw(Rc::downgrade(&w)) as usize))
+    }
+}
+
+fn dispose(word: usize) {
+    // SAFETY: every Active word was made by `Weak::into_raw` and is disposed of once.
+    drop(unsafe { Weak::from_raw(word as *const Wrapper) });
+}
+
+static SPARES: ThreadSpares = ThreadSpares::new();
+
+/// The test process's one domain (its allocator installed once, at first use).
+fn frontend() -> &'static Frontend<Lang> {
+    static FRONTEND: OnceLock<Frontend<Lang>> = OnceLock::new();
+    FRONTEND.get_or_init(|| {
+        tether_core::init();
+        let f = Frontend::with_thread_spares(&SPARES);
+        f.install_allocator(None).expect("install");
+        f
+    })
+}
+
+/// The language lets go of `w` (what its finalizer does): release, dispose of the word.
+fn finalize(w: Rc<Wrapper>) {
+    let obj = w.obj.replace(std::ptr::null_mut());
+    let generation = w.generation;
+    drop(w);
+    // SAFETY: the wrapper's +1, given up once.
+    if let Some(word) = unsafe { frontend().release(obj, generation, 0) } {
+        dispose(word);
+    }
+}
+
+fn new_pair() -> ObjectRef {
+    Pair::new(Any::int(1), Any::none()).into()
+}
+
+#[test]
+fn a_live_wrapper_is_revived_before_anything_is_prepared() {
+    let _g = common::serial();
+    let (f, lang) = (frontend(), Lang::default());
+    let base = live_objects();
+    let obj = new_pair();
+    assert_eq!(obj.header().alloc_tag, f.tag(), "made by the domain's allocator");
+    let first = f.return_object(&lang, obj.clone()).unwrap();
+    assert!(first.is_created());
+    let w = first.into_handle();
+    assert_eq!(w.class, "PairClass", "created with what prepare returned");
+    assert_eq!((lang.prepares.get(), lang.creates.get()), (1, 1));
+    assert_eq!(*lang.previous.borrow(), Some(Previous::Detached));
+    for _ in 0..3 {
+        match f.return_object(&lang, obj.clone()).unwrap() {
+            Returned::Revived(again) => assert!(Rc::ptr_eq(&again, &w)),
+            Returned::Created(_) => panic!("a second wrapper for a live one"),
+        }
+    }
+    assert_eq!(lang.prepares.get(), 1, "reviving prepares nothing");
+    assert_eq!(obj.header().strong_count(), 5, "ours, the wrapper's, and three returns kept as spares");
+    finalize(w);
+    assert_eq!(obj.header().strong_count(), 1, "the release took back the wrapper's +1 and every spare");
+    drop(obj);
+    assert_eq!(live_objects(), base);
+}
+
+#[test]
+fn host_failures_come_back_as_the_host_error_and_leak_nothing() {
+    let _g = common::serial();
+    let (f, lang) = (frontend(), Lang::default());
+    let base = live_objects();
+    // An object of the builtin allocator: no slot, tied through the side table.
+    tether_core::alloc::set_current_allocator(tether_core::alloc::BUILTIN_TAG).unwrap();
+    let side_obj: ObjectRef = tether_core::containers::ArrayObj::new(vec![Any::int(1)]).into();
+    tether_core::alloc::set_current_allocator(f.tag()).unwrap();
+    assert_ne!(side_obj.header().alloc_tag, f.tag());
+    let entries = f.side_entries();
+    lang.fail_prepare.set(true);
+    assert_eq!(f.return_object(&lang, new_pair()).err(), Some(LangError::NoClass));
+    lang.fail_prepare.set(false);
+    lang.fail_create.set(true);
+    assert_eq!(f.return_object(&lang, new_pair()).err(), Some(LangError::OutOfMemory));
+    assert_eq!(f.return_object(&lang, side_obj.clone()).err(), Some(LangError::OutOfMemory));
+    assert_eq!(f.side_entries(), entries, "a failed create leaves no side entry behind");
+    lang.fail_create.set(false);
+    let w = f.return_object(&lang, side_obj.clone()).unwrap().into_handle();
+    assert_eq!(f.side_entries(), entries + 1);
+    assert!(Rc::ptr_eq(&w, &f.return_object(&lang, side_obj.clone()).unwrap().into_handle()));
+    finalize(w);
+    assert_eq!(f.side_entries(), entries, "the release pruned the entry");
+    drop(side_obj);
+    assert_eq!(live_objects(), base);
+}
+
+#[test]
+fn a_failed_create_after_a_dying_wrapper_releases_the_slot_spares() {
+    let _g = common::serial();
+    let (f, lang) = (frontend(), Lang::default());
+    let obj = new_pair();
+    let old = f.return_object(&lang, obj.clone()).unwrap().into_handle();
+    drop(f.return_object(&lang, obj.clone()).unwrap()); // a spare in the slot
+    let (old_obj, old_generation) = (old.obj.get(), old.generation);
+    drop(old); // dying: its release has not run yet
+    assert_eq!(obj.header().strong_count(), 3);
+    lang.fail_create.set(true);
+    assert_eq!(f.return_object(&lang, obj.clone()).err(), Some(LangError::OutOfMemory));
+    lang.fail_create.set(false);
+    assert_eq!(obj.header().strong_count(), 2, "the spare went with the failed create");
+    // SAFETY: the old wrapper's +1, given up once.
+    assert_eq!(unsafe { f.release(old_obj, old_generation, 0) }, None, "the slot is Detached");
+    assert_eq!(obj.header().strong_count(), 1);
+    let again = f.return_object(&lang, obj.clone()).unwrap();
+    assert!(again.is_created());
+    assert_eq!(*lang.previous.borrow(), Some(Previous::Detached));
+    finalize(again.into_handle());
+    assert_eq!(obj.header().strong_count(), 1);
+}
+
+#[test]
+fn a_late_release_of_an_older_wrapper_leaves_the_new_one_alone() {
+    let _g = common::serial();
+    let (f, lang) = (frontend(), Lang::default());
+    let obj = new_pair();
+    let old = f.return_object(&lang, obj.clone()).unwrap().into_handle();
+    let (old_obj, old_generation) = (old.obj.get(), old.generation);
+    drop(old); // dead, its release not run yet: the slot's word no longer revives
+    let new = f.return_object(&lang, obj.clone()).unwrap();
+    assert!(new.is_created());
+    assert!(matches!(*lang.previous.borrow(), Some(Previous::Dying(_))));
+    let new = new.into_handle();
+    assert_ne!(new.generation, old_generation);
+    // SAFETY: the old wrapper's +1, given up once.
+    assert_eq!(unsafe { f.release(old_obj, old_generation, 0) }, None, "not the slot's wrapper any more");
+    assert!(Rc::ptr_eq(&new, &f.return_object(&lang, obj.clone()).unwrap().into_handle()));
+    finalize(new);
+    assert_eq!(obj.header().strong_count(), 1);
+}
+
+#[test]
+fn a_result_that_is_an_argument_goes_back_as_that_wrapper() {
+    let _g = common::serial();
+    let (f, lang) = (frontend(), Lang::default());
+    let obj = new_pair();
+    let w = f.return_object(&lang, obj.clone()).unwrap().into_handle();
+    let word = Rc::downgrade(&w).as_ptr() as usize;
+    // SAFETY: serialized (one thread); the wrapper owns its +1 and is released below.
+    unsafe {
+        assert!(f.return_argument(obj.clone(), word).is_ok(), "the slot names that wrapper");
+        assert!(f.return_argument(obj.clone(), word + 8).is_err(), "another wrapper word is not canonical");
+    }
+    assert_eq!(obj.header().strong_count(), 3, "ours, the wrapper's, one kept as a spare");
+    finalize(w);
+    assert_eq!(obj.header().strong_count(), 1);
+}
+
+#[test]
+fn a_leaf_call_returning_its_claimed_argument_never_writes_the_slot() {
+    let _g = common::serial();
+    let (f, lang) = (frontend(), Lang::default());
+    let obj = new_pair();
+    let ptr = obj.as_ptr();
+    let w = f.return_object(&lang, obj.clone()).unwrap().into_handle();
+    drop(f.return_object(&lang, obj.clone()).unwrap()); // one spare in the slot
+    let word = Rc::downgrade(&w).as_ptr() as usize;
+    for mode in [ClaimMode::AtOnce, ClaimMode::AfterConversion] {
+        let counted = obj.header().strong_count();
+        let mut call = f.leaf_call(true);
+        // SAFETY: one thread; the wrapper keeps `ptr` alive; the "callee" adopts lent views.
+        unsafe {
+            let mut view = call.wrapper_argument(mode, 0, ptr, word);
+            if let Some((0, lent)) = call.commit() {
+                view = lent;
+            }
+            assert!(view.is_lent(), "{mode:?}: the spare is lent to the callee");
+            // echo(x): the callee hands its lent +1 back as the result.
+            assert_eq!(call.settle(Some(ptr)), Some(0), "{mode:?}: the result is argument 0");
+        }
+        assert_eq!(obj.header().strong_count(), counted, "{mode:?}: no count changed");
+    }
+    // A call that returns something else consumes the claim: the callee released the spare.
+    let mut call = f.leaf_call(true);
+    let before = obj.header().strong_count();
+    // SAFETY: as above.
+    unsafe {
+        let view = call.wrapper_argument(ClaimMode::AtOnce, 0, ptr, word);
+        view.release_if_lent(); // what a callee that only reads its argument does
+        assert_eq!(call.settle(None), None);
+    }
+    assert_eq!(obj.header().strong_count(), before - 1, "the spare was spent");
+    // An abandoned call gives back only what it took out of slots.
+    drop(f.return_object(&lang, obj.clone()).unwrap());
+    drop(f.return_object(&lang, obj.clone()).unwrap());
+    let before = obj.header().strong_count();
+    let mut call = f.leaf_call(true);
+    // SAFETY: as above; the views never reach a callee.
+    unsafe {
+        let claimed = call.wrapper_argument(ClaimMode::AtOnce, 0, ptr, word);
+        let taken = call.wrapper_argument(ClaimMode::AtOnce, 1, ptr, word);
+        assert!(claimed.is_lent());
+        assert!(!taken.is_lent(), "the claimed object is borrowed again, never lent twice");
+        call.abandon([&claimed, &taken]);
+    }
+    assert_eq!(obj.header().strong_count(), before, "nothing lost, nothing released twice");
+    finalize(w);
+    assert_eq!(obj.header().strong_count(), 1);
+}
+
+#[test]
+fn a_release_takes_back_the_spares_threads_kept_for_its_wrapper() {
+    let _g = common::serial();
+    let (f, lang) = (frontend(), Lang::default());
+    let obj = new_pair();
+    let w = f.return_object(&lang, obj.clone()).unwrap().into_handle();
+    // SAFETY: `obj` is live.
+    let generation = unsafe { f.generation_of(obj.as_ptr()) }.expect("a slot with generations");
+    assert_eq!(generation, w.generation);
+    let cell = SPARES.cell().expect("a cell for this thread");
+    // SAFETY: this thread holds the wrapper of `generation`.
+    assert!(unsafe { cell.keep(obj.clone(), generation) }.is_none(), "kept");
+    assert_eq!(obj.header().strong_count(), 3);
+    finalize(w);
+    assert_eq!(obj.header().strong_count(), 1, "the thread's spare went with the wrapper");
+    assert_eq!(SPARES.held(), 0);
+}
+
+#[test]
+fn a_leaf_call_without_lending_borrows() {
+    let _g = common::serial();
+    let (f, lang) = (frontend(), Lang::default());
+    let obj = new_pair();
+    let w = f.return_object(&lang, obj.clone()).unwrap().into_handle();
+    drop(f.return_object(&lang, obj.clone()).unwrap());
+    let mut call = f.leaf_call(false);
+    // SAFETY: one thread; the wrapper keeps the object alive.
+    let view: AnyView<'_> = unsafe { call.wrapper_argument(ClaimMode::AtOnce, 0, obj.as_ptr(), 0) };
+    assert!(!view.is_lent());
+    // SAFETY: as above.
+    assert_eq!(unsafe { call.settle(Some(obj.as_ptr())) }, None);
+    finalize(w);
+    assert_eq!(obj.header().strong_count(), 1);
+}
+
+/// Frontends adapt the protocol; they never compose the slot transitions themselves.
+#[test]
+fn frontends_call_no_tying_primitive() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut offenders = Vec::new();
+    for frontend in ["crates/python/src", "crates/node/src", "crates/java/src"] {
+        for entry in walk(&root.join(frontend)) {
+            let text = std::fs::read_to_string(&entry).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                if code.contains("tying::") || code.contains("tether_core::tying") {
+                    offenders.push(format!("{}:{}: {}", entry.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "use tether_core::boundary instead:\n{}", offenders.join("\n"));
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    out
+}
