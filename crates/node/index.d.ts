@@ -141,6 +141,8 @@ export const isMainEnv: boolean;
  * value, or one that contains itself, throws a TetherValueError before reaching native code.
  */
 export const MAX_NESTING_DEPTH: number;
+/** Every error kind native code raises; each maps to one of the error classes below. */
+export const errorKinds: readonly string[];
 
 /** Fields every native error carries. */
 export interface TetherErrorFields {
@@ -191,6 +193,7 @@ declare const tether: {
   toNative: typeof toNative;
   isMainEnv: boolean;
   MAX_NESTING_DEPTH: number;
+  errorKinds: readonly string[];
   TetherObject: typeof TetherObject;
   TetherArray: typeof TetherArray;
   TetherMap: typeof TetherMap;

@@ -13,9 +13,10 @@ const IS_TETHER_ERROR = Symbol('tether.error');
 const inspectCustom = Symbol.for('nodejs.util.inspect.custom');
 const disposeSymbol = Symbol.dispose ?? Symbol.for('nodejs.dispose');
 
-// Type indices fixed by tether-core (any.rs).
-const ARRAY = 69;
-const MAP = 70;
+// Constants from their one source (tether-core's constants.rs, the addon's call frame).
+const {
+  TYPE_OBJECT, TYPE_ARRAY, TYPE_MAP, FRAME_HANDLES, FRAME_WORDS, FRAME_FLOATS_OFFSET,
+} = native.constants;
 
 // ---- errors ------------------------------------------------------------------------------
 
@@ -272,11 +273,12 @@ function defineMethod(cls, method) {
 }
 
 function buildClass(typeIndex) {
-  if (typeIndex === ARRAY) return TetherArray;
-  if (typeIndex === MAP) return TetherMap;
+  if (typeIndex === TYPE_OBJECT) return TetherObject;
+  if (typeIndex === TYPE_ARRAY) return TetherArray;
+  if (typeIndex === TYPE_MAP) return TetherMap;
   const info = native.typeInfo(typeIndex);
   if (info === undefined) throw new TetherTypeError(`no registered type has index ${typeIndex}`);
-  const parent = info.parent >= 128 ? classFor(info.parent) : TetherObject;
+  const parent = info.parent >= TYPE_OBJECT ? classFor(info.parent) : TetherObject;
   const name = shortName(info.key);
   const cls = { [name]: class extends parent {} }[name];
   Object.defineProperty(cls, TYPE_INDEX, { value: typeIndex });
@@ -308,8 +310,6 @@ function collectionEntries(value) {
   return undefined;
 }
 
-/** Arguments that can travel as handles (crates/node/src/call.rs `FRAME_HANDLES`). */
-const FRAME_HANDLES = 30;
 /**
  * The call frame shared with the addon (call.rs `CallFrame`, one per env): `frameWords` are
  * [mask of the arguments that are handles, argument count, the argument a call returned
@@ -317,8 +317,8 @@ const FRAME_HANDLES = 30;
  * argument i's handle at 1 + i].
  */
 const callFrame = native._setup(classFor, makeError, TOKEN, collectionEntries, makeShim);
-const frameWords = new Int32Array(callFrame, 0, 3);
-const frameFloats = new Float64Array(callFrame, 16, 1 + FRAME_HANDLES);
+const frameWords = new Int32Array(callFrame, 0, FRAME_WORDS);
+const frameFloats = new Float64Array(callFrame, FRAME_FLOATS_OFFSET, 1 + FRAME_HANDLES);
 
 /**
  * The JS function users call for native function `raw`, whose own wrapper has handle `fh`
@@ -410,10 +410,10 @@ mapContains = native.getGlobalFunc('tether.MapContains');
 mapSize = native.getGlobalFunc('tether.MapSize');
 mapKeys = native.getGlobalFunc('tether.MapKeys');
 mapValues = native.getGlobalFunc('tether.MapValues');
-classes.set(ARRAY, TetherArray);
-classes.set(MAP, TetherMap);
-Object.defineProperty(TetherArray, TYPE_INDEX, { value: ARRAY });
-Object.defineProperty(TetherMap, TYPE_INDEX, { value: MAP });
+classes.set(TYPE_ARRAY, TetherArray);
+classes.set(TYPE_MAP, TetherMap);
+Object.defineProperty(TetherArray, TYPE_INDEX, { value: TYPE_ARRAY });
+Object.defineProperty(TetherMap, TYPE_INDEX, { value: TYPE_MAP });
 TetherArray.typeKey = 'tether.Array';
 TetherMap.typeKey = 'tether.Map';
 
@@ -495,7 +495,8 @@ module.exports = {
   isDisposed,
   toNative,
   isMainEnv: native.isMainEnv,
-  MAX_NESTING_DEPTH: native.MAX_NESTING_DEPTH,
+  MAX_NESTING_DEPTH: native.constants.MAX_NESTING_DEPTH,
+  errorKinds: native.errorKinds,
   TetherObject,
   TetherArray,
   TetherMap,

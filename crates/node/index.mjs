@@ -16,6 +16,7 @@ export const {
   toNative,
   isMainEnv,
   MAX_NESTING_DEPTH,
+  errorKinds,
   TetherObject,
   TetherArray,
   TetherMap,

@@ -57,6 +57,10 @@ extern "C" {
 /* Most bytes a string or bytes value stores inline. */
 #define TETHER_SMALL_MAX 7
 
+/* The deepest nesting of language containers (lists, dicts, arrays, maps) a frontend converts to
+ * native Arrays and Maps; deeper or self-containing values are a ValueError before any call. */
+#define TETHER_MAX_NESTING_DEPTH 100
+
 /* ---- the object header (24 bytes, align 8) ---------------------------------------------- */
 
 /* Deleter flags. */

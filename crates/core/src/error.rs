@@ -25,7 +25,7 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             ErrorKind::TypeError => "TypeError",
             ErrorKind::ValueError => "ValueError",

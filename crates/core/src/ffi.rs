@@ -221,5 +221,3 @@ static HOST_TABLE: ApiTable = ApiTable {
 pub fn host_table() -> *const ApiTable {
     &HOST_TABLE
 }
-
-

@@ -5,6 +5,7 @@
 //! - [`alloc`]: the process-wide allocator registry (every object is allocated through it)
 //! - [`arc`]: `ObjectArc<T>` / `WeakObjectArc<T>` / untyped `ObjectRef`
 //! - [`any`]: the 16-byte `Any` / `AnyView` value cells
+//! - [`constants`]: the numbers and names that cross languages, listed once
 //! - [`convert`]: Rust <-> `Any` conversion rules (shared by every frontend)
 //! - [`error`]: `Error` objects and the thread-local raised slot
 //! - [`nesting`]: the cycle and depth limit on converting nested language containers
@@ -24,6 +25,7 @@ pub mod arc;
 pub mod boundary;
 mod catch_frame;
 pub mod cell;
+pub mod constants;
 pub mod containers;
 pub mod convert;
 pub mod error;

@@ -322,6 +322,7 @@ fn a_leaf_call_without_lending_borrows() {
 
 /// Frontends adapt the protocol; they never compose the slot transitions themselves.
 #[test]
+#[cfg_attr(miri, ignore)] // reads source files
 fn frontends_call_no_tying_primitive() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut offenders = Vec::new();

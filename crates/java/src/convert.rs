@@ -30,6 +30,21 @@ pub const KIND_OWNED: i32 = 65;
 /// A callback threw: `ref` is `Object[]{throwable, kind, message}`.
 pub const KIND_THROWN: i32 = -1;
 
+/// The kinds by name, as Java reads them (`Marshal`'s constants come from here).
+pub const KINDS: &[(&str, i64)] = &[
+    ("KIND_NONE", KIND_NONE as i64),
+    ("KIND_INT", KIND_INT as i64),
+    ("KIND_BOOL", KIND_BOOL as i64),
+    ("KIND_FLOAT", KIND_FLOAT as i64),
+    ("KIND_STR", KIND_STR as i64),
+    ("KIND_BYTES", KIND_BYTES as i64),
+    ("KIND_LIST", KIND_LIST as i64),
+    ("KIND_MAP", KIND_MAP as i64),
+    ("KIND_OBJECT", KIND_OBJECT as i64),
+    ("KIND_OWNED", KIND_OWNED as i64),
+    ("KIND_THROWN", KIND_THROWN as i64),
+];
+
 /// Decode one argument. Strings, bytes and owned handles land in `hold`, which the returned
 /// view borrows; objects are borrowed from the wrapper in `r`, kept alive by the caller.
 ///

@@ -191,7 +191,7 @@ unsafe fn call_encoded_object(env: Env, func: jlong, args: &[(jint, jlong, jobje
 
 /// What the `call*L` natives return when the result is not a plain int (or is an int equal
 /// to this value): the result then waits in [`PENDING`] for `Native.takePending()`.
-/// Same value as `Native.PENDING`.
+/// Java reads it as `Native.PENDING` (`Native.constant("PENDING_RESULT")`).
 pub const PENDING_RESULT: jlong = i64::MIN + 0x7e7e;
 
 thread_local! {
@@ -765,9 +765,33 @@ pub extern "system" fn Java_dev_tether_ffi_Native_liveObjects(_env: *mut JNIEnv,
     tether_core::alloc::live_objects()
 }
 
+/// `Native.constant(name)`: a constant shared with Java, from its one source (the core's
+/// shared table, this crate's argument kinds and pending-result marker).
 #[no_mangle]
-pub extern "system" fn Java_dev_tether_ffi_Native_maxNestingDepth(_env: *mut JNIEnv, _c: jclass) -> jint {
-    tether_core::nesting::MAX_DEPTH as jint
+pub extern "system" fn Java_dev_tether_ffi_Native_constant<'l>(
+    mut jenv: EnvUnowned<'l>,
+    _c: JClass<'l>,
+    name: JString<'l>,
+) -> jlong {
+    let env = Env(jenv.as_raw());
+    guard(env, 0, || {
+        let name = rust_string(&mut jenv, &name, "constant name")?;
+        let java = [("PENDING_RESULT", PENDING_RESULT)];
+        tether_core::constants::SHARED
+            .iter()
+            .chain(convert::KINDS)
+            .chain(java.iter())
+            .find(|(n, _)| *n == name)
+            .map(|&(_, v)| v)
+            .ok_or_else(|| Error::key(format!("no constant is shared with Java as {name:?}")))
+    })
+}
+
+/// `Native.errorKinds()`: every error kind the core raises (each maps to an exception class).
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_errorKinds(env: *mut JNIEnv, _c: jclass) -> jobjectArray {
+    let env = Env(env);
+    guard(env, null(), || string_array(env, tether_core::constants::ERROR_KINDS))
 }
 
 #[no_mangle]

@@ -71,9 +71,29 @@ pub fn export_all(state: &EnvState, env: Env, exports: Value) -> JsResult<()> {
     let call_async = raw::function(env, "callAsync", Some(crate::call::call_async_callback), ptr::null_mut())?;
     state.refs.borrow_mut().call_async = Some(raw::strong_ref(env, call_async)?);
     raw::set_named(env, exports, "isMainEnv", raw::boolean(env, state.is_main)?)?;
-    let max_depth = raw::number(env, tether_core::nesting::MAX_DEPTH as f64)?;
-    raw::set_named(env, exports, "MAX_NESTING_DEPTH", max_depth)?;
+    raw::set_named(env, exports, "constants", constants(env)?)?;
+    let kinds = tether_core::constants::ERROR_KINDS;
+    let error_kinds = raw::array(env, kinds.len())?;
+    for (i, kind) in kinds.iter().enumerate() {
+        raw::set_element(env, error_kinds, i as u32, raw::string(env, kind)?)?;
+    }
+    raw::set_named(env, exports, "errorKinds", error_kinds)?;
     Ok(())
+}
+
+/// The constants index.js needs, from their one source: the core's shared table and this
+/// addon's call-frame layout (call.rs `CallFrame`).
+fn constants(env: Env) -> JsResult<Value> {
+    let out = raw::object(env)?;
+    let frame = [
+        ("FRAME_HANDLES", crate::call::FRAME_HANDLES as i64),
+        ("FRAME_WORDS", crate::call::FRAME_WORDS as i64),
+        ("FRAME_FLOATS_OFFSET", crate::call::FRAME_FLOATS_OFFSET as i64),
+    ];
+    for &(name, value) in tether_core::constants::SHARED.iter().chain(frame.iter()) {
+        raw::set_named(env, out, name, raw::number(env, value as f64)?)?;
+    }
+    Ok(out)
 }
 
 fn arg(args: &Args, i: usize) -> Result<Value, Error> {

@@ -28,6 +28,11 @@ const STACK_ARGS: usize = 8;
 
 /// Arguments that can travel as handles (bits of [`CallFrame::mask`]).
 pub const FRAME_HANDLES: usize = 30;
+/// The 32-bit words index.js reads and writes at the start of the frame (`mask`, `count`,
+/// `returned`).
+pub const FRAME_WORDS: usize = 3;
+/// Where the frame's doubles start (`function`, then `handles`).
+pub const FRAME_FLOATS_OFFSET: usize = std::mem::offset_of!(CallFrame, function);
 
 /// What a shim (index.js `makeShim`) tells the addon about a call, in a buffer shared with
 /// index.js: one per env, used on its JS thread only. The called function and the wrapper

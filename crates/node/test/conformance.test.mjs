@@ -344,7 +344,10 @@ test('T34 error kinds map to documented classes', () => {
     KeyError: [tether.TetherKeyError, tether.TetherError],
     AttributeError: [tether.TetherAttributeError, tether.TetherError],
     RuntimeError: [tether.TetherRuntimeError, tether.TetherError],
+    RustPanic: [tether.RustPanic, tether.TetherError],
   };
+  // The core's kinds (constants.rs ERROR_KINDS) are exactly the ones mapped here.
+  assert.deepEqual(Object.keys(expected).sort(), [...tether.errorKinds].sort());
   for (const [kind, [cls, base]] of Object.entries(expected)) {
     assert.throws(() => testing.raise_error(kind, `msg ${kind}`), (e) => {
       assert.ok(e instanceof cls, `${kind} -> ${cls.name}`);

@@ -355,6 +355,13 @@ fn set_class_attr(
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_NESTING_DEPTH", tether_core::nesting::MAX_DEPTH)?;
+    // The constants shared across languages, from their one source (core constants.rs).
+    let constants = pyo3::types::PyDict::new(m.py());
+    for &(name, value) in tether_core::constants::SHARED {
+        constants.set_item(name, value)?;
+    }
+    m.add("CONSTANTS", constants)?;
+    m.add("ERROR_KINDS", pyo3::types::PyTuple::new(m.py(), tether_core::constants::ERROR_KINDS)?)?;
     m.add_function(wrap_pyfunction!(get_global_func, m)?)?;
     m.add_function(wrap_pyfunction!(list_global_funcs, m)?)?;
     m.add_function(wrap_pyfunction!(class_for_index, m)?)?;

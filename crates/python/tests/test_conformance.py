@@ -318,6 +318,12 @@ def test_T34_error_kinds(testing, kind, builtin):
         assert type(e) is getattr(tether_ffi, kind)
 
 
+def test_T34_every_core_error_kind_has_its_class():
+    # The core's kinds (constants.rs ERROR_KINDS) are exactly the ones mapped to classes.
+    assert set(tether_ffi._native.ERROR_KINDS) == set(tether_ffi._errors.KIND_CLASSES)
+    assert tether_ffi._native.CONSTANTS["TYPE_ARRAY"] == tether_ffi._native.type_index_of("tether.Array")
+
+
 def test_T35_moved_handle_used_again(testing):
     p = testing.Pair(1, 2)
     token = p._move()

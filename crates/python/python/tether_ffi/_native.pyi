@@ -4,6 +4,8 @@ from typing import Any, Callable
 
 Object: type
 MAX_NESTING_DEPTH: int
+CONSTANTS: dict[str, int]
+ERROR_KINDS: tuple[str, ...]
 
 class Moved:
     """A native reference moved out of a wrapper by ``_move()``, waiting to be passed."""

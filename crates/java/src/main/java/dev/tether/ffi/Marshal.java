@@ -6,28 +6,28 @@ import java.util.Map;
 import java.util.function.Function;
 
 /**
- * Java values to the {@code (kind, bits, ref)} encoding the native side decodes
- * (crates/java/src/convert.rs holds the same constants).
+ * Java values to the {@code (kind, bits, ref)} encoding the native side decodes (the kinds
+ * come from crates/java/src/convert.rs {@code KINDS}, their one source).
  */
 final class Marshal {
     private Marshal() {}
 
-    static final int NONE = 0;
-    static final int INT = 1;
-    static final int BOOL = 2;
-    static final int FLOAT = 3;
-    static final int STR = 5;
-    static final int BYTES = 6;
+    static final int NONE = (int) Native.constant("KIND_NONE");
+    static final int INT = (int) Native.constant("KIND_INT");
+    static final int BOOL = (int) Native.constant("KIND_BOOL");
+    static final int FLOAT = (int) Native.constant("KIND_FLOAT");
+    static final int STR = (int) Native.constant("KIND_STR");
+    static final int BYTES = (int) Native.constant("KIND_BYTES");
     /** {@code ref} is a {@code List} or an object array, converted to a native Array item by
      * item by the native side (through {@link #listItems}), which refuses cycles and too deep
      * a nesting. */
-    static final int LIST = 7;
+    static final int LIST = (int) Native.constant("KIND_LIST");
     /** {@code ref} is a {@code Map}, converted through {@link #mapItems}. */
-    static final int MAP = 8;
-    static final int OBJECT = 64;
+    static final int MAP = (int) Native.constant("KIND_MAP");
+    static final int OBJECT = (int) Native.constant("KIND_OBJECT");
     /** {@code bits} is an owned native reference the callee takes over. */
-    static final int OWNED = 65;
-    static final int THROWN = -1;
+    static final int OWNED = (int) Native.constant("KIND_OWNED");
+    static final int THROWN = (int) Native.constant("KIND_THROWN");
     /** Not a {@link #fastKind} value: encode through {@link #encode} instead. */
     static final int SLOW = -2;
 

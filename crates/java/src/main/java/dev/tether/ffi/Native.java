@@ -79,7 +79,7 @@ final class Native {
      * equal to this value): the result is then parked for {@link #takePending()}, which must
      * be called next on the same thread (crates/java/src/natives.rs, {@code PENDING_RESULT}).
      */
-    static final long PENDING = Long.MIN_VALUE + 0x7e7e;
+    static final long PENDING = constant("PENDING_RESULT");
 
     // As call0..call3, for functions whose results have been ints: an int result comes back
     // as a plain long (boxed in Java, no upcall from native code), anything else as PENDING.
@@ -159,7 +159,11 @@ final class Native {
 
     static native long liveObjects();
 
-    static native int maxNestingDepth();
+    /** A constant shared with native code, from its one source; TetherKeyError if unknown. */
+    static native long constant(String name);
+
+    /** Every error kind native code raises. */
+    static native String[] errorKinds();
 
     static native int sideTableSize();
 

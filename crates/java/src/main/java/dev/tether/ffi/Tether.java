@@ -17,7 +17,7 @@ public final class Tether {
      * Arrays and Maps; a deeper value, or one that contains itself, throws
      * {@link TetherValueError} before reaching native code.
      */
-    public static final int MAX_NESTING_DEPTH = Native.maxNestingDepth();
+    public static final int MAX_NESTING_DEPTH = (int) Native.constant("MAX_NESTING_DEPTH");
 
     /** The global function registered under {@code name}; {@link TetherKeyError} if none is. */
     public static TetherFunction getGlobalFunc(String name) {

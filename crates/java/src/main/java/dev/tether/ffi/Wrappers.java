@@ -4,23 +4,22 @@ package dev.tether.ffi;
 final class Wrappers {
     private Wrappers() {}
 
-    static final int FUNCTION = 68;
-    static final int ARRAY = 69;
-    static final int MAP = 70;
-    static final int MODULE = 71;
+    // Builtin type indices, from their one source (tether-core's constants.rs).
+    static final int FUNCTION = (int) Native.constant("TYPE_FUNCTION");
+    static final int ARRAY = (int) Native.constant("TYPE_ARRAY");
+    static final int MAP = (int) Native.constant("TYPE_MAP");
+    static final int MODULE = (int) Native.constant("TYPE_MODULE");
 
     static Object create(long handle, long generation, int typeIndex) {
-        switch (typeIndex) {
-            case FUNCTION:
-                return new TetherFunction(handle, generation, typeIndex);
-            case ARRAY:
-                return new TetherList(handle, generation, typeIndex);
-            case MAP:
-                return new TetherMap(handle, generation, typeIndex);
-            case MODULE:
-                return new TetherModule(handle, generation, typeIndex);
-            default:
-                return new TetherInstance(handle, generation, typeIndex);
+        if (typeIndex == FUNCTION) {
+            return new TetherFunction(handle, generation, typeIndex);
+        } else if (typeIndex == ARRAY) {
+            return new TetherList(handle, generation, typeIndex);
+        } else if (typeIndex == MAP) {
+            return new TetherMap(handle, generation, typeIndex);
+        } else if (typeIndex == MODULE) {
+            return new TetherModule(handle, generation, typeIndex);
         }
+        return new TetherInstance(handle, generation, typeIndex);
     }
 }

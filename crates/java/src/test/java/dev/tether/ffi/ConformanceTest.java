@@ -402,6 +402,9 @@ class ConformanceTest {
         expected.put("KeyError", TetherKeyError.class);
         expected.put("AttributeError", TetherException.class);
         expected.put("RuntimeError", TetherException.class);
+        expected.put("RustPanic", TetherException.class);
+        // The core's kinds (constants.rs ERROR_KINDS) are exactly the ones mapped here.
+        assertEquals(new java.util.TreeSet<>(expected.keySet()), new java.util.TreeSet<>(List.of(Native.errorKinds())));
         expected.put("SomethingElse", TetherException.class);
         for (Map.Entry<String, Class<? extends RuntimeException>> e : expected.entrySet()) {
             RuntimeException ex = assertThrows(e.getValue(), () -> t("raise_error").call(e.getKey(), "msg " + e.getKey()));

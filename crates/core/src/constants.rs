@@ -1,0 +1,76 @@
+//! The numbers and names that cross language boundaries, listed once.
+//!
+//! Frontends hand [`SHARED`] to their language at load instead of repeating its values:
+//! Python as `_native.CONSTANTS`, Node as the addon's `constants` object, the JVM through
+//! `Native.constant(name)` (each adds its own frontend-private entries, such as the JVM's
+//! pending-result marker or Node's call-frame layout). C cannot ask, so `include/tether.h`
+//! spells them out and `tests/constants.rs` checks the header against this table: changing a
+//! value on either side fails that test.
+
+use crate::any::TypeIndex;
+use crate::error::ErrorKind;
+use crate::function::{FUNC_ADOPTS_LENT, FUNC_CELL_GETTER, FUNC_LEAF};
+use crate::plugin::{ABI_MAJOR, ABI_MINOR};
+
+/// `(name, value)`: the name is the C macro's without its `TETHER_` prefix.
+pub const SHARED: &[(&str, i64)] = &[
+    ("ABI_MAJOR", ABI_MAJOR as i64),
+    ("ABI_MINOR", ABI_MINOR as i64),
+    ("TYPE_NONE", TypeIndex::NONE as i64),
+    ("TYPE_INT", TypeIndex::INT as i64),
+    ("TYPE_BOOL", TypeIndex::BOOL as i64),
+    ("TYPE_FLOAT", TypeIndex::FLOAT as i64),
+    ("TYPE_OPAQUE_PTR", TypeIndex::OPAQUE_PTR as i64),
+    ("TYPE_SMALL_STR", TypeIndex::SMALL_STR as i64),
+    ("TYPE_SMALL_BYTES", TypeIndex::SMALL_BYTES as i64),
+    ("TYPE_RAW_STR", TypeIndex::RAW_STR as i64),
+    ("TYPE_RAW_BYTES", TypeIndex::RAW_BYTES as i64),
+    ("TYPE_STATIC_END", TypeIndex::STATIC_END as i64),
+    ("TYPE_OBJECT", TypeIndex::OBJECT as i64),
+    ("TYPE_STR", TypeIndex::STR as i64),
+    ("TYPE_BYTES", TypeIndex::BYTES as i64),
+    ("TYPE_ERROR", TypeIndex::ERROR as i64),
+    ("TYPE_FUNCTION", TypeIndex::FUNCTION as i64),
+    ("TYPE_ARRAY", TypeIndex::ARRAY as i64),
+    ("TYPE_MAP", TypeIndex::MAP as i64),
+    ("TYPE_MODULE", TypeIndex::MODULE as i64),
+    ("TYPE_OPAQUE", TypeIndex::OPAQUE as i64),
+    ("TYPE_FIRST_USER", TypeIndex::FIRST_USER as i64),
+    ("FUNC_LEAF", FUNC_LEAF as i64),
+    ("FUNC_ADOPTS_LENT", FUNC_ADOPTS_LENT as i64),
+    ("FUNC_CELL_GETTER", FUNC_CELL_GETTER as i64),
+    ("LENT_MARK", crate::any::LENT_MARK as i64),
+    ("MAX_NESTING_DEPTH", crate::nesting::MAX_DEPTH as i64),
+];
+
+/// The value of shared constant `name`.
+pub fn shared(name: &str) -> Option<i64> {
+    SHARED.iter().find(|(n, _)| *n == name).map(|&(_, v)| v)
+}
+
+/// Every error kind the core raises, as the strings an `Error`'s `kind` holds. Each frontend
+/// maps each of them to its own exception class (and tests that it does, for every name here).
+pub const ERROR_KINDS: &[&str] = &[
+    ErrorKind::TypeError.as_str(),
+    ErrorKind::ValueError.as_str(),
+    ErrorKind::IndexError.as_str(),
+    ErrorKind::KeyError.as_str(),
+    ErrorKind::AttributeError.as_str(),
+    ErrorKind::RuntimeError.as_str(),
+    ErrorKind::RustPanic.as_str(),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_looked_up() {
+        for (i, (name, value)) in SHARED.iter().enumerate() {
+            assert!(SHARED[..i].iter().all(|(n, _)| n != name), "{name} listed twice");
+            assert_eq!(shared(name), Some(*value));
+        }
+        assert_eq!(shared("TYPE_ARRAY"), Some(69));
+        assert_eq!(shared("NO_SUCH_CONSTANT"), None);
+    }
+}
