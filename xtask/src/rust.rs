@@ -38,6 +38,16 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
     if ctx.has_package("tether-core") {
         step(SUITE, "cargo test -p tether-core");
         record(Cmd::cargo().args(["test", "-p", "tether-core"]).cwd(&ctx.root).run());
+        step(SUITE, "loom model tests of the slot word (--cfg loom, target/loom)");
+        record(
+            Cmd::cargo()
+                .args(["test", "-p", "tether-core", "--test", "loom", "--release"])
+                .env("RUSTFLAGS", "--cfg loom")
+                .env("CARGO_TARGET_DIR", ctx.target_dir.join("loom"))
+                .cwd(&ctx.root)
+                .hint("a transition on the slot word races; rerun with LOOM_LOG=trace for the interleaving")
+                .run(),
+        );
     } else {
         println!("skipped: tether-core tests (crates/core/Cargo.toml not present yet)");
     }

@@ -9,11 +9,11 @@
 
 use std::alloc::Layout;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, Ordering};
 
 use crate::object::ObjectHeader;
 use crate::plugin;
-use crate::tying::{SlotLayout, SlotPrefix};
+use crate::slot::{AtomicUsize, SlotLayout, SlotPrefix};
 
 /// `allocate(ctx, size, align)` returns the object body (where the header goes) or null.
 pub type AllocateFn = unsafe extern "C" fn(ctx: *mut c_void, size: usize, align: usize) -> *mut u8;

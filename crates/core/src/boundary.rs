@@ -19,7 +19,9 @@
 //! reading their sources.
 
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::slot::AtomicUsize;
 
 use crate::alloc::SlotFreeHook;
 use crate::any::AnyView;

@@ -12,6 +12,7 @@
 //! - [`function`]: `Function` objects, the `safe_call` ABI, typed closures, the global registry
 //! - [`types`]: the type registry with reflection
 //! - [`containers`]: Str, Bytes, Array, Map
+//! - [`slot`]: the slot word's bits and the prefix memory a frontend allocator lays out
 //! - [`tying`]: the identity-tying state machine (the slot word's transitions)
 //! - [`boundary`]: the tying protocol composed once: return, release, leaf-call arguments
 //! - [`plugin`]: the versioned API table and module loading
@@ -34,6 +35,7 @@ pub mod function;
 pub mod nesting;
 pub mod object;
 pub mod plugin;
+pub mod slot;
 mod spin;
 pub mod testing;
 pub mod thread_spares;

@@ -1,0 +1,433 @@
+//! The state machine: tying an object's slot to a wrapper and untying it, under the slot lock
+//! or, for serialized hosts, under the host's own lock.
+
+use std::sync::atomic::Ordering;
+
+use super::side_table::SideTable;
+use super::spares::keep_spare;
+use crate::arc::ObjectRef;
+use crate::object::ObjectHeader;
+use crate::slot::{aux_of, ActiveWord, Slot, SlotLayout, SlotState, GENERATION_MASK, TAG_LOCKED};
+use crate::spin::backoff;
+
+/// The slot word of `obj` if the allocator tagged `tag` (host `H`'s) made it.
+///
+/// # Safety
+/// `obj` is a live object.
+#[inline]
+pub unsafe fn slot_of<'a, H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> Option<Slot<'a>> {
+    // SAFETY: forwarded; `H`'s allocator lays its slots out as `H::LAYOUT`.
+    unsafe { slot_in(obj, tag, H::LAYOUT) }
+}
+
+/// The slot word of `obj` if the frontend allocator tagged `tag`, whose slots are laid out as
+/// `layout`, made it.
+///
+/// # Safety
+/// `obj` is a live object; `layout` is the layout that allocator was installed with.
+#[inline]
+pub unsafe fn slot_in<'a>(obj: *mut ObjectHeader, tag: u32, layout: SlotLayout) -> Option<Slot<'a>> {
+    // SAFETY: `obj` is live; its alloc_tag says whether the prefix exists.
+    if unsafe { (*obj).alloc_tag } == tag && tag != crate::alloc::BUILTIN_TAG {
+        // SAFETY: that allocator placed its slot right before the header, laid out as
+        // `layout`, and it lives as long as the object's memory; the pointer is derived from
+        // `obj`, so it may reach the whole prefix.
+        Some(unsafe { Slot::from_raw(layout.word_before(obj)) })
+    } else {
+        None
+    }
+}
+
+/// What was in the slot when a new wrapper is being made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Previous {
+    /// No wrapper was tied.
+    Detached,
+    /// An Active word whose wrapper could not be revived (it is dying). The host disposes of
+    /// the word (e.g. deletes the weak reference); its late finalizer will find a newer
+    /// generation and leave the slot alone.
+    Dying(usize),
+    /// A cached block (tag bits removed) the host may revive in place, or must free.
+    Inactive(usize),
+}
+
+/// What returning an object to the language gave: its live canonical wrapper, or a new one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Returned<T> {
+    /// The wrapper the slot named was alive; the return's +1 was dropped or kept as a spare.
+    Revived(T),
+    /// A new wrapper was made (by [`TieHost::create`]) and now owns the return's +1.
+    Created(T),
+}
+
+impl<T> Returned<T> {
+    /// The wrapper's handle, however it was found.
+    #[inline]
+    pub fn into_handle(self) -> T {
+        match self {
+            Returned::Revived(h) | Returned::Created(h) => h,
+        }
+    }
+
+    pub fn is_created(&self) -> bool {
+        matches!(self, Returned::Created(_))
+    }
+}
+
+/// How one frontend makes and revives wrappers: the one contract between the core's protocol
+/// (`crate::boundary`) and a language.
+///
+/// # Safety
+/// An implementation promises, for every slot of its frontend:
+/// - `revive` returns a strong handle to the wrapper named by `word` only if that wrapper
+///   really is alive, and runs no language code (it may run under the slot lock);
+/// - `create` returns a word that `revive` understands, with bits 0 and 1 clear (and below
+///   2^48 for a [`TieHost::SERIALIZED`] host), and the wrapper it makes owns the `ObjectRef` it
+///   is given; on `Err` it has dropped that reference or handed it to something that drops it;
+/// - `SERIALIZED` is true only if every caller of the protocol for this host's slots holds
+///   one lock (see the constant), and `WORD_ONLY` only if every release names the wrapper's
+///   own word while the wrapper's memory exists.
+pub unsafe trait TieHost {
+    /// A strong language handle to a wrapper.
+    type Handle;
+    /// How this host fails: its own error type (a language exception already raised, a
+    /// failed engine call), returned as is by the protocol.
+    type Error;
+    /// What a host works out before a new wrapper can be made, outside any slot transition
+    /// (a class to instantiate, a block allocated beforehand): [`TieHost::prepare`]'s result.
+    type Prepared;
+    /// True when every transition of this host's slots happens under one lock that every
+    /// caller of [`tie`] and [`untie`] already holds (CPython's GIL; a Node env's JS thread).
+    /// Then the slot word is read and written without locking it: an Active word revives with
+    /// one load (the fast path of every return), new and dying wrappers store plainly. Only
+    /// the allocator's free hook runs elsewhere, once the object is dead (so never during a
+    /// tie or untie, whose caller holds a reference), and it touches Inactive words only.
+    /// Serialized hosts' Active words are also below 2^48 (user-space addresses): the top 16
+    /// bits hold the slot's spare references.
+    const SERIALIZED: bool = false;
+    /// True when the host's wrappers are released synchronously, while their memory (whose
+    /// address is the word) still exists, so a release can name the wrapper's own word instead
+    /// of a generation: the host's allocator then reserves only the slot word
+    /// ([`SlotLayout::WordOnly`]), and [`untie`]'s ticket is that word.
+    const WORD_ONLY: bool = false;
+    /// The slot layout of this host's allocator (follows [`Self::WORD_ONLY`]).
+    const LAYOUT: SlotLayout = if Self::WORD_ONLY { SlotLayout::WordOnly } else { SlotLayout::Full };
+    /// Try to get a strong handle from an Active word; `None` if the wrapper is dying.
+    ///
+    /// # Safety
+    /// `word` is an Active word this host stored, read under the slot lock.
+    unsafe fn revive(&self, word: usize) -> Option<Self::Handle>;
+    /// Get ready to make a wrapper for `obj`, whose slot named no live wrapper a moment ago.
+    /// Runs outside any slot transition, so it may run language code (build a class).
+    fn prepare(&self, obj: &ObjectRef) -> std::result::Result<Self::Prepared, Self::Error>;
+    /// Make a new wrapper owning `obj`, as `prepared` says; return it and its slot word.
+    /// `generation` is the value a later [`untie`] for this wrapper must name (0 for
+    /// [`Self::WORD_ONLY`] hosts, whose untie names the word).
+    ///
+    /// # Safety
+    /// Called under the slot lock with the previous content as described by `previous`.
+    unsafe fn create(
+        &self,
+        prepared: &Self::Prepared,
+        obj: ObjectRef,
+        previous: Previous,
+        generation: u64,
+    ) -> std::result::Result<(Self::Handle, usize), Self::Error>;
+    /// May `obj`'s Active slot keep a return's extra reference as a spare? Only when the
+    /// wrapper it names will be untied (so the spares are released) before `obj` could
+    /// otherwise die: true for wrappers that own their +1, false for a word that merely
+    /// points at something the object itself keeps alive (a callback's own callable).
+    fn keeps_spares(&self, _obj: *mut ObjectHeader) -> bool {
+        true
+    }
+}
+
+/// Lock the slot; returns the word that was in it.
+fn lock(slot: Slot<'_>) -> usize {
+    let mut spins = 0;
+    loop {
+        let word = slot.load(Ordering::Relaxed);
+        if word & TAG_LOCKED == 0
+            && slot.compare_exchange_weak(word, TAG_LOCKED, Ordering::Acquire, Ordering::Relaxed).is_ok()
+        {
+            return word;
+        }
+        backoff(&mut spins);
+    }
+}
+
+/// Unlocks with `word` when dropped, also if the host panics mid-transition.
+struct Locked<'a> {
+    slot: Slot<'a>,
+    restore: usize,
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        self.slot.store(self.restore, Ordering::Release);
+    }
+}
+
+/// Return `obj` (an owned +1) to the language: the canonical wrapper if one is alive,
+/// otherwise a new one made as `prepared` says and tied into the slot. Consumes `obj` either
+/// way. `slot` is a slot of `H` (from [`slot_of`] or its side table).
+#[inline]
+pub fn tie<H: TieHost>(
+    host: &H,
+    prepared: &H::Prepared,
+    slot: Slot<'_>,
+    obj: ObjectRef,
+) -> std::result::Result<Returned<H::Handle>, H::Error> {
+    let obj = if H::SERIALIZED {
+        match revive_active(host, slot, obj) {
+            Ok(handle) => return Ok(Returned::Revived(handle)),
+            Err(obj) => obj,
+        }
+    } else {
+        obj
+    };
+    tie_locked(host, prepared, slot, obj)
+}
+
+/// A serialized host's return without locking: the wrapper an Active word names, revived,
+/// with `obj`'s +1 kept as a spare. `obj` comes back when the slot holds no live wrapper.
+#[inline]
+fn revive_active<H: TieHost>(host: &H, slot: Slot<'_>, obj: ObjectRef) -> std::result::Result<H::Handle, ObjectRef> {
+    match live_handle(host, slot) {
+        Some((handle, active)) => {
+            // The canonical wrapper already owns its +1: keep this one as a spare.
+            if host.keeps_spares(obj.as_ptr()) {
+                keep_spare(slot, active, obj);
+            }
+            Ok(handle)
+        }
+        None => Err(obj),
+    }
+}
+
+/// A serialized host's live wrapper named by `slot`, revived, if there is one.
+#[inline]
+pub(super) fn live_handle<H: TieHost>(host: &H, slot: Slot<'_>) -> Option<(H::Handle, ActiveWord)> {
+    debug_assert!(H::SERIALIZED);
+    let word = slot.load(Ordering::Acquire);
+    match SlotState::decode(word) {
+        // SAFETY: an Active word; the host's lock (held by the caller, see `SERIALIZED`)
+        // keeps it from changing while we revive.
+        SlotState::Active(active) => unsafe { host.revive(active.wrapper(H::SERIALIZED)) }.map(|h| (h, active)),
+        _ => None,
+    }
+}
+
+/// The first step of [`tie_any`] for serialized hosts, for callers that must prepare before a
+/// wrapper can be made (e.g. build its class): the live wrapper of an object with this
+/// host's prefix, revived, or `obj` back (then call [`tie_any`]).
+#[inline]
+pub fn revive_any<H: TieHost>(host: &H, tag: u32, obj: ObjectRef) -> std::result::Result<H::Handle, ObjectRef> {
+    if !H::SERIALIZED {
+        return Err(obj);
+    }
+    // SAFETY: `obj` keeps the object alive.
+    match unsafe { slot_of::<H>(obj.as_ptr(), tag) } {
+        Some(slot) => revive_active(host, slot, obj),
+        None => Err(obj),
+    }
+}
+
+fn tie_locked<H: TieHost>(
+    host: &H,
+    prepared: &H::Prepared,
+    slot: Slot<'_>,
+    obj: ObjectRef,
+) -> std::result::Result<Returned<H::Handle>, H::Error> {
+    let word = enter::<H>(slot);
+    let mut guard = Locked { slot, restore: word };
+    let mut spares = 0;
+    let previous = match SlotState::decode(word) {
+        SlotState::Detached => Previous::Detached,
+        SlotState::Inactive(block) => Previous::Inactive(block),
+        SlotState::Active(active) => {
+            // SAFETY: an Active word this host stored, read under the lock.
+            if let Some(handle) = unsafe { host.revive(active.wrapper(H::SERIALIZED)) } {
+                drop(guard);
+                drop(obj); // the canonical wrapper already owns its +1
+                return Ok(Returned::Revived(handle));
+            }
+            // Spares of a Dying predecessor stay: they are the slot's, released by its next untie.
+            spares = active.spares(H::SERIALIZED);
+            Previous::Dying(active.wrapper(H::SERIALIZED))
+        }
+        SlotState::Locked => unreachable!("a transition found its own slot locked"),
+    };
+    let generation = if H::WORD_ONLY {
+        0
+    } else {
+        // SAFETY: a host with generations has SlotPrefix slots.
+        (unsafe { aux_of(slot) }.load(Ordering::Relaxed) + 1) & GENERATION_MASK
+    };
+    // Whatever happens now, the old word is the host's to dispose of: never restore it.
+    guard.restore = 0;
+    // A failing `create` may drop the last reference to `obj`, and the slot's memory with it,
+    // so nothing may touch the slot after a failure: a serialized host's slot is cleared now
+    // (nobody else reads it meanwhile); a locked one stays locked, so a reference of our own
+    // keeps the object alive until it is unlocked.
+    let (alive, ptr) = (if H::SERIALIZED { None } else { Some(obj.clone()) }, obj.as_ptr());
+    if H::SERIALIZED {
+        slot.store(0, Ordering::Relaxed);
+    }
+    // SAFETY: under the lock, `previous` describes the slot's former content.
+    let created = unsafe { host.create(prepared, obj, previous, generation) };
+    let (handle, new_word) = match created {
+        Ok(made) => made,
+        Err(e) => {
+            if H::SERIALIZED {
+                std::mem::forget(guard); // the slot is already clear
+            } else {
+                drop(guard); // unlocks (Detached) while `alive` still holds the object
+            }
+            if spares != 0 {
+                // SAFETY: the slot owned these references and nothing else will release them;
+                // they kept the object alive through the failed create.
+                unsafe { crate::object::dec_ref_n(ptr, spares) };
+            }
+            drop(alive);
+            return Err(e);
+        }
+    };
+    assert!(
+        matches!(SlotState::decode(new_word), SlotState::Active(a) if a.spares(H::SERIALIZED) == 0),
+        "the host's word is tagged or uses the spare bits"
+    );
+    if !H::WORD_ONLY {
+        // SAFETY: as above.
+        unsafe { aux_of(slot) }.store(generation, Ordering::Relaxed);
+    }
+    guard.restore = ActiveWord::new(new_word, spares).word();
+    drop(guard);
+    drop(alive);
+    Ok(Returned::Created(handle))
+}
+
+/// What [`untie`] took out of a slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Untied {
+    /// The wrapper's word, for the caller to dispose of.
+    pub word: usize,
+    /// Spare strong references the slot held, now the caller's to drop.
+    pub spare: u32,
+}
+
+/// Enter a transition of `slot` for a caller of host `H` that holds a reference to its object;
+/// returns the word in the slot, which the caller stores back (or replaces) to leave.
+///
+/// A serialized host needs no slot lock: every tie and untie of its slots runs under the
+/// host's own lock, and the only other writer, the allocator's free hook, runs once the object
+/// is dead, which the caller's reference rules out. Everyone else locks the word (bit 0).
+#[inline]
+fn enter<H: TieHost>(slot: Slot<'_>) -> usize {
+    if H::SERIALIZED {
+        slot.load(Ordering::Acquire)
+    } else {
+        lock(slot)
+    }
+}
+
+/// A wrapper is going away: if the slot still names it, replace its word by `replacement`
+/// (0, or a cached block | [`TAG_INACTIVE`]) and return the removed word and spares for the
+/// caller to dispose of. `None` when a newer wrapper owns the slot (leave it). `ticket` names
+/// the wrapper: its generation, or for a [`TieHost::WORD_ONLY`] host its own word. `H` is the
+/// frontend's host; the caller holds a reference to the slot's object.
+pub fn untie<H: TieHost>(slot: Slot<'_>, ticket: u64, replacement: usize) -> Option<Untied> {
+    let word = enter::<H>(slot);
+    let untied = match SlotState::decode(word) {
+        SlotState::Active(active) => {
+            let wrapper = active.wrapper(H::SERIALIZED);
+            let current = if H::WORD_ONLY {
+                wrapper as u64 == ticket
+            } else {
+                // SAFETY: a host with generations has SlotPrefix slots.
+                unsafe { aux_of(slot) }.load(Ordering::Relaxed) & GENERATION_MASK == ticket
+            };
+            current.then_some(Untied { word: wrapper, spare: active.spares(H::SERIALIZED) })
+        }
+        _ => None,
+    };
+    slot.store(if untied.is_some() { replacement } else { word }, Ordering::Release);
+    untied
+}
+
+/// Take a cached (Inactive) block out of a slot whose object is being freed; the caller frees
+/// the block. Used from a frontend allocator's free hook. No lock: every tie and untie holds a
+/// reference to the slot's object, so none can run once it is being freed (a locked
+/// instruction less for every object that dies).
+///
+/// # Safety
+/// The slot's object is being freed (or, in tests, nothing else uses the slot).
+pub unsafe fn take_inactive(slot: Slot<'_>) -> Option<usize> {
+    // Acquire: the untie that made the word Inactive happened before the last reference went.
+    let word = slot.load(Ordering::Acquire);
+    let SlotState::Inactive(block) = SlotState::decode(word) else {
+        return None;
+    };
+    slot.store(0, Ordering::Relaxed);
+    Some(block)
+}
+
+/// The word currently in the slot (a racy snapshot, for tests and diagnostics).
+#[inline]
+pub fn peek(slot: Slot<'_>) -> usize {
+    slot.load(Ordering::Acquire)
+}
+
+/// Tie `obj` through its prefix or the side table, pruning a side entry a failed create
+/// left Detached.
+pub fn tie_any<H: TieHost>(
+    host: &H,
+    prepared: &H::Prepared,
+    tag: u32,
+    side: &SideTable,
+    obj: ObjectRef,
+) -> std::result::Result<Returned<H::Handle>, H::Error> {
+    let ptr = obj.as_ptr();
+    // SAFETY: `obj` keeps the object alive.
+    if let Some(slot) = unsafe { slot_of::<H>(ptr, tag) } {
+        return tie(host, prepared, slot, obj);
+    }
+    let entry = side.entry(ptr);
+    let out = tie(host, prepared, Slot::of(&entry), obj);
+    if out.is_err() {
+        drop(entry);
+        side.prune(ptr);
+    }
+    out
+}
+
+/// Release for a wrapper named by `ticket` (see [`untie`]) tied to `obj` (prefix or side
+/// table) by host `H`. Returns the removed word for the caller to dispose of; the slot's
+/// spare references are dropped here. Call before dropping the wrapper's +1.
+///
+/// # Safety
+/// `obj` is live (the wrapper still holds its +1).
+pub unsafe fn untie_any<H: TieHost>(
+    obj: *mut ObjectHeader,
+    tag: u32,
+    side: &SideTable,
+    ticket: u64,
+    replacement: usize,
+) -> Option<usize> {
+    // SAFETY: forwarded.
+    let untied = if let Some(slot) = unsafe { slot_of::<H>(obj, tag) } {
+        untie::<H>(slot, ticket, replacement)
+    } else {
+        let entry = side.existing(obj)?;
+        let untied = untie::<H>(Slot::of(&entry), ticket, replacement);
+        drop(entry);
+        side.prune(obj);
+        untied
+    }?;
+    if untied.spare > 0 {
+        // SAFETY: the slot owned these references; the caller's +1 keeps `obj` alive, so this
+        // never reaches zero.
+        unsafe { crate::object::dec_ref_n(obj, untied.spare) };
+    }
+    Some(untied.word)
+}

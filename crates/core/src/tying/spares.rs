@@ -1,0 +1,253 @@
+//! Spare references in an Active slot (serialized hosts): kept on returns, lent to leaf calls,
+//! claimed without being taken ([`SpareClaim`]); and the generation that keys per-thread spares.
+
+use std::sync::atomic::Ordering;
+
+use super::machine::{peek, slot_of, TieHost};
+use crate::arc::ObjectRef;
+use crate::object::ObjectHeader;
+use crate::slot::{aux_of, ActiveWord, Slot, SlotState, GENERATION_MASK};
+
+/// Keep `obj`'s extra +1 in its Active slot, or drop it when the slot is full.
+/// Only for serialized hosts, under their lock (nothing else writes the word meanwhile), and
+/// only when the slot's wrapper owns its +1 and will be untied ([`TieHost::keeps_spares`]).
+#[inline]
+pub(super) fn keep_spare(slot: Slot<'_>, active: ActiveWord, obj: ObjectRef) {
+    match active.with_spare_added() {
+        Some(more) => {
+            slot.store(more.word(), Ordering::Relaxed);
+            std::mem::forget(obj);
+        }
+        None => drop(obj),
+    }
+}
+
+/// Take one spare reference out of `obj`'s prefix slot, if it has one: the caller then owns
+/// that +1 (to lend it as a call argument, see `AnyView::lent_object`). Objects of other
+/// allocators (side-table slots) have no spares here.
+///
+/// # Safety
+/// `obj` is live, and the caller is serialized host `H` ([`TieHost::SERIALIZED`]) of the
+/// allocator tagged `tag`, running under its lock.
+#[inline]
+pub unsafe fn take_spare<H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> bool {
+    // SAFETY: forwarded.
+    let Some(slot) = (unsafe { slot_of::<H>(obj, tag) }) else { return false };
+    let SlotState::Active(active) = SlotState::decode(slot.load(Ordering::Relaxed)) else { return false };
+    match active.with_spare_taken() {
+        Some(fewer) => {
+            slot.store(fewer.word(), Ordering::Relaxed);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Does `obj`'s prefix slot name the wrapper whose word is `word` and hold a spare reference?
+/// A caller that claims the spare without taking it (lends it to a leaf call, then either gets
+/// it back as the result, or consumes the claim with [`take_spare`]) must be the only one to
+/// use that spare meanwhile.
+///
+/// # Safety
+/// As [`take_spare`].
+#[inline]
+pub unsafe fn has_spare_for<H: TieHost>(obj: *mut ObjectHeader, tag: u32, word: usize) -> bool {
+    // SAFETY: forwarded.
+    unsafe { slot_of::<H>(obj, tag) }.is_some_and(|slot| {
+        matches!(SlotState::decode(slot.load(Ordering::Relaxed)),
+            SlotState::Active(a) if a.spares(H::SERIALIZED) != 0 && a.wrapper(H::SERIALIZED) == word)
+    })
+}
+
+/// A call returned `obj`, which the argument wrapper whose slot word is `word` names (`echo(p)`):
+/// when `obj`'s prefix slot holds that word, that wrapper is canonical, so the host returns the
+/// argument itself and `obj`'s +1 stays in the slot as a spare (`Ok`). Otherwise `obj` comes
+/// back for the ordinary [`tie`].
+///
+/// # Safety
+/// `obj` is live; the caller is serialized host `H` ([`TieHost::SERIALIZED`]) of the
+/// allocator tagged `tag`, running under its lock, whose wrappers own their +1 and are
+/// untied when they go (so [`TieHost::keeps_spares`] holds for `obj`).
+#[inline]
+pub unsafe fn keep_if_tied_to<H: TieHost>(obj: ObjectRef, tag: u32, word: usize) -> std::result::Result<(), ObjectRef> {
+    // SAFETY: `obj` keeps the object alive.
+    let Some(slot) = (unsafe { slot_of::<H>(obj.as_ptr(), tag) }) else { return Err(obj) };
+    match SlotState::decode(peek(slot)) {
+        SlotState::Active(active) if active.wrapper(H::SERIALIZED) == word => {
+            keep_spare(slot, active, obj);
+            Ok(())
+        }
+        _ => Err(obj),
+    }
+}
+
+/// The argument cell for `obj`, whose wrapper is an argument of a running leaf call (the
+/// wrapper's +1 keeps it alive): with `lend`, a lent view carrying one of its slot's spares
+/// when there is one (the callee then adds no reference), else a borrowed view.
+///
+/// # Safety
+/// As [`take_spare`]; `obj` outlives the call.
+#[inline]
+pub unsafe fn argument_view<'a, H: TieHost>(obj: *mut ObjectHeader, tag: u32, lend: bool) -> crate::AnyView<'a> {
+    // SAFETY: forwarded; a spare taken is handed to the view, which carries it to the callee.
+    unsafe {
+        if lend && take_spare::<H>(obj, tag) {
+            crate::AnyView::lent_object(obj)
+        } else {
+            crate::AnyView::from_object_ptr(obj)
+        }
+    }
+}
+
+/// The spare reference lent to a leaf call's first wrapper argument that has one, claimed but
+/// still counted in its slot: if the call returns that object (`echo(x)`), the result's +1 simply
+/// is the spare again and the slot is never written; otherwise the claim is consumed after the
+/// call ([`SpareClaim::settle`]). Between the claim and the settle nothing else may lend that
+/// object's spares: the leaf callee runs no language code, the serialized host's lock keeps
+/// other threads out, and the host claims either at once ([`SpareClaim::claim_now`]), when
+/// converting the later arguments runs no language code on success, or once every argument is
+/// converted ([`SpareClaim::offer`], then [`SpareClaim::commit`]), when it can (a JS getter
+/// may call back into native code and lend the same object's spares itself).
+pub struct SpareClaim {
+    /// The argument offered or claimed (null: none yet), its index and wrapper word.
+    obj: *mut ObjectHeader,
+    index: usize,
+    word: usize,
+    /// The spare is lent to argument `index`.
+    claimed: bool,
+}
+
+impl SpareClaim {
+    pub const fn new() -> Self {
+        SpareClaim { obj: std::ptr::null_mut(), index: 0, word: 0, claimed: false }
+    }
+
+    /// The view of argument `index`, wrapper `word` of `obj`, claiming the first spare at once
+    /// (never lending the claimed object twice); other arguments go as [`argument_view`].
+    ///
+    /// # Safety
+    /// As [`argument_view`], for a leaf call of serialized host `H` whose later argument
+    /// conversions run no language code when they succeed.
+    #[inline]
+    pub unsafe fn claim_now<'a, H: TieHost>(
+        &mut self,
+        index: usize,
+        obj: *mut ObjectHeader,
+        tag: u32,
+        word: usize,
+        lend: bool,
+    ) -> crate::AnyView<'a> {
+        // SAFETY: forwarded; the wrapper's +1 keeps `obj` alive for the call.
+        unsafe {
+            if lend && self.obj.is_null() && has_spare_for::<H>(obj, tag, word) {
+                *self = SpareClaim { obj, index, word, claimed: true };
+                crate::AnyView::lent_object(obj)
+            } else if obj == self.obj {
+                crate::AnyView::from_object_ptr(obj)
+            } else {
+                argument_view::<H>(obj, tag, lend)
+            }
+        }
+    }
+
+    /// The view of argument `index`, wrapper `word` of `obj`: the first one is borrowed for now
+    /// and offered for a claim at [`SpareClaim::commit`]; others go as [`argument_view`].
+    ///
+    /// # Safety
+    /// As [`argument_view`], for a leaf call of serialized host `H`.
+    #[inline]
+    pub unsafe fn offer<'a, H: TieHost>(
+        &mut self,
+        index: usize,
+        obj: *mut ObjectHeader,
+        tag: u32,
+        word: usize,
+        lend: bool,
+    ) -> crate::AnyView<'a> {
+        if lend && self.obj.is_null() {
+            *self = SpareClaim { obj, index, word, claimed: false };
+            // SAFETY: the wrapper's +1 keeps `obj` alive for the call.
+            return unsafe { crate::AnyView::from_object_ptr(obj) };
+        }
+        // SAFETY: forwarded.
+        unsafe { argument_view::<H>(obj, tag, lend) }
+    }
+
+    /// Once every argument is converted, right before the call: claim the offered argument's
+    /// spare if its slot still names its wrapper and holds one. Returns the argument's index and
+    /// its lent view, which replaces the borrowed one.
+    ///
+    /// # Safety
+    /// As [`SpareClaim::offer`]; nothing but the leaf callee runs before [`SpareClaim::settle`].
+    #[inline]
+    pub unsafe fn commit<'a, H: TieHost>(&mut self, tag: u32) -> Option<(usize, crate::AnyView<'a>)> {
+        // SAFETY: forwarded.
+        if self.obj.is_null() || self.claimed || !unsafe { has_spare_for::<H>(self.obj, tag, self.word) } {
+            return None;
+        }
+        self.claimed = true;
+        // SAFETY: the spare this claims is the view's until the call settles.
+        Some((self.index, unsafe { crate::AnyView::lent_object(self.obj) }))
+    }
+
+    /// Is `view` the claimed argument? (Its lent reference was never taken: a call abandoned
+    /// before it ran must not release it.)
+    pub fn is_claimed(&self, view: &crate::AnyView<'_>) -> bool {
+        self.claimed && view.as_object_ptr() == Some(self.obj)
+    }
+
+    /// After the call: the claimed argument's index when `result` is the claimed object (its
+    /// +1 is the spare, still counted in the slot: the caller forgets the result and returns
+    /// that argument's wrapper); otherwise `None`, and the callee consumed the lent reference
+    /// (adopted or released it), so the claimed spare leaves the slot.
+    ///
+    /// # Safety
+    /// The claim was made for this call, for host `H` of the allocator tagged `tag`, still
+    /// under its lock; `result` is the call's object result, if it succeeded with one.
+    #[inline]
+    pub unsafe fn settle<H: TieHost>(&self, tag: u32, result: Option<*mut ObjectHeader>) -> Option<usize> {
+        if !self.claimed {
+            return None;
+        }
+        if result == Some(self.obj) {
+            return Some(self.index);
+        }
+        // SAFETY: the argument's wrapper keeps the object alive; the claimed spare is there.
+        let taken = unsafe { take_spare::<H>(self.obj, tag) };
+        debug_assert!(taken, "a claimed spare is in its slot until settled");
+        None
+    }
+}
+
+impl Default for SpareClaim {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The generation of the wrapper tied last to `obj` by host `H` (which names generations),
+/// when `H`'s allocator (`tag`) made `obj`; `None` otherwise. For a caller holding `obj`'s
+/// live wrapper this is that wrapper's generation (its tie stored it; the slot moves on only
+/// after the wrapper dies). Used to key per-thread spares (`thread_spares`).
+///
+/// # Safety
+/// `obj` is a live object.
+#[inline]
+pub unsafe fn generation_of<H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> Option<u64> {
+    if H::WORD_ONLY {
+        return None;
+    }
+    // SAFETY: forwarded; a host with generations has SlotPrefix slots.
+    let slot = unsafe { slot_of::<H>(obj, tag) }?;
+    // SAFETY: as above. Relaxed: the wrapper reached this thread after its tie stored the
+    // generation (the language's publication orders them).
+    Some(unsafe { aux_of(slot) }.load(Ordering::Relaxed) & GENERATION_MASK)
+}
+
+/// Spare references a slot holds right now (for tests and diagnostics).
+pub fn spares(slot: Slot<'_>) -> u32 {
+    match SlotState::decode(slot.load(Ordering::Relaxed)) {
+        SlotState::Active(active) => active.spares(true),
+        _ => 0,
+    }
+}
