@@ -284,8 +284,9 @@ function buildClass(typeIndex) {
   Object.defineProperty(cls, TYPE_INDEX, { value: typeIndex });
   Object.defineProperty(cls, 'typeKey', { value: info.key, enumerable: true });
   Object.defineProperty(cls, 'doc', { value: info.doc });
-  Object.defineProperty(cls, 'fieldInfo', { value: Object.freeze(info.fields.map(({ name: n, doc, typeHint, setter }) => Object.freeze({ name: n, doc, typeHint, settable: setter !== null }))) });
-  Object.defineProperty(cls, 'methodInfo', { value: Object.freeze(info.methods.map(({ name: n, doc, isStatic }) => Object.freeze({ name: n, doc, isStatic }))) });
+  // Reflection shows every member, inherited ones first, as every frontend does (core types::all_fields).
+  Object.defineProperty(cls, 'fieldInfo', { value: Object.freeze(info.allFields.map((f) => Object.freeze({ ...f }))) });
+  Object.defineProperty(cls, 'methodInfo', { value: Object.freeze(info.allMethods.map((m) => Object.freeze({ ...m }))) });
   const inherited = parent[FIELDS] ?? [];
   Object.defineProperty(cls, FIELDS, { value: [...inherited, ...info.fields.map((f) => f.name)] });
   for (const field of info.fields) defineField(cls, field);

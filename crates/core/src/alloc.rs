@@ -33,7 +33,9 @@ pub struct CustomAllocator {
 // SAFETY: `ctx` is only handed back to the allocator's own functions, which must be callable
 // from any thread (that is the contract of registering an allocator).
 unsafe impl Sync for CustomAllocator {}
-// SAFETY: as above.
+// SAFETY: the reason Send holds is the one above: `ctx` is only handed back to the allocator's own
+// functions, which must be callable from any thread (that is the contract of registering an
+// allocator).
 unsafe impl Send for CustomAllocator {}
 
 const _: () = {

@@ -247,7 +247,9 @@ impl Any {
 // SAFETY: a view borrows plain values, immutable string/byte data or an object, and every
 // object is Send + Sync by the object contract (see `ObjectRef`); `'a` bounds the borrow.
 unsafe impl Send for AnyView<'_> {}
-// SAFETY: as above.
+// SAFETY: the reason Sync holds is the one above: a view borrows plain values, immutable
+// string/byte data or an object, and every object is Send + Sync by the object contract (see
+// `ObjectRef`); `'a` bounds the borrow.
 unsafe impl Sync for AnyView<'_> {}
 
 // SAFETY: an owned cell holds plain values, inline bytes or a strong reference to an object,
@@ -366,7 +368,7 @@ impl<'a> AnyView<'a> {
     /// # Safety
     /// `obj` stays alive for `'a`.
     pub unsafe fn from_object_ptr(obj: *mut ObjectHeader) -> AnyView<'a> {
-        // SAFETY: forwarded.
+        // SAFETY: `obj` is a live object (this function's contract), so its header is readable.
         let type_index = unsafe { (*obj).type_index };
         AnyView { head: head(type_index, 0), payload: Payload::ptr(obj), _borrow: PhantomData }
     }
@@ -380,7 +382,7 @@ impl<'a> AnyView<'a> {
     /// # Safety
     /// `obj` is live and the caller gives up one strong reference to it.
     pub unsafe fn lent_object(obj: *mut ObjectHeader) -> AnyView<'a> {
-        // SAFETY: forwarded.
+        // SAFETY: `obj` is a live object (this function's contract), so its header is readable.
         let type_index = unsafe { (*obj).type_index };
         AnyView { head: head(type_index, LENT_MARK), payload: Payload::ptr(obj), _borrow: PhantomData }
     }

@@ -34,7 +34,8 @@ const _: () = {
 // SAFETY: the count is atomic; sharing the arc shares `&T`, so both need `T: Send + Sync`
 // (the same rule as `std::sync::Arc`).
 unsafe impl<T: Object + Send + Sync> Send for ObjectArc<T> {}
-// SAFETY: as above.
+// SAFETY: the reason Object holds is the one above: the count is atomic; sharing the arc shares
+// `&T`, so both need `T: Send + Sync` (the same rule as `std::sync::Arc`).
 unsafe impl<T: Object + Send + Sync> Sync for ObjectArc<T> {}
 
 unsafe extern "C" fn delete_box<T: Object>(obj: *mut ObjectHeader, flags: i32) {
@@ -256,7 +257,8 @@ pub struct WeakObjectArc<T: Object> {
 
 // SAFETY: upgrading yields an `ObjectArc<T>`, so the same bounds apply.
 unsafe impl<T: Object + Send + Sync> Send for WeakObjectArc<T> {}
-// SAFETY: as above.
+// SAFETY: the reason Object holds is the one above: upgrading yields an `ObjectArc<T>`, so the same
+// bounds apply.
 unsafe impl<T: Object + Send + Sync> Sync for WeakObjectArc<T> {}
 
 impl<T: Object> WeakObjectArc<T> {
@@ -296,7 +298,9 @@ pub struct ObjectRef {
 // SAFETY: every object reachable as an `ObjectRef` was made from a `Send + Sync` Rust type
 // (see the `From` impl below) or by C/plugin code under the same contract (docs/abi.md).
 unsafe impl Send for ObjectRef {}
-// SAFETY: as above.
+// SAFETY: the reason Sync holds is the one above: every object reachable as an `ObjectRef` was made
+// from a `Send + Sync` Rust type (see the `From` impl below) or by C/plugin code under the same
+// contract (docs/abi.md).
 unsafe impl Sync for ObjectRef {}
 
 impl ObjectRef {
@@ -314,7 +318,8 @@ impl ObjectRef {
     /// # Safety
     /// `obj` is a live object that stays alive for the duration of this call.
     pub unsafe fn from_borrowed(obj: *mut ObjectHeader) -> Self {
-        // SAFETY: forwarded.
+        // SAFETY: `obj` is live and the caller holds a reference (this function's contract), so
+        // the count is above zero while we add ours.
         unsafe { inc_ref(obj) };
         // SAFETY: we just made the reference we adopt.
         unsafe { Self::from_raw(obj) }

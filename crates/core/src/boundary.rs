@@ -166,7 +166,7 @@ impl<H: TieHost> Frontend<H> {
     /// # Safety
     /// As [`Frontend::release`], taking over the +1 instead of giving it up.
     pub unsafe fn move_out(&self, obj: *mut ObjectHeader, ticket: u64) -> (Option<usize>, ObjectRef) {
-        // SAFETY: forwarded.
+        // SAFETY: the caller owns the wrapper's live +1 and every call using the wrapper has finished.
         let removed = unsafe { self.untie(obj, ticket, 0) };
         // SAFETY: the wrapper's +1, now the caller's.
         (removed, unsafe { ObjectRef::from_raw(obj) })
@@ -197,7 +197,7 @@ impl<H: TieHost> Frontend<H> {
     /// The caller runs under the serialized host's lock; `revive` runs no language code.
     #[inline]
     pub unsafe fn live_in_cell(&self, host: &H, cell: &AnyCell, ties: impl FnOnce(i32) -> bool) -> Option<H::Handle> {
-        // SAFETY: forwarded.
+        // SAFETY: the caller holds the serialized host's lock; the held cell keeps its object alive.
         unsafe { tying::revive_in_cell(host, self.tag(), cell, ties) }
     }
 
@@ -209,7 +209,7 @@ impl<H: TieHost> Frontend<H> {
     /// `obj` is live.
     #[inline]
     pub unsafe fn generation_of(&self, obj: *mut ObjectHeader) -> Option<u64> {
-        // SAFETY: forwarded.
+        // SAFETY: `obj` is live (the caller's guarantee); this domain's allocator made it if the tag matches.
         unsafe { tying::generation_of::<H>(obj, self.tag()) }
     }
 
@@ -264,7 +264,7 @@ impl<'f, H: TieHost> LeafCall<'f, H> {
     ) -> AnyView<'a> {
         debug_assert!(H::SERIALIZED);
         let tag = self.frontend.tag();
-        // SAFETY: forwarded.
+        // SAFETY: the host is serialized and locked for the call, the wrapper's +1 keeps `obj` alive, and lent views go to an adopting callee (this method's contract).
         unsafe {
             match mode {
                 ClaimMode::AtOnce => self.claim.claim_now::<H>(index, obj, tag, word, self.lend),
@@ -280,7 +280,7 @@ impl<'f, H: TieHost> LeafCall<'f, H> {
     /// As [`LeafCall::wrapper_argument`].
     #[inline]
     pub unsafe fn object_argument<'a>(&self, obj: *mut ObjectHeader) -> AnyView<'a> {
-        // SAFETY: forwarded.
+        // SAFETY: as `wrapper_argument`: serialized, locked, `obj` alive for the call, adopting callee.
         unsafe { tying::argument_view::<H>(obj, self.frontend.tag(), self.lend) }
     }
 
@@ -292,7 +292,7 @@ impl<'f, H: TieHost> LeafCall<'f, H> {
     /// [`LeafCall::settle`].
     #[inline]
     pub unsafe fn commit<'a>(&mut self) -> Option<(usize, AnyView<'a>)> {
-        // SAFETY: forwarded.
+        // SAFETY: every argument is converted and only the leaf callee runs before `settle` (this method's contract).
         unsafe { self.claim.commit::<H>(self.frontend.tag()) }
     }
 
@@ -313,7 +313,7 @@ impl<'f, H: TieHost> LeafCall<'f, H> {
     /// object result if it succeeded with one.
     #[inline]
     pub unsafe fn settle(&self, result: Option<*mut ObjectHeader>) -> Option<usize> {
-        // SAFETY: forwarded.
+        // SAFETY: the claim was made for this call under the host's lock, which is still held.
         unsafe { self.claim.settle::<H>(self.frontend.tag(), result) }
     }
 }

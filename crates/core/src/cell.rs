@@ -163,7 +163,8 @@ static CELL_FIELD_MAGIC: u8 = 0;
 
 // SAFETY: `magic` is an address used as a tag, never dereferenced; the rest is plain data.
 unsafe impl Send for CellField {}
-// SAFETY: as above.
+// SAFETY: the reason Sync holds is the one above: `magic` is an address used as a tag, never
+// dereferenced; the rest is plain data.
 unsafe impl Sync for CellField {}
 
 impl CellField {

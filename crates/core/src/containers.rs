@@ -48,7 +48,8 @@ unsafe impl ExtraItems for StrObj {
 
 // SAFETY: immutable after construction; `data` points into the object's own memory.
 unsafe impl Send for StrObj {}
-// SAFETY: as above.
+// SAFETY: the reason Sync holds is the one above: immutable after construction; `data` points into
+// the object's own memory.
 unsafe impl Sync for StrObj {}
 
 impl StrObj {
@@ -91,7 +92,8 @@ unsafe impl ExtraItems for BytesObj {
 
 // SAFETY: immutable after construction; `data` points into the object's own memory.
 unsafe impl Send for BytesObj {}
-// SAFETY: as above.
+// SAFETY: the reason Sync holds is the one above: immutable after construction; `data` points into
+// the object's own memory.
 unsafe impl Sync for BytesObj {}
 
 impl BytesObj {
@@ -127,7 +129,8 @@ unsafe impl ExtraItems for ArrayObj {
 
 // SAFETY: immutable after construction; the cells are `Any`, which is Send + Sync.
 unsafe impl Send for ArrayObj {}
-// SAFETY: as above.
+// SAFETY: the reason Sync holds is the one above: immutable after construction; the cells are
+// `Any`, which is Send + Sync.
 unsafe impl Sync for ArrayObj {}
 
 impl ArrayObj {
@@ -208,7 +211,8 @@ unsafe impl ExtraItems for MapObj {
 
 // SAFETY: immutable after construction; keys and values are `Any`, which is Send + Sync.
 unsafe impl Send for MapObj {}
-// SAFETY: as above.
+// SAFETY: the reason Sync holds is the one above: immutable after construction; keys and values are
+// `Any`, which is Send + Sync.
 unsafe impl Sync for MapObj {}
 
 impl Drop for MapObj {

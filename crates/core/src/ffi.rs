@@ -98,7 +98,7 @@ unsafe fn borrowed_function(func: *mut ObjectHeader) -> crate::Result<Function> 
     if func.is_null() {
         return Err(Error::value("null function"));
     }
-    // SAFETY: forwarded.
+    // SAFETY: a live object the caller holds (this function's contract); we take our own +1.
     let obj = unsafe { ObjectRef::from_borrowed(func) };
     obj.try_cast().map(Function).map_err(|o| Error::type_error(format!("expected a Function, got {o:?}")))
 }
@@ -126,7 +126,8 @@ unsafe extern "C" fn api_module_add_function(module: *mut c_void, name: ByteSlic
 }
 unsafe extern "C" fn api_module_add_type(module: *mut c_void, type_index: i32) -> i32 {
     ffi_status(|| {
-        // SAFETY: as above.
+        // SAFETY: `module` is the PendingModule the core passed to this plugin's init, which is
+        // still running (the API table's contract), and nothing else touches it meanwhile.
         let pending = unsafe { &mut *(module as *mut PendingModule) };
         if types::local_type_info(type_index).is_none() {
             return Err(Error::value(format!("type index {type_index} is not registered")));
@@ -179,7 +180,8 @@ unsafe extern "C" fn api_call_function(
 ) -> i32 {
     // SAFETY: the caller passes a borrowed Function, `n` cells and a None result cell.
     match unsafe { borrowed_function(func) } {
-        // SAFETY: as above.
+        // SAFETY: `f` is that Function, alive for the call; the caller passes `n` cells and a
+        // None result cell (the safe_call ABI).
         Ok(f) => unsafe { (f.0.safe_call)(func, args, n, result) },
         Err(e) => {
             set_last_error(e);

@@ -73,7 +73,8 @@ impl Object for FunctionObj {
 // SAFETY: the contract of making a function object (docs/abi.md): `safe_call` may be called
 // from any thread, and `drop_data` may run on any thread.
 unsafe impl Send for FunctionObj {}
-// SAFETY: as above.
+// SAFETY: the reason Sync holds is the one above: the contract of making a function object
+// (docs/abi.md): `safe_call` may be called from any thread, and `drop_data` may run on any thread.
 unsafe impl Sync for FunctionObj {}
 
 impl Drop for FunctionObj {

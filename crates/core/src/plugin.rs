@@ -59,14 +59,15 @@ impl ByteSlice {
         if self.len == 0 || self.ptr.is_null() {
             return String::new();
         }
-        // SAFETY: forwarded.
+        // SAFETY: `ptr` points to `len` readable bytes (this function's contract), not null here.
         String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(self.ptr, self.len) }).into_owned()
     }
 }
 
 // SAFETY: a slice descriptor; what it points to is immutable.
 unsafe impl Send for ByteSlice {}
-// SAFETY: as above.
+// SAFETY: the reason Sync holds is the one above: a slice descriptor; what it points to is
+// immutable.
 unsafe impl Sync for ByteSlice {}
 
 /// The host's function table. `#[repr(C)]`; new entries are only ever appended (minor

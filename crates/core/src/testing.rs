@@ -38,6 +38,24 @@ impl Pair {
     }
 }
 
+/// `testing.Triple`: a `testing.Pair` subtype with a third settable value, so reflection of
+/// inherited members can be tested in every language.
+#[repr(C)]
+pub struct Triple {
+    base: Pair,
+    third: AnyCell,
+}
+crate::declare_object!(Triple, "testing.Triple", parent = Pair);
+
+impl Triple {
+    pub fn new(first: Any, second: Any, third: Any) -> ObjectArc<Triple> {
+        ObjectArc::new(Triple {
+            base: Pair { first: AnyCell::new(first), second: AnyCell::new(second) },
+            third: AnyCell::new(third),
+        })
+    }
+}
+
 static STASH: Mutex<Option<HashMap<String, Any>>> = Mutex::new(None);
 
 fn with_stash<R>(f: impl FnOnce(&mut HashMap<String, Any>) -> R) -> R {
@@ -136,6 +154,9 @@ pub(crate) fn register() {
         .method_doc("A new Pair with the values swapped.")
         .leaf_constructor(Pair::new)
         .register();
+    let triple = TypeBuilder::<Triple>::new().doc("A Pair with a third settable value (a subtype of testing.Pair).");
+    let triple = crate::cell_field_rw!(triple, Triple, third, "third").field_doc("The third value.", "Any");
+    triple.leaf_constructor(Triple::new).register();
     TypeBuilder::<AlignedMarker>::new().doc("An object whose body has a requested alignment.").register();
 
     let reg = |f: Function| {

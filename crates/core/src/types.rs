@@ -88,7 +88,8 @@ const _: () = {
 
 // SAFETY: published infos are immutable and everything they point to is leaked, never freed.
 unsafe impl Sync for TypeInfo {}
-// SAFETY: as above.
+// SAFETY: the reason Send holds is the one above: published infos are immutable and everything they
+// point to is leaked, never freed.
 unsafe impl Send for TypeInfo {}
 
 impl TypeInfo {
@@ -142,7 +143,7 @@ impl FieldInfo {
         unsafe { borrowed_function(self.getter) }
     }
     pub fn setter(&self) -> Option<Function> {
-        // SAFETY: as above.
+        // SAFETY: registry functions are leaked strong references (checked non-null here).
         (!self.setter.is_null()).then(|| unsafe { borrowed_function(self.setter) })
     }
 }
@@ -163,7 +164,7 @@ impl MethodInfo {
 /// # Safety
 /// `f` is a live Function that stays alive (registry entries are never released).
 unsafe fn borrowed_function(f: *mut ObjectHeader) -> Function {
-    // SAFETY: forwarded.
+    // SAFETY: `f` is live for good (this function's contract); we take our own +1.
     Function(
         unsafe { ObjectRef::from_borrowed(f) }.try_cast().unwrap_or_else(|_| panic!("registry holds a non-function")),
     )
@@ -175,7 +176,8 @@ unsafe fn slice_or_empty<T>(ptr: *const T, len: usize) -> &'static [T] {
     if len == 0 || ptr.is_null() {
         &[]
     } else {
-        // SAFETY: forwarded.
+        // SAFETY: `ptr` points to `len` initialised items that are never freed (this function's
+        // contract), and is not null here.
         unsafe { std::slice::from_raw_parts(ptr, len) }
     }
 }
@@ -706,15 +708,45 @@ pub fn set_field(obj: &ObjectRef, name: &str, value: AnyView<'_>) -> Result<()> 
     setter.call(&[AnyView::object(obj), value]).map(drop)
 }
 
+/// A type, then its ancestors from the nearest to the root: where a member is looked up.
+fn lineage(info: &'static TypeInfo) -> impl Iterator<Item = &'static TypeInfo> {
+    std::iter::once(info).chain(info.ancestors().iter().rev().filter_map(|&a| type_info(a)))
+}
+
 /// Find a field on a type or its ancestors.
 pub fn find_field(info: &'static TypeInfo, name: &str) -> Option<&'static FieldInfo> {
-    info.field(name).or_else(|| info.ancestors().iter().rev().filter_map(|&a| type_info(a)).find_map(|t| t.field(name)))
+    lineage(info).find_map(|t| t.field(name))
 }
 
 /// Find a method on a type or its ancestors.
 pub fn find_method(info: &'static TypeInfo, name: &str) -> Option<&'static MethodInfo> {
-    info.method(name)
-        .or_else(|| info.ancestors().iter().rev().filter_map(|&a| type_info(a)).find_map(|t| t.method(name)))
+    lineage(info).find_map(|t| t.method(name))
+}
+
+/// Every field an instance of the type has, in layout order: the root ancestor's first, the
+/// type's own last; a name a nearer type redefines keeps its place and takes the nearer
+/// definition (the one lookups find). What every frontend's reflection shows.
+pub fn all_fields(info: &'static TypeInfo) -> Vec<&'static FieldInfo> {
+    let chain: Vec<&'static TypeInfo> = lineage(info).collect();
+    inherited(chain.iter().rev().flat_map(|t| t.fields()), FieldInfo::name)
+}
+
+/// As [`all_fields`], for methods.
+pub fn all_methods(info: &'static TypeInfo) -> Vec<&'static MethodInfo> {
+    let chain: Vec<&'static TypeInfo> = lineage(info).collect();
+    inherited(chain.iter().rev().flat_map(|t| t.methods()), MethodInfo::name)
+}
+
+/// Members root first, a later (nearer) definition replacing an earlier one of its name.
+fn inherited<M>(members: impl Iterator<Item = &'static M>, name: fn(&M) -> &str) -> Vec<&'static M> {
+    let mut out: Vec<&'static M> = Vec::new();
+    for m in members {
+        match out.iter().position(|seen| name(seen) == name(m)) {
+            Some(i) => out[i] = m,
+            None => out.push(m),
+        }
+    }
+    out
 }
 
 /// Keep `ObjectArc` in scope for doc links.

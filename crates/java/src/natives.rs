@@ -42,7 +42,7 @@ fn rust_string(env: &mut EnvUnowned<'_>, s: &JString<'_>, what: &str) -> Result<
 /// `func` is a live Function handle.
 unsafe fn call_function(env: Env, func: jlong, args: &[AnyView<'_>]) -> Result<jobject> {
     let mut result = Any::none();
-    // SAFETY: forwarded.
+    // SAFETY: Java keeps the Function behind `func` reachable for the call (this function's contract).
     unsafe { call_into(func, args, &mut result) }?;
     to_java(env, result)
 }
@@ -56,9 +56,9 @@ unsafe fn call_function(env: Env, func: jlong, args: &[AnyView<'_>]) -> Result<j
 /// `func` is the handle of a Function that Java keeps reachable for the call.
 #[inline(always)]
 unsafe fn call_into(func: jlong, args: &[AnyView<'_>], result: &mut Any) -> Result<()> {
-    // SAFETY: forwarded.
+    // SAFETY: `func` is a live handle Java keeps reachable (this function's contract).
     let f = unsafe { function_at(func) }?;
-    // SAFETY: forwarded.
+    // SAFETY: `f` is `func`'s body, just checked to be a Function.
     unsafe { invoke(func, f, args, result) }
 }
 
@@ -123,7 +123,7 @@ unsafe fn call_encoded(
             // SAFETY: forwarded (Java keeps the wrapper, and so its handle, alive).
             convert::KIND_OBJECT => *view = unsafe { AnyView::from_object_ptr(b as *mut ObjectHeader) },
             convert::KIND_INT => *view = AnyView::int(b),
-            // SAFETY: forwarded.
+            // SAFETY: Java encoded `(k, b, r)` with `Marshal` and keeps `r` reachable (this function's contract).
             _ => match unsafe { decode(env, k, b, r, h) } {
                 Ok(v) => *view = v,
                 Err(e) => {
@@ -135,7 +135,7 @@ unsafe fn call_encoded(
     if let Some(e) = first_error {
         return Err(e);
     }
-    // SAFETY: forwarded.
+    // SAFETY: `func` is a live handle Java keeps reachable (this function's contract).
     let f = unsafe { function_at(func) }?;
     // Only calls with a wrapper argument look for the thread's cell (for the `ints*` natives
     // the kinds are constants and this folds away).
@@ -182,7 +182,7 @@ unsafe fn call_encoded(
 #[inline(always)]
 unsafe fn call_encoded_object(env: Env, func: jlong, args: &[(jint, jlong, jobject)]) -> Result<jobject> {
     let mut result = Any::none();
-    // SAFETY: forwarded.
+    // SAFETY: the caller's guarantee: Marshal-encoded arguments, reachable refs and Function.
     match unsafe { call_encoded(env, func, args, true, &mut result) }? {
         Some(r) => Ok(r),
         None => to_java(env, result),
@@ -244,7 +244,7 @@ unsafe fn borrowed(handle: jlong) -> Result<ObjectRef> {
     if handle == 0 {
         return Err(Error::value("null tether handle"));
     }
-    // SAFETY: forwarded.
+    // SAFETY: a live object (this function's contract); the new reference is ours.
     Ok(unsafe { ObjectRef::from_borrowed(handle as *mut ObjectHeader) })
 }
 
@@ -453,7 +453,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_typeIndexOf<'l>(
     })
 }
 
-/// `[name, "rw"|"ro", type hint, doc]` per field, own fields then inherited ones.
+/// Every field of the type, inherited ones first (`types::all_fields`), each as
+/// `Object[]{String name, Boolean settable, String typeHint, String doc}`.
 #[no_mangle]
 pub extern "system" fn Java_dev_tether_ffi_Native_typeFields(
     env: *mut JNIEnv,
@@ -462,21 +463,21 @@ pub extern "system" fn Java_dev_tether_ffi_Native_typeFields(
 ) -> jobjectArray {
     let env = Env(env);
     guard(env, null(), || {
-        let info = info(type_index)?;
-        let mut flat = Vec::new();
-        let chain = std::iter::once(info).chain(info.ancestors().iter().rev().filter_map(|&a| types::type_info(a)));
-        for t in chain {
-            for f in t.fields() {
-                if !flat.chunks(4).any(|c: &[&str]| c[0] == f.name()) {
-                    flat.extend([f.name(), if f.setter().is_some() { "rw" } else { "ro" }, f.type_hint(), f.doc()]);
-                }
-            }
-        }
-        string_array(env, &flat)
+        let fields = types::all_fields(info(type_index)?);
+        records(env, fields.len(), |i| {
+            let f = fields[i];
+            Ok(vec![
+                env.new_string(f.name()),
+                java_bool(env, f.setter().is_some())?,
+                env.new_string(f.type_hint()),
+                env.new_string(f.doc()),
+            ])
+        })
     })
 }
 
-/// `[name, "static"|"", doc]` per method.
+/// Every method of the type, inherited ones first (`types::all_methods`), each as
+/// `Object[]{String name, Boolean isStatic, String doc}`.
 #[no_mangle]
 pub extern "system" fn Java_dev_tether_ffi_Native_typeMethods(
     env: *mut JNIEnv,
@@ -485,18 +486,50 @@ pub extern "system" fn Java_dev_tether_ffi_Native_typeMethods(
 ) -> jobjectArray {
     let env = Env(env);
     guard(env, null(), || {
-        let info = info(type_index)?;
-        let mut flat = Vec::new();
-        let chain = std::iter::once(info).chain(info.ancestors().iter().rev().filter_map(|&a| types::type_info(a)));
-        for t in chain {
-            for m in t.methods() {
-                if !flat.chunks(3).any(|c: &[&str]| c[0] == m.name()) {
-                    flat.extend([m.name(), if m.is_static != 0 { "static" } else { "" }, m.doc()]);
-                }
-            }
-        }
-        string_array(env, &flat)
+        let methods = types::all_methods(info(type_index)?);
+        records(env, methods.len(), |i| {
+            let m = methods[i];
+            Ok(vec![env.new_string(m.name()), java_bool(env, m.is_static != 0)?, env.new_string(m.doc())])
+        })
     })
+}
+
+/// A `Boolean` (a local reference).
+fn java_bool(env: Env, b: bool) -> Result<jobject> {
+    let c = classes::get();
+    // SAFETY: `Boolean.valueOf(Z)` was resolved on Boolean with this signature at init.
+    let v = unsafe { env.call_static_object(c.boolean, c.boolean_value_of, &[jni_sys::jvalue { z: b }]) };
+    if v.is_null() {
+        env.clear_exception();
+        return Err(Error::runtime("Boolean.valueOf failed"));
+    }
+    Ok(v)
+}
+
+/// An `Object[]` of `n` records, record `i` an `Object[]` of the local references `make(i)`
+/// returns (each deleted once stored).
+fn records(env: Env, n: usize, make: impl Fn(usize) -> Result<Vec<jobject>>) -> Result<jobjectArray> {
+    let c = classes::get();
+    let out = env.new_object_array(n as i32, c.object);
+    if out.is_null() {
+        env.clear_exception();
+        return Err(Error::runtime("out of memory building a reflection array"));
+    }
+    for i in 0..n {
+        let items = make(i)?;
+        let record = env.new_object_array(items.len() as i32, c.object);
+        if record.is_null() {
+            env.clear_exception();
+            return Err(Error::runtime("out of memory building a reflection array"));
+        }
+        for (k, &item) in items.iter().enumerate() {
+            env.object_array_set(record, k as i32, item);
+            env.delete_local_ref(item);
+        }
+        env.object_array_set(out, i as i32, record);
+        env.delete_local_ref(record);
+    }
+    Ok(out)
 }
 
 #[no_mangle]

@@ -5,7 +5,7 @@ use std::ptr;
 
 use napi::sys;
 use tether_core::function::get_global;
-use tether_core::types::type_info;
+use tether_core::types::{self, type_info};
 use tether_core::{Any, AnyView, Error, ObjectRef};
 
 use crate::convert::{any_to_js, js_to_any};
@@ -190,6 +190,28 @@ fn type_info_of(state: &EnvState, args: Args) -> JsResult<Value> {
         raw::set_element(env, methods, i as u32, m)?;
     }
     raw::set_named(env, out, "methods", methods)?;
+    // What reflection shows: every member, inherited ones first (types::all_fields / all_methods).
+    let all_fields = types::all_fields(info);
+    let all = raw::array(env, all_fields.len())?;
+    for (i, field) in all_fields.iter().enumerate() {
+        let f = raw::object(env)?;
+        raw::set_named(env, f, "name", raw::string(env, field.name())?)?;
+        raw::set_named(env, f, "doc", raw::string(env, field.doc())?)?;
+        raw::set_named(env, f, "typeHint", raw::string(env, field.type_hint())?)?;
+        raw::set_named(env, f, "settable", raw::boolean(env, field.setter().is_some())?)?;
+        raw::set_element(env, all, i as u32, f)?;
+    }
+    raw::set_named(env, out, "allFields", all)?;
+    let all_methods = types::all_methods(info);
+    let all = raw::array(env, all_methods.len())?;
+    for (i, method) in all_methods.iter().enumerate() {
+        let m = raw::object(env)?;
+        raw::set_named(env, m, "name", raw::string(env, method.name())?)?;
+        raw::set_named(env, m, "doc", raw::string(env, method.doc())?)?;
+        raw::set_named(env, m, "isStatic", raw::boolean(env, method.is_static != 0)?)?;
+        raw::set_element(env, all, i as u32, m)?;
+    }
+    raw::set_named(env, out, "allMethods", all)?;
     let ctor = match info.constructor() {
         Some(c) => function_value(state, c)?,
         None => raw::null(env)?,

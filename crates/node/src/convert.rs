@@ -181,7 +181,7 @@ fn convert(state: &EnvState, v: Value, t: sys::napi_valuetype, open: &mut Open) 
         }
         ValueType::napi_object => {
             if let Some(w) = wrapper_of(env, v) {
-                // SAFETY: as above.
+                // SAFETY: the wrapper's +1 keeps the object alive while we take our own reference.
                 return Ok(Any::object(unsafe { ObjectRef::from_borrowed(w.live_object()?) }));
             }
             // A cycle or too deep a nesting fails here, before the container is converted.

@@ -129,6 +129,15 @@ test('T07 reflection builds the class', () => {
   }
   assert.equal(tether.getGlobalFunc('testing.echo').name, 'echo');
   assert.equal(tether.getGlobalFunc('no.such.function'), undefined);
+  // A subtype: reflection lists every member, inherited ones first, and they work.
+  const { Triple } = testing;
+  assert.equal(Triple.typeKey, 'testing.Triple');
+  assert.deepEqual(Triple.fieldInfo.map((f) => [f.name, f.settable]), [['first', true], ['second', true], ['third', true]]);
+  assert.deepEqual(Triple.methodInfo.map((m) => m.name), ['swap']);
+  const t = new Triple(1, 2, 3);
+  assert.ok(t instanceof Pair);
+  assert.deepEqual([t.first, t.second, t.third], [1, 2, 3]);
+  assert.equal(t.swap().first, 2);
 });
 
 // ---- lifetime ----------------------------------------------------------------------------

@@ -86,22 +86,44 @@ fn type_index_of(key: &str) -> Option<i32> {
     types::type_index_of(key)
 }
 
-/// Reflection of a type: (key, doc, parent, fields, methods, has_constructor) where fields are
-/// (name, doc, type_hint, settable) and methods (name, doc, Function, is_static).
+/// Reflection of a type, by name: `key`, `doc`, `parent`, `has_constructor`, `fields` and
+/// `methods` (every member, inherited ones first: `types::all_fields`; a field is `name`, `doc`,
+/// `type_hint`, `settable`, a method `name`, `doc`, `is_static`), and `own_methods` (the type's
+/// own, with their `func`, which the class defines; inherited ones come through its bases).
 #[pyfunction]
-#[allow(clippy::type_complexity)]
-fn type_reflection<'py>(py: Python<'py>, index: i32) -> PyResult<Bound<'py, PyTuple>> {
+fn type_reflection<'py>(py: Python<'py>, index: i32) -> PyResult<Bound<'py, PyDict>> {
     let info = types::type_info(index)
         .ok_or_else(|| raise(py, Error::type_error(format!("no native type has index {index}"))))?;
-    let fields = PyList::empty(py);
-    for f in info.fields() {
-        fields.append((f.name(), f.doc(), f.type_hint(), !f.setter.is_null()))?;
-    }
-    let methods = PyList::empty(py);
+    let field = |f: &types::FieldInfo| -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("name", f.name())?;
+        d.set_item("doc", f.doc())?;
+        d.set_item("type_hint", f.type_hint())?;
+        d.set_item("settable", !f.setter.is_null())?;
+        Ok(d)
+    };
+    let method = |m: &types::MethodInfo| -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("name", m.name())?;
+        d.set_item("doc", m.doc())?;
+        d.set_item("is_static", m.is_static != 0)?;
+        Ok(d)
+    };
+    let own_methods = PyList::empty(py);
     for m in info.methods() {
-        methods.append((m.name(), m.doc(), return_object(py, m.func().0.into())?, m.is_static != 0))?;
+        let d = method(m)?;
+        d.set_item("func", return_object(py, m.func().0.into())?)?;
+        own_methods.append(d)?;
     }
-    (info.key(), info.doc(), info.parent, fields, methods, !info.constructor.is_null()).into_pyobject(py)
+    let out = PyDict::new(py);
+    out.set_item("key", info.key())?;
+    out.set_item("doc", info.doc())?;
+    out.set_item("parent", info.parent)?;
+    out.set_item("has_constructor", !info.constructor.is_null())?;
+    out.set_item("own_methods", own_methods)?;
+    out.set_item("fields", types::all_fields(info).into_iter().map(field).collect::<PyResult<Vec<_>>>()?)?;
+    out.set_item("methods", types::all_methods(info).into_iter().map(method).collect::<PyResult<Vec<_>>>()?)?;
+    Ok(out)
 }
 
 /// Every registered type as (index, key).

@@ -32,7 +32,7 @@ const STACK_ARGS: usize = 8;
 /// GIL held; `func` is a live Function object; `args` are live objects.
 #[inline]
 pub unsafe fn call_native(func: *mut ObjectHeader, args: &[*mut ffi::PyObject]) -> *mut ffi::PyObject {
-    // SAFETY: forwarded.
+    // SAFETY: the caller holds the GIL and keeps `func` and `args` alive for the call.
     unsafe { call_native_inline(func, args) }
 }
 

@@ -233,7 +233,7 @@ unsafe fn is_container(o: *mut ffi::PyObject) -> bool {
 unsafe fn container_to_any(o: *mut ffi::PyObject, nesting: &mut Nesting<usize>) -> Result<Any, PyErrSet> {
     // SAFETY: GIL held (caller).
     nesting.enter(o as usize, |a, b| a == b).map_err(|e| unsafe { errors::raised(e) })?;
-    // SAFETY: forwarded.
+    // SAFETY: GIL held and `o` a live list, tuple or dict (this function's contract).
     let converted = unsafe { container_items(o, nesting) };
     nesting.leave();
     converted
@@ -296,7 +296,7 @@ unsafe fn container_items(o: *mut ffi::PyObject, nesting: &mut Nesting<usize>) -
 /// # Safety
 /// GIL held; `o` live.
 unsafe fn item_to_any(o: *mut ffi::PyObject, nesting: &mut Nesting<usize>) -> Result<Any, PyErrSet> {
-    // SAFETY: forwarded.
+    // SAFETY: GIL held and `o` live (this function's contract); only its type is read before converting.
     unsafe {
         if !wrapper::is_wrapper(o) && is_container(o) {
             return container_to_any(o, nesting);
@@ -322,7 +322,7 @@ pub unsafe fn to_any(o: *mut ffi::PyObject) -> Result<Any, PyErrSet> {
 /// GIL held.
 #[inline]
 pub unsafe fn from_any(v: Any) -> *mut ffi::PyObject {
-    // SAFETY: forwarded.
+    // SAFETY: GIL held (the caller's guarantee); no argument list, so nothing is returned as an argument.
     unsafe { from_result(v, &[]) }
 }
 
@@ -347,7 +347,7 @@ pub unsafe fn from_result(v: Any, args: &[*mut ffi::PyObject]) -> *mut ffi::PyOb
         // SAFETY: GIL held (caller).
         return unsafe { ffi::PyLong_FromLongLong(v.view().as_int().unwrap_or(0)) };
     }
-    // SAFETY: forwarded.
+    // SAFETY: GIL held (the caller's guarantee); `v` is an owned value this call consumes.
     unsafe { from_value(v) }
 }
 

@@ -119,7 +119,7 @@ unsafe fn release_now(item: Release) {
 #[inline]
 pub unsafe fn drain() {
     if QUEUED.load(Ordering::Relaxed) {
-        // SAFETY: forwarded.
+        // SAFETY: the caller holds the GIL, which every queue access needs.
         unsafe { drain_queued(true) }
     }
 }
@@ -132,7 +132,7 @@ pub unsafe fn drain() {
 #[inline]
 pub unsafe fn drain_refs() {
     if QUEUED.load(Ordering::Relaxed) {
-        // SAFETY: forwarded.
+        // SAFETY: the caller holds the GIL, which every queue access needs.
         unsafe { drain_queued(false) }
     }
 }

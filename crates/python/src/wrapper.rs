@@ -154,7 +154,7 @@ pub unsafe fn is_wrapper(o: *mut ffi::PyObject) -> bool {
 /// `tp` is a live type object.
 #[inline]
 pub unsafe fn deallocs_as_wrapper(tp: *mut ffi::PyTypeObject) -> bool {
-    // SAFETY: forwarded.
+    // SAFETY: `tp` is a live type object (the caller's guarantee); only its dealloc slot is read.
     unsafe { (*tp).tp_dealloc.map(|f| f as usize) == Some(wrapper_dealloc as *const () as usize) }
 }
 

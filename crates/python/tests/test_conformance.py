@@ -104,6 +104,17 @@ def test_T07_reflection(testing):
     names = tether_ffi.list_global_funcs()
     for n in TESTING_NAMES:
         assert f"testing.{n}" in names
+    # A subtype: reflection lists every member, inherited ones first, and they work.
+    info = testing.Triple.__tether_type__
+    assert info.key == "testing.Triple"
+    assert [(f.name, f.settable) for f in info.fields] == [("first", True), ("second", True), ("third", True)]
+    assert [m.name for m in info.methods] == ["swap"]
+    assert issubclass(testing.Triple, testing.Pair)
+    t = testing.Triple(1, 2, 3)
+    assert (t.first, t.second, t.third) == (1, 2, 3)
+    assert (t.swap().first, t.first) == (2, 1)
+    assert repr(t) == "testing.Triple(first=1, second=2, third=3)"
+    assert [f.name for f in testing.Pair.__tether_type__.fields] == ["first", "second"]
 
 
 # ---- lifetime ------------------------------------------------------------------------------

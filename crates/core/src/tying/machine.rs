@@ -298,7 +298,7 @@ fn tie_locked<H: TieHost>(
         "the host's word is tagged or uses the spare bits"
     );
     if !H::WORD_ONLY {
-        // SAFETY: as above.
+        // SAFETY: a host with generations has SlotPrefix slots, so `aux` follows the word.
         unsafe { aux_of(slot) }.store(generation, Ordering::Relaxed);
     }
     guard.restore = ActiveWord::new(new_word, spares).word();
@@ -414,7 +414,7 @@ pub unsafe fn untie_any<H: TieHost>(
     ticket: u64,
     replacement: usize,
 ) -> Option<usize> {
-    // SAFETY: forwarded.
+    // SAFETY: `obj` is live (the caller's guarantee), so its header's alloc_tag is readable.
     let untied = if let Some(slot) = unsafe { slot_of::<H>(obj, tag) } {
         untie::<H>(slot, ticket, replacement)
     } else {

@@ -31,7 +31,7 @@ pub(super) fn keep_spare(slot: Slot<'_>, active: ActiveWord, obj: ObjectRef) {
 /// allocator tagged `tag`, running under its lock.
 #[inline]
 pub unsafe fn take_spare<H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> bool {
-    // SAFETY: forwarded.
+    // SAFETY: `obj` is live and this is host `H`'s allocator tag (the caller's guarantee).
     let Some(slot) = (unsafe { slot_of::<H>(obj, tag) }) else { return false };
     let SlotState::Active(active) = SlotState::decode(slot.load(Ordering::Relaxed)) else { return false };
     match active.with_spare_taken() {
@@ -52,7 +52,7 @@ pub unsafe fn take_spare<H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> bool {
 /// As [`take_spare`].
 #[inline]
 pub unsafe fn has_spare_for<H: TieHost>(obj: *mut ObjectHeader, tag: u32, word: usize) -> bool {
-    // SAFETY: forwarded.
+    // SAFETY: `obj` is live and this is host `H`'s allocator tag (the caller's guarantee).
     unsafe { slot_of::<H>(obj, tag) }.is_some_and(|slot| {
         matches!(SlotState::decode(slot.load(Ordering::Relaxed)),
             SlotState::Active(a) if a.spares(H::SERIALIZED) != 0 && a.wrapper(H::SERIALIZED) == word)
@@ -169,7 +169,7 @@ impl SpareClaim {
             // SAFETY: the wrapper's +1 keeps `obj` alive for the call.
             return unsafe { crate::AnyView::from_object_ptr(obj) };
         }
-        // SAFETY: forwarded.
+        // SAFETY: the caller's guarantee (serialized host, locked, `obj` kept alive by its wrapper).
         unsafe { argument_view::<H>(obj, tag, lend) }
     }
 
@@ -181,7 +181,7 @@ impl SpareClaim {
     /// As [`SpareClaim::offer`]; nothing but the leaf callee runs before [`SpareClaim::settle`].
     #[inline]
     pub unsafe fn commit<'a, H: TieHost>(&mut self, tag: u32) -> Option<(usize, crate::AnyView<'a>)> {
-        // SAFETY: forwarded.
+        // SAFETY: the offered object's wrapper keeps it alive until the call settles.
         if self.obj.is_null() || self.claimed || !unsafe { has_spare_for::<H>(self.obj, tag, self.word) } {
             return None;
         }

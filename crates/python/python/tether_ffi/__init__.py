@@ -11,7 +11,7 @@ import collections.abc as _abc
 import os as _os
 import reprlib as _reprlib
 import types as _types
-from typing import Any as _Any, Callable as _Callable, TypeVar as _TypeVar
+from typing import Any as _Any, Callable as _Callable, NamedTuple as _NamedTuple, TypeVar as _TypeVar
 
 from . import _native
 from ._errors import (
@@ -31,6 +31,7 @@ __all__ = [
     "Object", "Function", "Array", "Map", "Error", "TypeError", "ValueError", "IndexError",
     "KeyError", "AttributeError", "RuntimeError", "RustPanic", "get_global_func",
     "list_global_funcs", "register_object", "load_module", "namespace", "MAX_NESTING_DEPTH",
+    "TypeInfo", "FieldInfo", "MethodInfo",
 ]
 
 #: The deepest nesting of lists, tuples and dicts converted to native Arrays and Maps; a
@@ -47,6 +48,33 @@ def _make_method(func: _Any, name: str, doc: str) -> _Any:
     return _native.make_method(func)
 
 
+class FieldInfo(_NamedTuple):
+    """A field of a native type (``cls.__tether_type__.fields``)."""
+
+    name: str
+    doc: str
+    type_hint: str
+    settable: bool
+
+
+class MethodInfo(_NamedTuple):
+    """A method of a native type (``cls.__tether_type__.methods``)."""
+
+    name: str
+    doc: str
+    is_static: bool
+
+
+class TypeInfo(_NamedTuple):
+    """Reflection of a native type: every field and method, inherited ones first."""
+
+    key: str
+    doc: str
+    fields: tuple[FieldInfo, ...]
+    methods: tuple[MethodInfo, ...]
+    has_constructor: bool
+
+
 def _apply_extension(cls: type, ext: type) -> None:
     for name, value in vars(ext).items():
         if name not in _SKIP:
@@ -55,11 +83,20 @@ def _apply_extension(cls: type, ext: type) -> None:
 
 def _class_hook(cls: type, index: int) -> None:
     """Called by the extension for every new class: methods, field list, extensions."""
-    key, _doc, _parent, fields, methods, has_ctor = _native.type_reflection(index)
-    cls.__tether_fields__ = tuple(f[0] for f in fields)
-    cls.__tether_has_constructor__ = has_ctor
-    for name, doc, func, is_static in methods:
-        setattr(cls, name, staticmethod(func) if is_static else _make_method(func, name, doc))
+    info = _native.type_reflection(index)
+    key = info["key"]
+    cls.__tether_type__ = TypeInfo(
+        key,
+        info["doc"],
+        tuple(FieldInfo(f["name"], f["doc"], f["type_hint"], f["settable"]) for f in info["fields"]),
+        tuple(MethodInfo(m["name"], m["doc"], m["is_static"]) for m in info["methods"]),
+        info["has_constructor"],
+    )
+    cls.__tether_fields__ = tuple(f.name for f in cls.__tether_type__.fields)
+    cls.__tether_has_constructor__ = info["has_constructor"]
+    for m in info["own_methods"]:
+        name, func = m["name"], m["func"]
+        setattr(cls, name, staticmethod(func) if m["is_static"] else _make_method(func, name, m["doc"]))
     special = _BUILTIN_EXTRAS.get(index)
     if special is not None:
         special(cls)

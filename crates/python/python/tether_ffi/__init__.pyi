@@ -4,7 +4,7 @@ import builtins
 import os
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar, overload
+from typing import Any, NamedTuple, TypeVar, overload
 
 from . import _native as _native
 
@@ -12,6 +12,7 @@ __all__ = [
     "Object", "Function", "Array", "Map", "Error", "TypeError", "ValueError", "IndexError",
     "KeyError", "AttributeError", "RuntimeError", "RustPanic", "get_global_func",
     "list_global_funcs", "register_object", "load_module", "namespace", "MAX_NESTING_DEPTH",
+    "TypeInfo", "FieldInfo", "MethodInfo",
 ]
 
 class Object:
@@ -19,6 +20,7 @@ class Object:
 
     __tether_type_key__: str
     __tether_fields__: tuple[str, ...]
+    __tether_type__: TypeInfo
     def __new__(cls, *args: Any) -> Any: ...
     def same_as(self, other: object) -> bool: ...
     def _move(self) -> _native.Moved: ...
@@ -60,6 +62,24 @@ class RustPanic(RuntimeError): ...
 _T = TypeVar("_T", bound=type)
 
 MAX_NESTING_DEPTH: int
+
+class FieldInfo(NamedTuple):
+    name: str
+    doc: str
+    type_hint: str
+    settable: bool
+
+class MethodInfo(NamedTuple):
+    name: str
+    doc: str
+    is_static: bool
+
+class TypeInfo(NamedTuple):
+    key: str
+    doc: str
+    fields: tuple[FieldInfo, ...]
+    methods: tuple[MethodInfo, ...]
+    has_constructor: bool
 
 def get_global_func(name: str) -> Function: ...
 def list_global_funcs() -> list[str]: ...

@@ -121,9 +121,11 @@ final class Native {
 
     static native int typeIndexOf(String key);
 
-    static native String[] typeFields(int typeIndex);
+    /** Every field, inherited ones first: {@code Object[]{String name, Boolean settable, String typeHint, String doc}} each. */
+    static native Object[] typeFields(int typeIndex);
 
-    static native String[] typeMethods(int typeIndex);
+    /** Every method, inherited ones first: {@code Object[]{String name, Boolean isStatic, String doc}} each. */
+    static native Object[] typeMethods(int typeIndex);
 
     static native String typeDoc(int typeIndex);
 

@@ -108,16 +108,16 @@ public final class TetherType {
         this.index = index;
         this.key = Native.typeKey(index);
         this.doc = Native.typeDoc(index);
-        String[] f = Native.typeFields(index);
         List<Field> fs = new ArrayList<>();
-        for (int i = 0; i + 3 < f.length; i += 4) {
-            fs.add(new Field(f[i], f[i + 1].equals("rw"), f[i + 2], f[i + 3]));
+        for (Object o : Native.typeFields(index)) {
+            Object[] f = (Object[]) o;
+            fs.add(new Field((String) f[0], (Boolean) f[1], (String) f[2], (String) f[3]));
         }
         this.fields = Collections.unmodifiableList(fs);
-        String[] m = Native.typeMethods(index);
         List<Method> ms = new ArrayList<>();
-        for (int i = 0; i + 2 < m.length; i += 3) {
-            ms.add(new Method(m[i], m[i + 1].equals("static"), m[i + 2]));
+        for (Object o : Native.typeMethods(index)) {
+            Object[] m = (Object[]) o;
+            ms.add(new Method((String) m[0], (Boolean) m[1], (String) m[2]));
         }
         this.methods = Collections.unmodifiableList(ms);
         this.constructible = Native.typeHasConstructor(index);

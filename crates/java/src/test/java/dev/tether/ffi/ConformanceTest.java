@@ -158,6 +158,14 @@ class ConformanceTest {
             assertTrue(names.contains("testing." + n), "listGlobalFuncs() has testing." + n);
         }
         assertTrue(Tether.typeKeys().contains("testing.Pair"));
+        // A subtype: reflection lists every member, inherited ones first, and they work.
+        TetherType triple = Tether.type("testing.Triple");
+        assertEquals(List.of("first", "second", "third"), triple.fields().stream().map(TetherType.Field::name).toList());
+        assertTrue(triple.field("third").settable());
+        assertEquals(List.of("swap"), triple.methods().stream().map(TetherType.Method::name).toList());
+        TetherInstance t = (TetherInstance) Tether.construct("testing.Triple", 1L, 2L, 3L);
+        assertEquals(List.of(1L, 2L, 3L), List.of(t.get("first"), t.get("second"), t.get("third")));
+        assertEquals(2L, ((TetherInstance) t.call("swap")).get("first"));
     }
 
     // ---- lifetime ----------------------------------------------------------------------------
