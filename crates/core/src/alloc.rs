@@ -199,7 +199,7 @@ pub(crate) unsafe fn local_free_object(obj: *mut ObjectHeader, size: usize, alig
 // ---- the frontend allocator: a tying slot in front of each object -------------------------
 
 /// Called when an object made by a frontend allocator is freed, with its slot word, before
-/// the memory goes back (a frontend frees a cached wrapper block there, see DESIGN 3.2).
+/// the memory goes back (a frontend frees a cached wrapper block there: docs/architecture.md, Tying).
 pub type SlotFreeHook = unsafe extern "C" fn(ctx: *mut c_void, slot: *const AtomicUsize);
 
 struct FrontendCtx {

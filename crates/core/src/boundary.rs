@@ -4,7 +4,7 @@
 //! them into what a frontend does at its language boundary, in the order that matters:
 //! - returning an object ([`Frontend::return_object`]): revive the live wrapper without
 //!   preparing anything, else let the host prepare (find its class), then tie;
-//! - a result that is one of the call's own wrapper arguments ([`Frontend::return_argument`]);
+//! - a result that is one of the call's own wrapper arguments ([`Frontend::result_argument`]);
 //! - releasing a wrapper ([`Frontend::release`], [`Frontend::move_out`]): untie, take back
 //!   the spare references kept for it (in its slot and in threads' cells), drop its +1, and
 //!   hand the host exactly the word it must dispose of;
@@ -28,9 +28,9 @@ use crate::any::AnyView;
 use crate::arc::ObjectRef;
 use crate::cell::AnyCell;
 use crate::object::{dec_ref, ObjectHeader};
-use crate::thread_spares::ThreadSpares;
+use crate::thread_spares::{SpareCell, ThreadSpares};
 use crate::tying::{self, Slot, SpareClaim};
-pub use crate::tying::{Previous, Returned, SideTable, SlotLayout, TieHost, TAG_INACTIVE};
+pub use crate::tying::{ClaimMode, Previous, Returned, SideTable, SlotLayout, TieHost, TAG_INACTIVE};
 
 /// The tag of a domain whose objects carry no slot of it (every object goes through the side
 /// table): a Node worker's env, a frontend before its allocator is installed.
@@ -127,19 +127,42 @@ impl<H: TieHost> Frontend<H> {
         tying::tie_any(host, prepared, self.tag(), &self.side, obj)
     }
 
-    /// A call returned `obj`, and one of its arguments was the wrapper whose slot word is
-    /// `word` and whose object is `obj` (`echo(p)`): when the slot still names that wrapper it
-    /// is canonical, the result's +1 is kept as a spare and the host returns the argument
-    /// itself (`Ok`); otherwise `obj` comes back for [`Frontend::return_object`].
+    /// A call returned object `obj`; `arguments` are its wrapper arguments as `(index, object,
+    /// slot word)`. When `obj` is one of them (`echo(p)`) and that wrapper is canonical, the
+    /// result's +1 is kept as a spare and the host returns that argument itself:
+    /// `Ok(index)`. Otherwise `obj` comes back for [`Frontend::return_object`].
+    ///
+    /// Canonical means: for a serialized host, the slot still names that wrapper's word; for a
+    /// host with thread spares (the JVM), a wrapper the language can still pass is the one in
+    /// the slot (a slot moves on only once its wrapper is unreachable), and the +1 goes to the
+    /// calling thread's cell `cell` (dropped when there is none or it is full).
     ///
     /// # Safety
-    /// `H` is serialized and the caller holds its lock; the argument's wrapper owns its +1 and
-    /// is untied when it goes ([`TieHost::keeps_spares`] holds for `obj`).
-    #[inline]
-    pub unsafe fn return_argument(&self, obj: ObjectRef, word: usize) -> Result<(), ObjectRef> {
-        debug_assert!(H::SERIALIZED);
-        // SAFETY: the caller's guarantee.
-        unsafe { tying::keep_if_tied_to::<H>(obj, self.tag(), word) }
+    /// Every argument's wrapper is alive and reachable for the call and owns its +1; a
+    /// serialized host's lock is held; `cell` is the calling thread's.
+    #[inline(always)]
+    pub unsafe fn result_argument(
+        &self,
+        obj: ObjectRef,
+        arguments: impl IntoIterator<Item = (usize, *mut ObjectHeader, usize)>,
+        cell: Option<&SpareCell<'_>>,
+    ) -> Result<usize, ObjectRef> {
+        let ptr = obj.as_ptr();
+        let Some((index, _, word)) = arguments.into_iter().find(|&(_, arg, _)| arg == ptr) else {
+            return Err(obj);
+        };
+        if H::SERIALIZED {
+            // SAFETY: the caller's guarantee: the argument's wrapper owns its +1 and unties
+            // when it goes, so it may keep spares; the host's lock is held.
+            return unsafe { tying::keep_if_tied_to::<H>(obj, self.tag(), word) }.map(|()| index);
+        }
+        // SAFETY: `obj` is live (we hold its +1).
+        let generation = unsafe { self.generation_of(ptr) };
+        if let (Some(cell), Some(generation)) = (cell, generation) {
+            // SAFETY: the calling thread holds the wrapper of that generation for the call.
+            drop(unsafe { cell.keep(obj, generation) });
+        }
+        Ok(index)
     }
 
     /// The wrapper named by `ticket` (its generation, or a [`TieHost::WORD_ONLY`] host's own
@@ -195,7 +218,7 @@ impl<H: TieHost> Frontend<H> {
     ///
     /// # Safety
     /// The caller runs under the serialized host's lock; `revive` runs no language code.
-    #[inline]
+    #[inline(always)]
     pub unsafe fn live_in_cell(&self, host: &H, cell: &AnyCell, ties: impl FnOnce(i32) -> bool) -> Option<H::Handle> {
         // SAFETY: the caller holds the serialized host's lock; the held cell keeps its object alive.
         unsafe { tying::revive_in_cell(host, self.tag(), cell, ties) }
@@ -207,7 +230,7 @@ impl<H: TieHost> Frontend<H> {
     ///
     /// # Safety
     /// `obj` is live.
-    #[inline]
+    #[inline(always)]
     pub unsafe fn generation_of(&self, obj: *mut ObjectHeader) -> Option<u64> {
         // SAFETY: `obj` is live (the caller's guarantee); this domain's allocator made it if the tag matches.
         unsafe { tying::generation_of::<H>(obj, self.tag()) }
@@ -215,22 +238,10 @@ impl<H: TieHost> Frontend<H> {
 
     /// Start the argument views of one leaf call (a `FUNC_LEAF` function, called without
     /// releasing the serialized host's lock).
-    #[inline]
+    #[inline(always)]
     pub fn leaf_call(&self, lend: bool) -> LeafCall<'_, H> {
-        LeafCall { frontend: self, claim: SpareClaim::new(), lend }
+        LeafCall { _frontend: PhantomData, tag: self.tag(), claim: SpareClaim::new(), lend }
     }
-}
-
-/// When a serialized host's leaf call claims the spare it lends to its first wrapper argument
-/// (see `tying::SpareClaim`). A host picks the mode its argument conversions allow.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClaimMode {
-    /// While converting: a successful conversion of the later arguments runs no language
-    /// code, so nothing can lend the same spare meanwhile (CPython).
-    AtOnce,
-    /// Once every argument is converted ([`LeafCall::commit`]): converting may run language
-    /// code (a JS getter) that calls back into native code (Node).
-    AfterConversion,
 }
 
 /// The wrapper arguments of one leaf call of a serialized host: borrowed views, with a spare
@@ -240,14 +251,16 @@ pub enum ClaimMode {
 /// Error path: a call abandoned after some arguments were converted gives back what was lent
 /// with [`LeafCall::abandon`]; a claimed spare never left its slot, so only the others go.
 pub struct LeafCall<'f, H: TieHost> {
-    frontend: &'f Frontend<H>,
+    _frontend: PhantomData<&'f Frontend<H>>,
+    /// The domain's tag, read once (the call's every step needs it).
+    tag: u32,
     claim: SpareClaim,
     lend: bool,
 }
 
 impl<'f, H: TieHost> LeafCall<'f, H> {
     /// The view of argument `index`, the wrapper whose slot word is `word` and whose object is
-    /// `obj`, claiming in `mode`.
+    /// `obj`, claiming as the host's [`TieHost::CLAIM_MODE`] says.
     ///
     /// # Safety
     /// `H` is serialized and the caller holds its lock for the whole call; the wrapper's +1
@@ -255,18 +268,12 @@ impl<'f, H: TieHost> LeafCall<'f, H> {
     /// (`FUNC_ADOPTS_LENT`, which `lend` says); with [`ClaimMode::AtOnce`], converting the
     /// later arguments runs no language code when it succeeds.
     #[inline(always)]
-    pub unsafe fn wrapper_argument<'a>(
-        &mut self,
-        mode: ClaimMode,
-        index: usize,
-        obj: *mut ObjectHeader,
-        word: usize,
-    ) -> AnyView<'a> {
+    pub unsafe fn wrapper_argument<'a>(&mut self, index: usize, obj: *mut ObjectHeader, word: usize) -> AnyView<'a> {
         debug_assert!(H::SERIALIZED);
-        let tag = self.frontend.tag();
+        let tag = self.tag;
         // SAFETY: the host is serialized and locked for the call, the wrapper's +1 keeps `obj` alive, and lent views go to an adopting callee (this method's contract).
         unsafe {
-            match mode {
+            match H::CLAIM_MODE {
                 ClaimMode::AtOnce => self.claim.claim_now::<H>(index, obj, tag, word, self.lend),
                 ClaimMode::AfterConversion => self.claim.offer::<H>(index, obj, tag, word, self.lend),
             }
@@ -278,22 +285,22 @@ impl<'f, H: TieHost> LeafCall<'f, H> {
     ///
     /// # Safety
     /// As [`LeafCall::wrapper_argument`].
-    #[inline]
+    #[inline(always)]
     pub unsafe fn object_argument<'a>(&self, obj: *mut ObjectHeader) -> AnyView<'a> {
         // SAFETY: as `wrapper_argument`: serialized, locked, `obj` alive for the call, adopting callee.
-        unsafe { tying::argument_view::<H>(obj, self.frontend.tag(), self.lend) }
+        unsafe { tying::argument_view::<H>(obj, self.tag, self.lend) }
     }
 
-    /// [`ClaimMode::AfterConversion`]: every argument is converted; claim the offered one's
+    /// For [`ClaimMode::AfterConversion`] hosts: every argument is converted; claim the offered one's
     /// spare now. Returns the argument's index and the lent view that replaces its view.
     ///
     /// # Safety
     /// As [`LeafCall::wrapper_argument`]; only the leaf callee runs before
     /// [`LeafCall::settle`].
-    #[inline]
+    #[inline(always)]
     pub unsafe fn commit<'a>(&mut self) -> Option<(usize, AnyView<'a>)> {
         // SAFETY: every argument is converted and only the leaf callee runs before `settle` (this method's contract).
-        unsafe { self.claim.commit::<H>(self.frontend.tag()) }
+        unsafe { self.claim.commit::<H>(self.tag) }
     }
 
     /// The call is abandoned before it ran (an argument failed to convert): give back the
@@ -311,10 +318,10 @@ impl<'f, H: TieHost> LeafCall<'f, H> {
     /// # Safety
     /// As [`LeafCall::wrapper_argument`], still under the host's lock; `result` is the call's
     /// object result if it succeeded with one.
-    #[inline]
+    #[inline(always)]
     pub unsafe fn settle(&self, result: Option<*mut ObjectHeader>) -> Option<usize> {
         // SAFETY: the claim was made for this call under the host's lock, which is still held.
-        unsafe { self.claim.settle::<H>(self.frontend.tag(), result) }
+        unsafe { self.claim.settle::<H>(self.tag, result) }
     }
 }
 

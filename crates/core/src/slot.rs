@@ -181,6 +181,19 @@ impl SlotState {
         }
     }
 
+    /// `word` as an Active word naming `wrapper` (a wrapper word: nonzero, bits 0 and 1 clear),
+    /// or `None` when it is anything else. One compare: a word whose wrapper part equals an
+    /// untagged nonzero word is Active.
+    #[inline(always)]
+    pub const fn active_naming(word: usize, wrapper: usize, counts_spares: bool) -> Option<ActiveWord> {
+        debug_assert!(wrapper != 0 && wrapper & TAG_MASK == 0, "not a wrapper word");
+        if ActiveWord(word).wrapper(counts_spares) == wrapper {
+            Some(ActiveWord(word))
+        } else {
+            None
+        }
+    }
+
     /// The word that says this.
     #[inline(always)]
     pub const fn encode(self) -> usize {
@@ -288,6 +301,19 @@ mod tests {
         }
         assert_eq!(SlotState::Detached.encode(), 0);
         assert_eq!(SlotState::Locked.encode(), TAG_LOCKED);
+    }
+
+    #[test]
+    fn active_naming_finds_exactly_the_active_words_of_that_wrapper() {
+        for (state, counts) in every_state() {
+            for &w in &WRAPPERS {
+                let expect = match state {
+                    SlotState::Active(a) if a.wrapper(counts) == w => Some(a),
+                    _ => None,
+                };
+                assert_eq!(SlotState::active_naming(state.encode(), w, counts), expect, "{state:?} naming {w:#x}");
+            }
+        }
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The allocator registry (DESIGN 2.2): builtin, a custom allocator and a frontend allocator,
+//! The allocator registry (docs/abi.md §2): builtin, a custom allocator and a frontend allocator,
 //! every alignment from 1 to 4096, and objects freed by the allocator that made them.
 //! Switching allocators is process-wide, so the switching story is one ordered test.
 

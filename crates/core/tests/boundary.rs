@@ -31,8 +31,9 @@ enum LangError {
 }
 
 /// A serialized language (one thread, like a Node env): the slot word is a `Weak<Wrapper>`.
+/// `AT_ONCE` picks its claim mode (Python's, or Node's).
 #[derive(Default)]
-struct Lang {
+struct Lang<const AT_ONCE: bool = true> {
     prepares: Cell<usize>,
     creates: Cell<usize>,
     fail_prepare: Cell<bool>,
@@ -44,11 +45,12 @@ struct Lang {
 // SAFETY: `revive` upgrades a live wrapper only, running nothing else; `create` returns a
 // `Weak` pointer (aligned, a user-space address) and the wrapper owns the reference it gets;
 // the tests call every protocol step from one thread (`SERIALIZED`).
-unsafe impl TieHost for Lang {
+unsafe impl<const AT_ONCE: bool> TieHost for Lang<AT_ONCE> {
     type Handle = Rc<Wrapper>;
     type Error = LangError;
     type Prepared = &'static str;
     const SERIALIZED: bool = true;
+    const CLAIM_MODE: ClaimMode = if AT_ONCE { ClaimMode::AtOnce } else { ClaimMode::AfterConversion };
 
     unsafe fn revive(&self, word: usize) -> Option<Rc<Wrapper>> {
         // SAFETY: an Active word is a `Weak::into_raw` pointer of ours; only borrowed here.
@@ -100,6 +102,33 @@ fn frontend() -> &'static Frontend<Lang> {
         f.install_allocator(None).expect("install");
         f
     })
+}
+
+/// A second domain of the same kind whose host claims after conversion, on the same slots.
+fn frontend_after() -> &'static Frontend<Lang<false>> {
+    static FRONTEND: OnceLock<Frontend<Lang<false>>> = OnceLock::new();
+    FRONTEND.get_or_init(|| {
+        let f = Frontend::new();
+        f.adopt_allocator(frontend().tag());
+        f
+    })
+}
+
+/// One `echo(x)` leaf call in domain `f`: the claimed spare is lent and comes back as the result.
+fn echo_claimed<const AT_ONCE: bool>(f: &Frontend<Lang<AT_ONCE>>, obj: &ObjectRef, word: usize) {
+    let (ptr, counted) = (obj.as_ptr(), obj.header().strong_count());
+    let mut call = f.leaf_call(true);
+    // SAFETY: one thread; the wrapper keeps `ptr` alive; the "callee" adopts lent views.
+    unsafe {
+        let mut view = call.wrapper_argument(0, ptr, word);
+        if let Some((0, lent)) = call.commit() {
+            view = lent;
+        }
+        assert!(view.is_lent(), "AT_ONCE={AT_ONCE}: the spare is lent to the callee");
+        // echo(x): the callee hands its lent +1 back as the result.
+        assert_eq!(call.settle(Some(ptr)), Some(0), "AT_ONCE={AT_ONCE}: the result is argument 0");
+    }
+    assert_eq!(obj.header().strong_count(), counted, "AT_ONCE={AT_ONCE}: no count changed");
 }
 
 /// The language lets go of `w` (what its finalizer does): release, dispose of the word.
@@ -223,10 +252,14 @@ fn a_result_that_is_an_argument_goes_back_as_that_wrapper() {
     let obj = new_pair();
     let w = f.return_object(&lang, obj.clone()).unwrap().into_handle();
     let word = Rc::downgrade(&w).as_ptr() as usize;
-    // SAFETY: serialized (one thread); the wrapper owns its +1 and is released below.
+    let other = new_pair();
+    // SAFETY: serialized (one thread); the wrappers own their +1 and are released below.
     unsafe {
-        assert!(f.return_argument(obj.clone(), word).is_ok(), "the slot names that wrapper");
-        assert!(f.return_argument(obj.clone(), word + 8).is_err(), "another wrapper word is not canonical");
+        let args = [(0, other.as_ptr(), 8), (1, obj.as_ptr(), word)];
+        assert_eq!(f.result_argument(obj.clone(), args, None).ok(), Some(1), "argument 1 is the result");
+        let stale = [(0, obj.as_ptr(), word + 8)];
+        assert!(f.result_argument(obj.clone(), stale, None).is_err(), "another wrapper word is not canonical");
+        assert!(f.result_argument(obj.clone(), [(0, other.as_ptr(), 8)], None).is_err(), "not an argument");
     }
     assert_eq!(obj.header().strong_count(), 3, "ours, the wrapper's, one kept as a spare");
     finalize(w);
@@ -242,27 +275,14 @@ fn a_leaf_call_returning_its_claimed_argument_never_writes_the_slot() {
     let w = f.return_object(&lang, obj.clone()).unwrap().into_handle();
     drop(f.return_object(&lang, obj.clone()).unwrap()); // one spare in the slot
     let word = Rc::downgrade(&w).as_ptr() as usize;
-    for mode in [ClaimMode::AtOnce, ClaimMode::AfterConversion] {
-        let counted = obj.header().strong_count();
-        let mut call = f.leaf_call(true);
-        // SAFETY: one thread; the wrapper keeps `ptr` alive; the "callee" adopts lent views.
-        unsafe {
-            let mut view = call.wrapper_argument(mode, 0, ptr, word);
-            if let Some((0, lent)) = call.commit() {
-                view = lent;
-            }
-            assert!(view.is_lent(), "{mode:?}: the spare is lent to the callee");
-            // echo(x): the callee hands its lent +1 back as the result.
-            assert_eq!(call.settle(Some(ptr)), Some(0), "{mode:?}: the result is argument 0");
-        }
-        assert_eq!(obj.header().strong_count(), counted, "{mode:?}: no count changed");
-    }
+    echo_claimed(f, &obj, word);
+    echo_claimed(frontend_after(), &obj, word);
     // A call that returns something else consumes the claim: the callee released the spare.
     let mut call = f.leaf_call(true);
     let before = obj.header().strong_count();
     // SAFETY: as above.
     unsafe {
-        let view = call.wrapper_argument(ClaimMode::AtOnce, 0, ptr, word);
+        let view = call.wrapper_argument(0, ptr, word);
         view.release_if_lent(); // what a callee that only reads its argument does
         assert_eq!(call.settle(None), None);
     }
@@ -274,8 +294,8 @@ fn a_leaf_call_returning_its_claimed_argument_never_writes_the_slot() {
     let mut call = f.leaf_call(true);
     // SAFETY: as above; the views never reach a callee.
     unsafe {
-        let claimed = call.wrapper_argument(ClaimMode::AtOnce, 0, ptr, word);
-        let taken = call.wrapper_argument(ClaimMode::AtOnce, 1, ptr, word);
+        let claimed = call.wrapper_argument(0, ptr, word);
+        let taken = call.wrapper_argument(1, ptr, word);
         assert!(claimed.is_lent());
         assert!(!taken.is_lent(), "the claimed object is borrowed again, never lent twice");
         call.abandon([&claimed, &taken]);
@@ -312,12 +332,48 @@ fn a_leaf_call_without_lending_borrows() {
     drop(f.return_object(&lang, obj.clone()).unwrap());
     let mut call = f.leaf_call(false);
     // SAFETY: one thread; the wrapper keeps the object alive.
-    let view: AnyView<'_> = unsafe { call.wrapper_argument(ClaimMode::AtOnce, 0, obj.as_ptr(), 0) };
+    let view: AnyView<'_> = unsafe { call.wrapper_argument(0, obj.as_ptr(), 0) };
     assert!(!view.is_lent());
     // SAFETY: as above.
     assert_eq!(unsafe { call.settle(Some(obj.as_ptr())) }, None);
     finalize(w);
     assert_eq!(obj.header().strong_count(), 1);
+}
+
+#[test]
+fn a_cell_field_read_returns_the_live_wrapper_of_the_object_it_holds() {
+    let _g = common::serial();
+    let (f, lang) = (frontend(), Lang::default());
+    let inner = new_pair();
+    let outer: ObjectRef = Pair::new(Any::object(inner.clone()), Any::int(5)).into();
+    let info = tether_core::types::type_info(outer.type_index()).unwrap();
+    let getter = |name| tether_core::types::find_field(info, name).unwrap().getter();
+    let (first, second) = (getter("first"), getter("second"));
+    let ties = |t: i32| t >= tether_core::TypeIndex::OBJECT;
+    // SAFETY: live getters and a live object; the cells live as long as `outer`.
+    let (first, second) = unsafe {
+        (
+            tether_core::cell::direct_cell(tether_core::ObjectArc::as_ptr(&first.0), outer.as_ptr())
+                .expect("a cell field"),
+            tether_core::cell::direct_cell(tether_core::ObjectArc::as_ptr(&second.0), outer.as_ptr())
+                .expect("a cell field"),
+        )
+    };
+    // SAFETY: one thread (the serialized host's lock); `revive` runs no language code.
+    unsafe {
+        assert!(f.live_in_cell(&lang, first, ties).is_none(), "no wrapper yet: the caller copies and ties");
+        let w = f.return_object(&lang, inner.clone()).unwrap().into_handle();
+        let counted = inner.header().strong_count();
+        let read = f.live_in_cell(&lang, first, ties).expect("the live wrapper");
+        assert!(Rc::ptr_eq(&read, &w));
+        assert_eq!(inner.header().strong_count(), counted, "no count changed");
+        assert!(f.live_in_cell(&lang, second, ties).is_none(), "an int is no wrapper");
+        assert!(f.live_in_cell(&lang, first, |_| false).is_none(), "a kind the host converts");
+        drop(read);
+        finalize(w);
+    }
+    drop(outer);
+    assert_eq!(inner.header().strong_count(), 1);
 }
 
 /// Frontends adapt the protocol; they never compose the slot transitions themselves.

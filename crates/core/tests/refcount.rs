@@ -1,4 +1,4 @@
-//! The object header and its reference-count protocol (DESIGN 2.1), strong and weak.
+//! The object header and its reference-count protocol (docs/abi.md §1), strong and weak.
 
 mod common;
 

@@ -1,7 +1,7 @@
 //! A thin, copyable handle on the raw JNI function table (jni-sys), for the hot paths.
 //!
 //! Each method is one JNI call. The jni crate's `Env` adds per-call attach/frame bookkeeping
-//! (~60 ns, DESIGN §5); the call, return and tie paths cannot afford it, so they use this.
+//! (~60 ns, docs/benchmarks.md); the call, return and tie paths cannot afford it, so they use this.
 
 use jni_sys::{jclass, jint, jlong, jmethodID, jobject, jobjectArray, jsize, jstring, jthrowable, jvalue, JNIEnv};
 

@@ -95,7 +95,7 @@ unsafe fn invoke(func: jlong, f: &FunctionObj, args: &[AnyView<'_>], result: &mu
 /// failure, so owned handles are always consumed.
 ///
 /// An object argument whose wrapper this thread kept a spare reference for (see
-/// `tie::keep_spare`) gets it lent, when the function adopts lent arguments: no atomic
+/// `Frontend::result_argument`) gets it lent, when the function adopts lent arguments: no atomic
 /// increment in the callee.
 ///
 /// Returns the wrapper of the argument the result is, if it is one of the object arguments
@@ -160,16 +160,20 @@ unsafe fn call_encoded(
     // argument is a local reference of this native frame: no `NewLocalRef` (that was a sixth
     // of an `echo` call).
     if let Some(ptr) = result.view().as_object_ptr() {
-        for &(kind, bits, r) in args {
-            if kind == convert::KIND_OBJECT && !r.is_null() && bits as *mut ObjectHeader == ptr {
-                if let (true, Some(cell)) = (keep_spare, &spares) {
-                    if let Some(obj) = std::mem::take(result).into_object() {
-                        // SAFETY: `r`, the object's wrapper, is reachable for the call.
-                        unsafe { tie::keep_spare(cell, obj) };
-                    }
-                }
-                return Ok(Some(r));
-            }
+        let mut arguments = args
+            .iter()
+            .enumerate()
+            .filter(|&(_, &(kind, _, r))| kind == convert::KIND_OBJECT && !r.is_null())
+            .map(|(i, &(_, bits, _))| (i, bits as *mut ObjectHeader, 0));
+        if !keep_spare {
+            return Ok(arguments.find(|&(_, arg, _)| arg == ptr).map(|(i, _, _)| args[i].2));
+        }
+        let obj = std::mem::take(result).into_object().expect("an object kind");
+        // SAFETY: Java keeps every argument's wrapper reachable for the call; `spares` is this
+        // thread's cell.
+        match unsafe { tie::FRONTEND.result_argument(obj, arguments, spares.as_ref()) } {
+            Ok(i) => return Ok(Some(args[i].2)),
+            Err(obj) => *result = Any::object(obj),
         }
     }
     Ok(None)

@@ -5,7 +5,7 @@
 //! The wrapper owns +1 on the native object. Its Cleaner action (or `close()`) calls
 //! [`release`] with the handle and the generation it was made for; the core clears the slot
 //! only if that generation still owns it, and takes back the spare references calling threads
-//! kept for that wrapper ([`keep_spare`], [`lend_spare`]; `tether_core::thread_spares`).
+//! kept for that wrapper (`Frontend::result_argument`, [`lend_spare`]; `tether_core::thread_spares`).
 
 use jni_sys::{jobject, jvalue};
 use tether_core::boundary::{Frontend, Previous, TieHost};
@@ -125,21 +125,6 @@ pub unsafe fn lend_spare<'a>(cell: &SpareCell<'_>, obj: *mut ObjectHeader) -> Op
     } else {
         None
     }
-}
-
-/// Keep `obj`, the +1 of a result whose wrapper goes back to Java as is, as this thread's
-/// spare (instead of an atomic decrement); dropped when the cell is full.
-///
-/// # Safety
-/// Java keeps `obj`'s wrapper reachable for the call.
-#[inline(always)]
-pub unsafe fn keep_spare(cell: &SpareCell<'_>, obj: ObjectRef) {
-    // SAFETY: `obj` is live.
-    let Some(generation) = (unsafe { FRONTEND.generation_of(obj.as_ptr()) }) else {
-        return;
-    };
-    // SAFETY: the caller holds the wrapper of that generation for the call.
-    drop(unsafe { cell.keep(obj, generation) });
 }
 
 /// Spare references kept right now by all threads (for the test hooks).

@@ -17,7 +17,7 @@ use tether_core::function::{FunctionObj, FUNC_ADOPTS_LENT, FUNC_CELL_GETTER, FUN
 use tether_core::object::ObjectHeader;
 use tether_core::{Any, AnyView, Error, ObjectRef};
 
-use crate::convert::{any_to_js, arg_view, js_to_any, return_argument, wrapper_view};
+use crate::convert::{any_to_js, arg_view, js_to_any, wrapper_view};
 use crate::env::EnvState;
 use crate::errors::throw;
 use crate::raw::{self, napi_call, Env, Fail, JsResult, Value};
@@ -314,14 +314,16 @@ unsafe fn call_native<const N: usize>(
         std::mem::forget(result); // the claimed spare, which never left its slot
         return Ok(Outcome::Argument(i));
     }
-    if let Some(ptr) = result.view().as_object_ptr() {
-        if let Some(i) = wrappers.iter().position(|w| w.is_some_and(|w| w.obj.get() == ptr)) {
-            let obj = result.into_object().expect("checked object");
-            return match return_argument(state, obj, wrappers[i].expect("found")) {
-                Ok(()) => Ok(Outcome::Argument(i)),
-                Err(obj) => any_to_js(state, Any::object(obj)).map(Outcome::Value),
-            };
-        }
+    if result.view().as_object_ptr().is_some() {
+        let obj = result.into_object().expect("an object kind");
+        let arguments =
+            wrappers.iter().enumerate().filter_map(|(i, w)| w.map(|w| (i, w.obj.get(), w.reference.get() as usize)));
+        // SAFETY: this env's slots change only on this, its JS thread; the argument wrappers
+        // are reachable for the call, own their +1 and untie in their finalizer.
+        return match unsafe { state.frontend.result_argument(obj, arguments, None) } {
+            Ok(i) => Ok(Outcome::Argument(i)),
+            Err(obj) => any_to_js(state, Any::object(obj)).map(Outcome::Value),
+        };
     }
     any_to_js(state, result).map(Outcome::Value)
 }

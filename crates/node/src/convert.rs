@@ -19,7 +19,7 @@ use std::ptr;
 
 use napi::sys;
 use napi::sys::ValueType;
-use tether_core::boundary::{ClaimMode, LeafCall};
+use tether_core::boundary::LeafCall;
 use tether_core::containers::{ArrayObj, MapObj};
 use tether_core::nesting::Nesting;
 use tether_core::{Any, AnyView, Error, ObjectRef, TypeIndex};
@@ -90,28 +90,11 @@ pub fn wrapper_view(
         // SAFETY: this env's slots change only on this, its JS thread; the wrapper is an
         // argument of the running call, so it and its +1 outlive the call (a leaf function
         // cannot run JS that disposes of it); the claim is made at `LeafCall::commit`.
-        return Ok(unsafe {
-            leaf.wrapper_argument(ClaimMode::AfterConversion, index, obj, w.reference.get() as usize)
-        });
+        return Ok(unsafe { leaf.wrapper_argument(index, obj, w.reference.get() as usize) });
     }
     // SAFETY: the wrapper's +1 keeps `obj` alive while we take our own.
     let r = unsafe { ObjectRef::from_borrowed(obj) };
     Ok(keep(owned, Any::object(r)))
-}
-
-/// The fast return of an object that was passed in as an argument (`echo(p)`) with wrapper
-/// `w`: when `w` still names the object and is the one its prefix slot holds, it is the
-/// canonical wrapper, so the caller hands back that argument itself (`Ok`), without locking
-/// the slot or reviving a reference. Prefix slots of this env are only written on this
-/// thread, so the snapshot is exact. Consumes `obj`'s +1 on success; gives it back otherwise.
-#[inline]
-pub fn return_argument(state: &EnvState, obj: ObjectRef, w: &Wrapper) -> Result<(), ObjectRef> {
-    if w.obj.get() != obj.as_ptr() {
-        return Err(obj);
-    }
-    // SAFETY: this env's slots change only on this, its JS thread; wrappers own their +1 and
-    // untie in their finalizer.
-    unsafe { state.frontend.return_argument(obj, w.reference.get() as usize) }
 }
 
 /// A view of a plain (non-object, non-borrowing) cell.

@@ -11,7 +11,7 @@
 //! - [`api`]: the cold-path exports index.js builds the public API from
 //!
 //! napi-rs registers the module and the plain-data exports; every call, return and field
-//! read goes through raw Node-API (see DESIGN §5: the macro layer costs ~110 ns per call).
+//! read goes through raw Node-API (the macro layer costs ~110 ns per call: docs/benchmarks.md).
 
 mod api;
 mod call;

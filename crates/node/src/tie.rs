@@ -12,7 +12,7 @@ use std::ptr;
 use std::sync::Arc;
 
 use napi::sys;
-use tether_core::boundary::{Previous, Returned, TieHost};
+use tether_core::boundary::{ClaimMode, Previous, Returned, TieHost};
 use tether_core::object::{dec_ref, ObjectHeader};
 use tether_core::{Error, ObjectRef, TypeIndex};
 
@@ -137,6 +137,9 @@ unsafe impl TieHost for EnvState {
     /// An env's slots (the main env's prefixes, a worker's side table) are only ever tied,
     /// untied and finalized on that env's JS thread.
     const SERIALIZED: bool = true;
+    /// Converting an argument may run JS (a getter), which may call native code and lend the
+    /// same spare: claim only once every argument is converted.
+    const CLAIM_MODE: ClaimMode = ClaimMode::AfterConversion;
 
     unsafe fn revive(&self, word: usize) -> Option<Value> {
         let mut v = ptr::null_mut();

@@ -12,7 +12,7 @@ use std::ptr::null_mut;
 use pyo3::ffi;
 use tether_core::any::{Any, AnyView, TypeIndex};
 use tether_core::arc::ObjectRef;
-use tether_core::boundary::{ClaimMode, LeafCall};
+use tether_core::boundary::LeafCall;
 use tether_core::containers::{ArrayObj, MapObj};
 use tether_core::nesting::Nesting;
 use tether_core::object::inc_ref;
@@ -63,10 +63,8 @@ pub unsafe fn to_view_into<'a>(
         if let (Some((leaf, index)), true) = (leaf, wrapper::deallocs_as_wrapper(tp)) {
             let obj = wrapper::native_of(o)?;
             // The GIL serialises every slot change; the wrapper's +1 outlives the leaf call.
-            // Claimed at once: a successful conversion runs no Python code (no user methods, no
-            // GC-tracked allocation that could run a finalizer), and a failed one abandons the
-            // call before the claim settles. Keep it so when changing `to_view`.
-            slot.write(leaf.wrapper_argument(ClaimMode::AtOnce, index, obj, o as usize));
+            // Claimed at once (`PyHost::CLAIM_MODE`).
+            slot.write(leaf.wrapper_argument(index, obj, o as usize));
             return Ok(());
         }
         if tp == std::ptr::addr_of_mut!(ffi::PyLong_Type) {

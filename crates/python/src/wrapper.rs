@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 
 use pyo3::ffi;
 use tether_core::arc::ObjectRef;
-use tether_core::boundary::{Previous, TieHost, TAG_INACTIVE};
+use tether_core::boundary::{ClaimMode, Previous, TieHost, TAG_INACTIVE};
 use tether_core::object::ObjectHeader;
 use tether_core::Error;
 
@@ -227,6 +227,10 @@ unsafe impl TieHost for PyHost {
     const SERIALIZED: bool = cfg!(not(Py_GIL_DISABLED));
     /// Wrappers untie in their own dealloc (or `_move()`), while their memory exists.
     const WORD_ONLY: bool = true;
+    /// A successful conversion of a leaf call's arguments runs no Python code (no user
+    /// methods, no GC-tracked allocation that could run a finalizer), and a failed one abandons
+    /// the call before the claim settles. Keep it so when changing `convert::to_view`.
+    const CLAIM_MODE: ClaimMode = ClaimMode::AtOnce;
 
     #[inline]
     unsafe fn revive(&self, word: usize) -> Option<Handle> {
@@ -335,19 +339,16 @@ pub unsafe fn return_argument(obj: ObjectRef, args: &[*mut ffi::PyObject]) -> Re
     if cfg!(Py_GIL_DISABLED) {
         return Err(obj);
     }
-    let ptr = obj.as_ptr();
-    // SAFETY: GIL held; a wrapper's fields are read only after its type says it is one; the
-    // prefix exists only when the alloc_tag is ours.
+    // SAFETY: GIL held (it serialises slot changes); a wrapper's fields are read only after its
+    // type says it is one; wrappers own their +1 and untie in dealloc.
     unsafe {
-        for &a in args {
-            if !deallocs_as_wrapper(ffi::Py_TYPE(a)) || (*(a as *mut Wrapper)).obj.load(Ordering::Relaxed) != ptr {
-                continue;
-            }
-            // Wrappers own their +1 and untie in dealloc; the GIL serialises slot changes.
-            return state::frontend().return_argument(obj, a as usize).map(|()| ffi::Py_NewRef(a));
-        }
+        let wrappers = args
+            .iter()
+            .enumerate()
+            .filter(|&(_, &a)| deallocs_as_wrapper(ffi::Py_TYPE(a)))
+            .map(|(i, &a)| (i, (*(a as *mut Wrapper)).obj.load(Ordering::Relaxed), a as usize));
+        state::frontend().result_argument(obj, wrappers, None).map(|i| ffi::Py_NewRef(args[i]))
     }
-    Err(obj)
 }
 
 /// Return a native object to Python: its canonical wrapper (revived or new). Every native

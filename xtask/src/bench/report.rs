@@ -1,4 +1,4 @@
-//! Merging the harnesses' records: ratios to the best peer, the DESIGN §5 targets, the summary
+//! Merging the harnesses' records: ratios to the best peer, the performance targets (listed in docs/benchmarks.md), the summary
 //! printed at the end, target/bench/results.json and the generated part of docs/benchmarks.md.
 
 use std::fmt::Write as _;
@@ -208,7 +208,7 @@ impl Run {
     }
 }
 
-/// A DESIGN §5 target and how this run did on it.
+/// A performance target (docs/benchmarks.md) and how this run did on it.
 struct Target {
     what: &'static str,
     measured: String,
@@ -319,7 +319,7 @@ pub fn write(b: &Bench, outputs: &[PathBuf]) -> Result {
             }
         }
     }
-    println!("==> targets (DESIGN §5)");
+    println!("==> targets (docs/benchmarks.md)");
     for t in &targets {
         println!("    {:<13} {}: {}", t.status, t.what, t.measured);
     }
@@ -407,7 +407,7 @@ fn markdown(run: &Run, targets: &[Target], machine: &[(String, String)], date: &
         }
         let _ = writeln!(s);
     }
-    let _ = writeln!(s, "### Targets (DESIGN §5)\n");
+    let _ = writeln!(s, "### Targets\n");
     let _ = writeln!(s, "| target | measured | status |\n|---|---|---|");
     for t in targets {
         let _ = writeln!(s, "| {} | {} | **{}** |", t.what, t.measured, t.status);

@@ -14,7 +14,7 @@ use crate::spin::backoff;
 ///
 /// # Safety
 /// `obj` is a live object.
-#[inline]
+#[inline(always)]
 pub unsafe fn slot_of<'a, H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> Option<Slot<'a>> {
     // SAFETY: forwarded; `H`'s allocator lays its slots out as `H::LAYOUT`.
     unsafe { slot_in(obj, tag, H::LAYOUT) }
@@ -25,7 +25,7 @@ pub unsafe fn slot_of<'a, H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> Optio
 ///
 /// # Safety
 /// `obj` is a live object; `layout` is the layout that allocator was installed with.
-#[inline]
+#[inline(always)]
 pub unsafe fn slot_in<'a>(obj: *mut ObjectHeader, tag: u32, layout: SlotLayout) -> Option<Slot<'a>> {
     // SAFETY: `obj` is live; its alloc_tag says whether the prefix exists.
     if unsafe { (*obj).alloc_tag } == tag && tag != crate::alloc::BUILTIN_TAG {
@@ -110,6 +110,10 @@ pub unsafe trait TieHost {
     /// of a generation: the host's allocator then reserves only the slot word
     /// ([`SlotLayout::WordOnly`]), and [`untie`]'s ticket is that word.
     const WORD_ONLY: bool = false;
+    /// When a leaf call claims the spare it lends to its first wrapper argument (serialized
+    /// hosts; see [`super::ClaimMode`]): at once only if converting the later arguments never
+    /// runs language code when it succeeds.
+    const CLAIM_MODE: super::ClaimMode = super::ClaimMode::AfterConversion;
     /// The slot layout of this host's allocator (follows [`Self::WORD_ONLY`]).
     const LAYOUT: SlotLayout = if Self::WORD_ONLY { SlotLayout::WordOnly } else { SlotLayout::Full };
     /// Try to get a strong handle from an Active word; `None` if the wrapper is dying.
@@ -191,7 +195,7 @@ pub fn tie<H: TieHost>(
 
 /// A serialized host's return without locking: the wrapper an Active word names, revived,
 /// with `obj`'s +1 kept as a spare. `obj` comes back when the slot holds no live wrapper.
-#[inline]
+#[inline(always)]
 fn revive_active<H: TieHost>(host: &H, slot: Slot<'_>, obj: ObjectRef) -> std::result::Result<H::Handle, ObjectRef> {
     match live_handle(host, slot) {
         Some((handle, active)) => {
@@ -206,7 +210,7 @@ fn revive_active<H: TieHost>(host: &H, slot: Slot<'_>, obj: ObjectRef) -> std::r
 }
 
 /// A serialized host's live wrapper named by `slot`, revived, if there is one.
-#[inline]
+#[inline(always)]
 pub(super) fn live_handle<H: TieHost>(host: &H, slot: Slot<'_>) -> Option<(H::Handle, ActiveWord)> {
     debug_assert!(H::SERIALIZED);
     let word = slot.load(Ordering::Acquire);
@@ -221,7 +225,7 @@ pub(super) fn live_handle<H: TieHost>(host: &H, slot: Slot<'_>) -> Option<(H::Ha
 /// The first step of [`tie_any`] for serialized hosts, for callers that must prepare before a
 /// wrapper can be made (e.g. build its class): the live wrapper of an object with this
 /// host's prefix, revived, or `obj` back (then call [`tie_any`]).
-#[inline]
+#[inline(always)]
 pub fn revive_any<H: TieHost>(host: &H, tag: u32, obj: ObjectRef) -> std::result::Result<H::Handle, ObjectRef> {
     if !H::SERIALIZED {
         return Err(obj);

@@ -45,4 +45,6 @@ pub use machine::{
     Untied,
 };
 pub use side_table::SideTable;
-pub use spares::{argument_view, generation_of, has_spare_for, keep_if_tied_to, spares, take_spare, SpareClaim};
+pub use spares::{
+    argument_view, generation_of, has_spare_for, keep_if_tied_to, spares, take_spare, ClaimMode, SpareClaim,
+};

@@ -11,7 +11,7 @@ use crate::slot::{aux_of, ActiveWord, Slot, SlotState, GENERATION_MASK};
 /// Keep `obj`'s extra +1 in its Active slot, or drop it when the slot is full.
 /// Only for serialized hosts, under their lock (nothing else writes the word meanwhile), and
 /// only when the slot's wrapper owns its +1 and will be untied ([`TieHost::keeps_spares`]).
-#[inline]
+#[inline(always)]
 pub(super) fn keep_spare(slot: Slot<'_>, active: ActiveWord, obj: ObjectRef) {
     match active.with_spare_added() {
         Some(more) => {
@@ -29,7 +29,7 @@ pub(super) fn keep_spare(slot: Slot<'_>, active: ActiveWord, obj: ObjectRef) {
 /// # Safety
 /// `obj` is live, and the caller is serialized host `H` ([`TieHost::SERIALIZED`]) of the
 /// allocator tagged `tag`, running under its lock.
-#[inline]
+#[inline(always)]
 pub unsafe fn take_spare<H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> bool {
     // SAFETY: `obj` is live and this is host `H`'s allocator tag (the caller's guarantee).
     let Some(slot) = (unsafe { slot_of::<H>(obj, tag) }) else { return false };
@@ -50,12 +50,12 @@ pub unsafe fn take_spare<H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> bool {
 ///
 /// # Safety
 /// As [`take_spare`].
-#[inline]
+#[inline(always)]
 pub unsafe fn has_spare_for<H: TieHost>(obj: *mut ObjectHeader, tag: u32, word: usize) -> bool {
     // SAFETY: `obj` is live and this is host `H`'s allocator tag (the caller's guarantee).
     unsafe { slot_of::<H>(obj, tag) }.is_some_and(|slot| {
-        matches!(SlotState::decode(slot.load(Ordering::Relaxed)),
-            SlotState::Active(a) if a.spares(H::SERIALIZED) != 0 && a.wrapper(H::SERIALIZED) == word)
+        SlotState::active_naming(slot.load(Ordering::Relaxed), word, H::SERIALIZED)
+            .is_some_and(|a| a.spares(H::SERIALIZED) != 0)
     })
 }
 
@@ -68,16 +68,16 @@ pub unsafe fn has_spare_for<H: TieHost>(obj: *mut ObjectHeader, tag: u32, word: 
 /// `obj` is live; the caller is serialized host `H` ([`TieHost::SERIALIZED`]) of the
 /// allocator tagged `tag`, running under its lock, whose wrappers own their +1 and are
 /// untied when they go (so [`TieHost::keeps_spares`] holds for `obj`).
-#[inline]
+#[inline(always)]
 pub unsafe fn keep_if_tied_to<H: TieHost>(obj: ObjectRef, tag: u32, word: usize) -> std::result::Result<(), ObjectRef> {
     // SAFETY: `obj` keeps the object alive.
     let Some(slot) = (unsafe { slot_of::<H>(obj.as_ptr(), tag) }) else { return Err(obj) };
-    match SlotState::decode(peek(slot)) {
-        SlotState::Active(active) if active.wrapper(H::SERIALIZED) == word => {
+    match SlotState::active_naming(peek(slot), word, H::SERIALIZED) {
+        Some(active) => {
             keep_spare(slot, active, obj);
             Ok(())
         }
-        _ => Err(obj),
+        None => Err(obj),
     }
 }
 
@@ -87,7 +87,7 @@ pub unsafe fn keep_if_tied_to<H: TieHost>(obj: ObjectRef, tag: u32, word: usize)
 ///
 /// # Safety
 /// As [`take_spare`]; `obj` outlives the call.
-#[inline]
+#[inline(always)]
 pub unsafe fn argument_view<'a, H: TieHost>(obj: *mut ObjectHeader, tag: u32, lend: bool) -> crate::AnyView<'a> {
     // SAFETY: forwarded; a spare taken is handed to the view, which carries it to the callee.
     unsafe {
@@ -97,6 +97,18 @@ pub unsafe fn argument_view<'a, H: TieHost>(obj: *mut ObjectHeader, tag: u32, le
             crate::AnyView::from_object_ptr(obj)
         }
     }
+}
+
+/// When a serialized host's leaf call claims the spare it lends to its first wrapper argument
+/// (see `tying::SpareClaim`). A host picks the mode its argument conversions allow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClaimMode {
+    /// While converting: a successful conversion of the later arguments runs no language
+    /// code, so nothing can lend the same spare meanwhile (CPython).
+    AtOnce,
+    /// Once every argument is converted ([`LeafCall::commit`]): converting may run language
+    /// code (a JS getter) that calls back into native code (Node).
+    AfterConversion,
 }
 
 /// The spare reference lent to a leaf call's first wrapper argument that has one, claimed but
@@ -128,7 +140,7 @@ impl SpareClaim {
     /// # Safety
     /// As [`argument_view`], for a leaf call of serialized host `H` whose later argument
     /// conversions run no language code when they succeed.
-    #[inline]
+    #[inline(always)]
     pub unsafe fn claim_now<'a, H: TieHost>(
         &mut self,
         index: usize,
@@ -155,7 +167,7 @@ impl SpareClaim {
     ///
     /// # Safety
     /// As [`argument_view`], for a leaf call of serialized host `H`.
-    #[inline]
+    #[inline(always)]
     pub unsafe fn offer<'a, H: TieHost>(
         &mut self,
         index: usize,
@@ -179,7 +191,7 @@ impl SpareClaim {
     ///
     /// # Safety
     /// As [`SpareClaim::offer`]; nothing but the leaf callee runs before [`SpareClaim::settle`].
-    #[inline]
+    #[inline(always)]
     pub unsafe fn commit<'a, H: TieHost>(&mut self, tag: u32) -> Option<(usize, crate::AnyView<'a>)> {
         // SAFETY: the offered object's wrapper keeps it alive until the call settles.
         if self.obj.is_null() || self.claimed || !unsafe { has_spare_for::<H>(self.obj, tag, self.word) } {
@@ -204,7 +216,7 @@ impl SpareClaim {
     /// # Safety
     /// The claim was made for this call, for host `H` of the allocator tagged `tag`, still
     /// under its lock; `result` is the call's object result, if it succeeded with one.
-    #[inline]
+    #[inline(always)]
     pub unsafe fn settle<H: TieHost>(&self, tag: u32, result: Option<*mut ObjectHeader>) -> Option<usize> {
         if !self.claimed {
             return None;
