@@ -44,6 +44,15 @@ impl TypeIndex {
     pub const OPAQUE: i32 = 72;
     /// First index handed to registered types.
     pub const FIRST_USER: i32 = 128;
+
+    /// Do values of kind `t` reach a language as a tied wrapper? Objects do, except Str and
+    /// Bytes, which every frontend converts to its own strings and byte strings (and Functions
+    /// made from a language's callable, which come back as that callable:
+    /// `TieHost::callable_of`).
+    #[inline(always)]
+    pub const fn returns_as_wrapper(t: i32) -> bool {
+        t >= TypeIndex::OBJECT && t != TypeIndex::STR && t != TypeIndex::BYTES
+    }
 }
 
 /// Most bytes a string or bytes value may have to be stored inline.

@@ -104,13 +104,20 @@ impl<H: TieHost> Frontend<H> {
 
     /// Return `obj` (an owned +1) to the language as its one canonical wrapper. A serialized
     /// host's live wrapper is revived before anything is prepared (the path of nearly every
-    /// return); otherwise the host prepares ([`TieHost::prepare`]) and the object is tied.
+    /// return); a Function made from the language's own callable goes back as that callable
+    /// ([`TieHost::callable_of`]); otherwise the host prepares ([`TieHost::prepare`]) and the
+    /// object is tied.
     #[inline]
     pub fn return_object(&self, host: &H, obj: ObjectRef) -> Result<Returned<H::Handle>, H::Error> {
         let obj = match tying::revive_any(host, self.tag(), obj) {
             Ok(handle) => return Ok(Returned::Revived(handle)),
             Err(obj) => obj,
         };
+        if obj.type_index() == crate::TypeIndex::FUNCTION {
+            if let Some(callable) = host.callable_of(&obj)? {
+                return Ok(Returned::Callable(callable));
+            }
+        }
         let prepared = host.prepare(&obj)?;
         self.return_prepared(host, obj, &prepared)
     }

@@ -40,6 +40,8 @@ struct Lang<const AT_ONCE: bool = true> {
     fail_create: Cell<bool>,
     /// What the last `create` saw in the slot.
     previous: RefCell<Option<Previous>>,
+    /// Functions made from this language's callables (by address), and those callables.
+    callables: RefCell<Vec<(usize, Rc<Wrapper>)>>,
 }
 
 // SAFETY: `revive` upgrades a live wrapper only, running nothing else; `create` returns a
@@ -55,6 +57,11 @@ unsafe impl<const AT_ONCE: bool> TieHost for Lang<AT_ONCE> {
     unsafe fn revive(&self, word: usize) -> Option<Rc<Wrapper>> {
         // SAFETY: an Active word is a `Weak::into_raw` pointer of ours; only borrowed here.
         ManuallyDrop::new(unsafe { Weak::from_raw(word as *const Wrapper) }).upgrade()
+    }
+
+    fn callable_of(&self, func: &ObjectRef) -> Result<Option<Rc<Wrapper>>, LangError> {
+        let callables = self.callables.borrow();
+        Ok(callables.iter().find(|(f, _)| *f == func.as_ptr() as usize).map(|(_, c)| c.clone()))
     }
 
     fn prepare(&self, _obj: &ObjectRef) -> Result<&'static str, LangError> {
@@ -162,7 +169,7 @@ fn a_live_wrapper_is_revived_before_anything_is_prepared() {
     for _ in 0..3 {
         match f.return_object(&lang, obj.clone()).unwrap() {
             Returned::Revived(again) => assert!(Rc::ptr_eq(&again, &w)),
-            Returned::Created(_) => panic!("a second wrapper for a live one"),
+            Returned::Created(_) | Returned::Callable(_) => panic!("a second wrapper for a live one"),
         }
     }
     assert_eq!(lang.prepares.get(), 1, "reviving prepares nothing");
@@ -374,6 +381,26 @@ fn a_cell_field_read_returns_the_live_wrapper_of_the_object_it_holds() {
     }
     drop(outer);
     assert_eq!(inner.header().strong_count(), 1);
+}
+
+#[test]
+fn a_function_made_from_a_language_callable_comes_back_as_that_callable() {
+    let _g = common::serial();
+    let (f, lang) = (frontend(), Lang::default());
+    let func: ObjectRef = tether_core::function::get_global("testing.echo").unwrap().0.into();
+    let callable = Rc::new(Wrapper { obj: Cell::new(std::ptr::null_mut()), generation: 0, class: "callable" });
+    lang.callables.borrow_mut().push((func.as_ptr() as usize, callable.clone()));
+    for _ in 0..2 {
+        match f.return_object(&lang, func.clone()).unwrap() {
+            Returned::Callable(c) => assert!(Rc::ptr_eq(&c, &callable)),
+            other => panic!("expected the callable, got {:?}", other.is_created()),
+        }
+    }
+    assert_eq!(lang.prepares.get(), 0, "nothing was prepared or tied");
+    lang.callables.borrow_mut().clear();
+    let w = f.return_object(&lang, func.clone()).unwrap();
+    assert!(w.is_created(), "any other Function is tied as usual");
+    finalize(w.into_handle());
 }
 
 /// Frontends adapt the protocol; they never compose the slot transitions themselves.

@@ -13,7 +13,7 @@ use tether_core::nesting::Nesting;
 use tether_core::{Any, AnyView, Error, ObjectRef, Result, TypeIndex};
 
 use crate::jenv::Env;
-use crate::{callback, classes, tie};
+use crate::{classes, tie};
 
 pub const KIND_NONE: i32 = 0;
 pub const KIND_INT: i32 = 1;
@@ -229,14 +229,7 @@ pub fn to_java(env: Env, value: Any) -> Result<jobject> {
             env.new_byte_array(view.as_bytes().unwrap_or(&[]))
         }
         t if t >= TypeIndex::OBJECT => {
-            let obj = value.into_object().expect("object kinds hold an object");
-            if t == TypeIndex::FUNCTION {
-                if let Some(original) = callback::original_callable(&obj) {
-                    // A Java callable coming home: hand back the very object Java passed.
-                    return Ok(env.new_local_ref(original));
-                }
-            }
-            return tie::to_wrapper(env, obj);
+            return tie::to_wrapper(env, value.into_object().expect("object kinds hold an object"));
         }
         t => return Err(Error::type_error(format!("cannot convert a value of kind {t} to Java"))),
     };

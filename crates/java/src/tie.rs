@@ -52,6 +52,11 @@ unsafe impl TieHost for JavaHost {
         (!local.is_null()).then_some(local)
     }
 
+    /// A Java callable coming home: the very object Java passed (a local reference).
+    fn callable_of(&self, func: &ObjectRef) -> Result<Option<jobject>> {
+        Ok(crate::callback::original_callable(func).map(|global| self.env.new_local_ref(global)))
+    }
+
     fn prepare(&self, _obj: &ObjectRef) -> Result<()> {
         Ok(())
     }

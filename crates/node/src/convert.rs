@@ -361,15 +361,7 @@ pub fn any_to_js(state: &EnvState, a: Any) -> JsResult<Value> {
             napi_call!(env, napi_create_bigint_uint64(env, p, &mut out))?;
             Ok(out)
         }
-        t if t >= TypeIndex::OBJECT => {
-            let obj = a.into_object().expect("object kind");
-            if t == TypeIndex::FUNCTION {
-                if let Some(js) = crate::callback::js_function_of(state, &obj)? {
-                    return Ok(js);
-                }
-            }
-            tie_object(state, obj, None)
-        }
+        t if t >= TypeIndex::OBJECT => tie_object(state, a.into_object().expect("object kind"), None),
         t => Err(Fail::Native(Error::type_error(format!("cannot convert a value of kind {t} to JS")))),
     }
 }

@@ -149,6 +149,11 @@ unsafe impl TieHost for EnvState {
         (!v.is_null()).then_some(v)
     }
 
+    /// A Function made in this env from a JS function goes back as that function.
+    fn callable_of(&self, func: &ObjectRef) -> Result<Option<Value>, Fail> {
+        crate::callback::js_function_of(self, func)
+    }
+
     /// The class of the object's type (made by index.js's factory on first use), or a
     /// callable for a Function.
     fn prepare(&self, obj: &ObjectRef) -> Result<Shell, Fail> {
@@ -301,10 +306,9 @@ fn ensure_class(state: &EnvState, type_index: i32) -> JsResult<Ref> {
 /// # Safety
 /// On this env's JS thread; `cell` is in a live object.
 pub unsafe fn live_wrapper_in(state: &EnvState, cell: &tether_core::cell::AnyCell) -> Option<Value> {
-    // Functions may map back to a JS function (convert.rs); Str/Bytes are values.
-    let ties = |t| t != TypeIndex::FUNCTION && t != TypeIndex::STR && t != TypeIndex::BYTES;
-    // SAFETY: forwarded; `revive` is a reference lookup, no JS.
-    unsafe { state.frontend.live_in_cell(state, cell, ties) }
+    // SAFETY: on the env's JS thread (this function's contract); `revive` is a reference
+    // lookup and runs no JS.
+    unsafe { state.frontend.live_in_cell(state, cell, TypeIndex::returns_as_wrapper) }
 }
 
 /// Return `obj` (an owned +1) to JS as its canonical wrapper in this env. With `preset`,
@@ -321,6 +325,6 @@ pub fn tie_object_made(state: &EnvState, obj: ObjectRef, preset: Option<Value>) 
     }?;
     Ok(match returned {
         Returned::Created(v) => (v, wrapper_of(state.env, v)),
-        Returned::Revived(v) => (v, None),
+        Returned::Revived(v) | Returned::Callable(v) => (v, None),
     })
 }

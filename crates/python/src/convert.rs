@@ -332,7 +332,7 @@ pub unsafe fn from_any(v: Any) -> *mut ffi::PyObject {
 #[inline(always)]
 pub unsafe fn from_result(v: Any, args: &[*mut ffi::PyObject]) -> *mut ffi::PyObject {
     let t = v.type_index();
-    if is_tied_kind(t) {
+    if TypeIndex::returns_as_wrapper(t) {
         // SAFETY: GIL held (caller).
         return unsafe {
             match wrapper::return_argument(v.into_object().expect("object kind"), args) {
@@ -347,13 +347,6 @@ pub unsafe fn from_result(v: Any, args: &[*mut ffi::PyObject]) -> *mut ffi::PyOb
     }
     // SAFETY: GIL held (the caller's guarantee); `v` is an owned value this call consumes.
     unsafe { from_value(v) }
-}
-
-/// Do values of this kind come back as tied wrappers (objects other than Str and Bytes,
-/// which convert to Python values)?
-#[inline]
-pub fn is_tied_kind(t: i32) -> bool {
-    t >= TypeIndex::OBJECT && t != TypeIndex::STR && t != TypeIndex::BYTES
 }
 
 /// [`from_result`] for a result that is neither an object nor an int.

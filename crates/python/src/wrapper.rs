@@ -211,12 +211,12 @@ pub struct PyPrepared {
     pub fresh: *mut ffi::PyObject,
 }
 
-/// A new strong reference, plus a native reference to drop once the slot is unlocked.
-pub type Handle = (*mut ffi::PyObject, Option<ObjectRef>);
+/// A new strong reference to a wrapper.
+pub type Handle = *mut ffi::PyObject;
 
 // SAFETY: `revive` returns a strong reference only for a live wrapper (incref under the GIL,
-// try-incref without it); `create` returns wrapper pointers (16-byte aligned, bits 0-1 clear)
-// that own the given `ObjectRef`, or the callable a callback Function wraps (kept alive by it).
+// try-incref without it); `create` returns wrapper pointers (16-byte aligned, bits 0-1 clear,
+// user-space addresses) that own the given `ObjectRef`.
 unsafe impl TieHost for PyHost {
     type Handle = Handle;
     /// A Python exception is set.
@@ -240,13 +240,13 @@ unsafe impl TieHost for PyHost {
             // SAFETY: with the GIL an Active word names a live wrapper: dealloc unties
             // before anything else, and nothing else can run in between.
             unsafe { ffi::Py_INCREF(o) };
-            Some((o, None))
+            Some(o)
         }
         #[cfg(Py_GIL_DISABLED)]
         {
             // SAFETY: the wrapper's memory is live while its word is in the slot (dealloc
             // must lock the slot to remove it); try-incref fails once the count hit zero.
-            (unsafe { ffi::PyUnstable_TryIncRef(o) } != 0).then_some((o, None))
+            (unsafe { ffi::PyUnstable_TryIncRef(o) } != 0).then_some(o)
         }
     }
 
@@ -270,12 +270,6 @@ unsafe impl TieHost for PyHost {
         let PyPrepared { cls, fresh } = *prepared;
         // SAFETY: GIL held (attached); runs under the slot lock and calls no Python code.
         unsafe {
-            if let Some(callable) = callback::callable_of(obj.as_ptr()) {
-                // The Function wraps a Python callable: the callable is its wrapper. It is
-                // kept alive by the Function itself, so the slot needs no reference.
-                ffi::Py_INCREF(callable);
-                return Ok(((callable, Some(obj)), callable as usize));
-            }
             let o = match previous {
                 Previous::Inactive(block) => {
                     let block = block as *mut ffi::PyObject;
@@ -298,15 +292,21 @@ unsafe impl TieHost for PyHost {
             }
             #[cfg(Py_GIL_DISABLED)]
             ffi::PyUnstable_EnableTryIncRef(o);
-            Ok(((o, None), o as usize))
+            Ok((o, o as usize))
         }
     }
 
-    /// A callback Function's word is its Python callable, which never unties: no spares.
-    #[inline]
-    fn keeps_spares(&self, obj: *mut ObjectHeader) -> bool {
-        // SAFETY: `obj` is live (the return being tied holds it).
-        unsafe { callback::callable_of(obj).is_none() }
+    /// A Function made from a Python callable goes back as the callable itself.
+    fn callable_of(&self, func: &ObjectRef) -> Result<Option<Handle>, PyErrSet> {
+        // SAFETY: `func` is live; a Function made by `function_for` keeps its callable alive,
+        // and the protocol runs with the GIL held, so taking a new reference is allowed.
+        unsafe {
+            let callable = callback::callable_of(func.as_ptr());
+            if let Some(c) = callable {
+                ffi::Py_INCREF(c);
+            }
+            Ok(callable)
+        }
     }
 }
 
@@ -356,12 +356,7 @@ pub unsafe fn return_argument(obj: ObjectRef, args: &[*mut ffi::PyObject]) -> Re
 #[inline]
 pub unsafe fn return_object(obj: ObjectRef) -> *mut ffi::PyObject {
     match state::frontend().return_object(&PyHost, obj) {
-        Ok(returned) => {
-            // A callback Function's reference, dropped now that no slot is being changed.
-            let (o, extra) = returned.into_handle();
-            drop(extra);
-            o
-        }
+        Ok(returned) => returned.into_handle(),
         Err(PyErrSet) => null_mut(),
     }
 }
@@ -374,8 +369,8 @@ pub unsafe fn return_object(obj: ObjectRef) -> *mut ffi::PyObject {
 #[inline]
 pub unsafe fn live_wrapper_in(cell: &tether_core::cell::AnyCell) -> *mut ffi::PyObject {
     // SAFETY: forwarded; `revive` only increments a reference count.
-    match unsafe { state::frontend().live_in_cell(&PyHost, cell, crate::convert::is_tied_kind) } {
-        Some((o, _)) => o,
+    match unsafe { state::frontend().live_in_cell(&PyHost, cell, tether_core::TypeIndex::returns_as_wrapper) } {
+        Some(o) => o,
         None => null_mut(),
     }
 }
@@ -395,8 +390,7 @@ pub unsafe fn return_object_as(
     unsafe {
         match state::frontend().return_prepared(&PyHost, obj, &prepared) {
             Ok(returned) => {
-                let (o, extra) = returned.into_handle();
-                drop(extra);
+                let o = returned.into_handle();
                 if o != fresh {
                     ffi::Py_DECREF(fresh);
                 }

@@ -58,6 +58,9 @@ pub enum Returned<T> {
     Revived(T),
     /// A new wrapper was made (by [`TieHost::create`]) and now owns the return's +1.
     Created(T),
+    /// The object is a Function made from the language's own callable, returned as that
+    /// callable ([`TieHost::callable_of`]); nothing was tied.
+    Callable(T),
 }
 
 impl<T> Returned<T> {
@@ -65,7 +68,7 @@ impl<T> Returned<T> {
     #[inline]
     pub fn into_handle(self) -> T {
         match self {
-            Returned::Revived(h) | Returned::Created(h) => h,
+            Returned::Revived(h) | Returned::Created(h) | Returned::Callable(h) => h,
         }
     }
 
@@ -137,6 +140,12 @@ pub unsafe trait TieHost {
         previous: Previous,
         generation: u64,
     ) -> std::result::Result<(Self::Handle, usize), Self::Error>;
+    /// The language's own callable that Function `func` was made from (a callback coming home:
+    /// `echo(f) is f`), if it is one. Such Functions go back as that callable and are never
+    /// tied. Asked only for Functions whose slot names no live wrapper.
+    fn callable_of(&self, _func: &ObjectRef) -> std::result::Result<Option<Self::Handle>, Self::Error> {
+        Ok(None)
+    }
     /// May `obj`'s Active slot keep a return's extra reference as a spare? Only when the
     /// wrapper it names will be untied (so the spares are released) before `obj` could
     /// otherwise die: true for wrappers that own their +1, false for a word that merely
