@@ -119,39 +119,11 @@ fn container_items(env: Env, kind: i32, container: jobject, open: &mut Nesting<j
     }
     let (kinds, bits, refs) =
         (env.object_array_get(encoded, 0), env.object_array_get(encoded, 1), env.object_array_get(encoded, 2));
-    let n = env.array_length(kinds).max(0) as usize;
-    let mut k = vec![0i32; n];
-    let mut b = vec![0i64; n];
-    env.int_array_region(kinds, &mut k);
-    env.long_array_region(bits, &mut b);
-    let mut items = Vec::with_capacity(n);
-    let mut first_error = None;
-    for i in 0..n {
-        let r = if kind_uses_ref(k[i]) { env.object_array_get(refs, i as i32) } else { std::ptr::null_mut() };
-        let item = match k[i] {
-            // After a failure only owned handles still need decoding (to be released).
-            KIND_LIST | KIND_MAP if first_error.is_some() => Ok(Any::none()),
-            KIND_LIST | KIND_MAP => container_to_any(env, k[i], r, open),
-            _ => {
-                let mut hold = Any::none();
-                // SAFETY: `Marshal` encoded the item: a wrapper's handle with the wrapper
-                // reachable from `container` (kept by the caller), or an owned handle.
-                unsafe { decode(env, k[i], b[i], r, &mut hold) }.map(|v| v.to_owned_any())
-            }
-        };
-        env.delete_local_ref(r);
-        match item {
-            Ok(v) => items.push(v),
-            Err(e) => {
-                first_error.get_or_insert(e);
-            }
-        }
-    }
-    if let Some(e) = first_error {
-        return Err(e);
-    }
+    // SAFETY: `Marshal` encoded the items: wrappers' handles with the wrappers reachable from
+    // `container` (kept by the caller), or owned handles this decoding takes over.
+    let items = unsafe { decode_items(env, kinds, bits, refs, open) }?;
     if kind == KIND_MAP {
-        let mut entries = Vec::with_capacity(n / 2);
+        let mut entries = Vec::with_capacity(items.len() / 2);
         let mut it = items.into_iter();
         while let (Some(key), Some(value)) = (it.next(), it.next()) {
             entries.push((key, value));
@@ -169,6 +141,23 @@ pub unsafe fn decode_arrays(env: Env, kinds: jobject, bits: jobject, refs: jobje
     if kinds.is_null() {
         return Ok(Vec::new());
     }
+    // SAFETY: the caller's guarantee; each argument's containers nest from an empty stack.
+    unsafe { decode_items(env, kinds, bits, refs, &mut Nesting::new()) }
+}
+
+/// [`decode_arrays`] for items nested in the containers `open` holds. Every item is decoded
+/// even after a failure, so owned handles are always consumed (containers after a failure
+/// are skipped: their items are not encoded yet).
+///
+/// # Safety
+/// As [`decode`], for every element.
+unsafe fn decode_items(
+    env: Env,
+    kinds: jobject,
+    bits: jobject,
+    refs: jobject,
+    open: &mut Nesting<jobject>,
+) -> Result<Vec<Any>> {
     let n = env.array_length(kinds).max(0) as usize;
     let mut k = vec![0i32; n];
     let mut b = vec![0i64; n];
@@ -178,15 +167,22 @@ pub unsafe fn decode_arrays(env: Env, kinds: jobject, bits: jobject, refs: jobje
     let mut first_error = None;
     for i in 0..n {
         let r = if kind_uses_ref(k[i]) { env.object_array_get(refs, i as i32) } else { std::ptr::null_mut() };
-        let mut hold = Any::none();
-        // SAFETY: forwarded; owned handles are consumed even after an earlier error.
-        match unsafe { decode(env, k[i], b[i], r, &mut hold) } {
-            Ok(v) => out.push(v.to_owned_any()),
+        let item = match k[i] {
+            KIND_LIST | KIND_MAP if first_error.is_some() => Ok(Any::none()),
+            KIND_LIST | KIND_MAP => container_to_any(env, k[i], r, open),
+            _ => {
+                let mut hold = Any::none();
+                // SAFETY: the caller's guarantee for this element.
+                unsafe { decode(env, k[i], b[i], r, &mut hold) }.map(|v| v.to_owned_any())
+            }
+        };
+        env.delete_local_ref(r);
+        match item {
+            Ok(v) => out.push(v),
             Err(e) => {
                 first_error.get_or_insert(e);
             }
         }
-        env.delete_local_ref(r);
     }
     match first_error {
         Some(e) => Err(e),
