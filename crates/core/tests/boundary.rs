@@ -15,7 +15,7 @@ use tether_core::alloc::live_objects;
 use tether_core::boundary::{ClaimMode, Frontend, Previous, Returned, TieHost};
 use tether_core::testing::Pair;
 use tether_core::thread_spares::ThreadSpares;
-use tether_core::{Any, AnyView, ObjectHeader, ObjectRef};
+use tether_core::{Any, AnyView, ObjectArc, ObjectHeader, ObjectRef};
 
 /// A language object: owns +1 on `obj` until released.
 struct Wrapper {
@@ -401,6 +401,54 @@ fn a_function_made_from_a_language_callable_comes_back_as_that_callable() {
     let w = f.return_object(&lang, func.clone()).unwrap();
     assert!(w.is_created(), "any other Function is tied as usual");
     finalize(w.into_handle());
+}
+
+static CALLABLES: tether_core::boundary::CallableRegistry = tether_core::boundary::CallableRegistry::new();
+/// Every mock callable shares this key, as colliding identity hashes do.
+const SHARED_KEY: usize = 7;
+
+unsafe extern "C" fn mock_call(_f: *mut ObjectHeader, _args: *const AnyView<'_>, _n: i32, _result: *mut Any) -> i32 {
+    0
+}
+
+unsafe extern "C" fn mock_drop(data: *mut std::ffi::c_void) {
+    CALLABLES.forget(SHARED_KEY, data as usize);
+}
+
+/// The Function for mock callable `callable` (a number standing for its identity).
+fn function_for(callable: usize, made: &Cell<usize>) -> tether_core::Function {
+    let f = CALLABLES.function_for(
+        SHARED_KEY,
+        |handle| handle == callable,
+        || {
+            made.set(made.get() + 1);
+            // SAFETY: `mock_call` does nothing; `mock_drop` only forgets the entry.
+            let f = unsafe {
+                tether_core::Function::from_raw_parts(mock_call, callable as *mut _, Some(mock_drop), "cb", -1, 0)
+            };
+            Ok::<_, ()>((f, callable))
+        },
+    );
+    f.unwrap()
+}
+
+#[test]
+fn a_callable_has_one_function_while_that_lives() {
+    let _g = common::serial();
+    let base = live_objects();
+    let made = Cell::new(0);
+    let (a1, a2, b) = (function_for(100, &made), function_for(100, &made), function_for(200, &made));
+    assert!(ObjectArc::ptr_eq(&a1.0, &a2.0), "one callable, one Function");
+    assert!(!ObjectArc::ptr_eq(&a1.0, &b.0), "colliding keys, other callable: its own Function");
+    assert_eq!((made.get(), CALLABLES.len()), (2, 2));
+    drop((a1, a2));
+    assert_eq!(CALLABLES.len(), 1, "the dead Function's drop hook forgot it");
+    let again = function_for(100, &made);
+    assert_eq!(made.get(), 3, "a new Function once the old one died");
+    assert!(ObjectArc::ptr_eq(&b.0, &function_for(200, &made).0));
+    drop((again, b));
+    assert!(CALLABLES.is_empty());
+    assert_eq!(live_objects(), base);
 }
 
 /// Frontends adapt the protocol; they never compose the slot transitions themselves.

@@ -9,16 +9,15 @@
 //! The registry holds no reference: a Function's `drop_data` removes its entry before its
 //! memory can be freed, and lookups only take a reference with a CAS that fails on zero.
 
-use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::Mutex;
 
 use jni_sys::{jobject, jvalue};
 use tether_core::arc::ObjectBox;
+use tether_core::boundary::CallableRegistry;
 use tether_core::containers::OpaqueObj;
 use tether_core::error::catch_panic;
 use tether_core::function::FunctionObj;
-use tether_core::object::{try_upgrade, ObjectHeader};
+use tether_core::object::ObjectHeader;
 use tether_core::{Any, AnyView, Error, Function, ObjectArc, ObjectRef, Result};
 
 use crate::convert::{self, KIND_THROWN};
@@ -33,39 +32,33 @@ struct CallbackData {
     id_hash: i32,
 }
 
-/// Identity hash -> (global ref of the callable, Function header) pairs with that hash.
-type Registry = HashMap<i32, Vec<(usize, usize)>>;
-static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
+/// Every callable passed to native code, with its Function (keyed by its identity hash; the
+/// handles are the Functions' global references, told apart with `IsSameObject`).
+static CALLABLES: CallableRegistry = CallableRegistry::new();
 
 /// Native name of every Function made from a Java callable (at most 7 bytes: stored inline).
 const CALLBACK_NAME: &str = "java.cb";
 
 /// An owned reference to the Function for Java callable `cb`, made on first use.
 pub fn function_for(env: Env, cb: jobject, id_hash: i32) -> Result<*mut ObjectHeader> {
-    let mut guard = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
-    let registry = guard.get_or_insert_with(HashMap::new);
-    if let Some(bucket) = registry.get(&id_hash) {
-        for &(global, func) in bucket {
-            // SAFETY: entries are removed (under this lock) before their Function's memory
-            // can go; a failed upgrade means the Function is being dropped.
-            if env.is_same_object(global as jobject, cb) && unsafe { try_upgrade(func as *mut ObjectHeader) } {
-                return Ok(func as *mut ObjectHeader);
+    let f = CALLABLES.function_for(
+        id_hash as u32 as usize,
+        |global| env.is_same_object(global as jobject, cb),
+        || {
+            let global = env.new_global_ref(cb);
+            if global.is_null() {
+                env.clear_exception();
+                return Err(Error::runtime("out of JNI global references"));
             }
-        }
-    }
-    let global = env.new_global_ref(cb);
-    if global.is_null() {
-        env.clear_exception();
-        return Err(Error::runtime("out of JNI global references"));
-    }
-    let data = Box::into_raw(Box::new(CallbackData { global, id_hash })) as *mut c_void;
-    // SAFETY: `call_java` reads exactly this data; `drop_callback` frees it, on any thread.
-    // The native name is never shown (the Function comes back to Java as `cb` itself), so it
-    // is a short inline string: no allocation per callable passed.
-    let func = unsafe { Function::from_raw_parts(call_java, data, Some(drop_callback), CALLBACK_NAME, -1, 0) };
-    let raw = ObjectRef::from(func.0).into_raw();
-    registry.entry(id_hash).or_default().push((global as usize, raw as usize));
-    Ok(raw)
+            let data = Box::into_raw(Box::new(CallbackData { global, id_hash })) as *mut c_void;
+            // SAFETY: `call_java` reads exactly this data; `drop_callback` frees it, on any
+            // thread. The native name is never shown (the Function comes back to Java as `cb`
+            // itself), so it is a short inline string: no allocation per callable passed.
+            let func = unsafe { Function::from_raw_parts(call_java, data, Some(drop_callback), CALLBACK_NAME, -1, 0) };
+            Ok((func, global as usize))
+        },
+    )?;
+    Ok(ObjectRef::from(f.0).into_raw())
 }
 
 /// The Java callable behind `obj` if it is one of ours (a global reference, borrowed).
@@ -81,15 +74,7 @@ pub fn original_callable(obj: &ObjectRef) -> Option<jobject> {
 unsafe extern "C" fn drop_callback(data: *mut c_void) {
     // SAFETY: the box leaked in `function_for`, dropped once.
     let data = unsafe { Box::from_raw(data as *mut CallbackData) };
-    {
-        let mut guard = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(bucket) = guard.as_mut().and_then(|r| r.get_mut(&data.id_hash)) {
-            bucket.retain(|&(g, _)| g != data.global as usize);
-            if bucket.is_empty() {
-                guard.as_mut().map(|r| r.remove(&data.id_hash));
-            }
-        }
-    }
+    CALLABLES.forget(data.id_hash as u32 as usize, data.global as usize);
     let global = data.global;
     // A failure here means no JVM any more: nothing left to release.
     let _ = attach::with_env(|env| env.delete_global_ref(global));

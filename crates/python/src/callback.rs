@@ -1,18 +1,17 @@
 //! Python callables as native Functions.
 //!
 //! A callable passed to native code becomes a Function whose data is a strong reference to
-//! the callable. A map (callable -> weak Function) gives the same native Function back while
-//! it lives, and the tie returns the callable itself for that Function: `echo(f) is f`.
+//! the callable. The core's callable registry gives the same native Function back while it
+//! lives, and `PyHost::callable_of` returns the callable itself for it: `echo(f) is f`.
 //! Calling it from any thread attaches to the interpreter (`PyGILState_Ensure`).
 
 use std::ffi::c_void;
 use std::ptr::null_mut;
-use std::sync::Mutex;
 
 use pyo3::ffi;
-use tether_core::address_map::AddressMap;
 use tether_core::any::{Any, AnyView, TypeIndex};
-use tether_core::arc::{ObjectArc, ObjectBox, ObjectRef, WeakObjectArc};
+use tether_core::arc::{ObjectBox, ObjectRef};
+use tether_core::boundary::CallableRegistry;
 use tether_core::error::{catch_panic, set_last_error};
 use tether_core::function::{Function, FunctionObj};
 use tether_core::object::ObjectHeader;
@@ -25,30 +24,38 @@ use crate::{convert, errors};
 /// Native name of every Function made from a Python callable (at most 7 bytes: stored inline).
 const CALLABLE_NAME: &str = "py.call";
 
-static CALLABLES: Mutex<Option<AddressMap<WeakObjectArc<FunctionObj>>>> = Mutex::new(None);
+/// Every callable passed to native code, with its Function (keyed by the callable's address).
+static CALLABLES: CallableRegistry = CallableRegistry::new();
 
 /// The native Function for a Python callable (the same one while it lives).
 ///
 /// # Safety
 /// GIL held; `callable` is live.
 pub unsafe fn function_for(callable: *mut ffi::PyObject) -> Result<ObjectRef, PyErrSet> {
-    let mut guard = CALLABLES.lock().unwrap_or_else(|e| e.into_inner());
-    let map = guard.get_or_insert_with(AddressMap::default);
-    if let Some(f) = map.get(&(callable as usize)).and_then(WeakObjectArc::upgrade) {
-        drop(guard);
-        return Ok(f.into());
-    }
-    // SAFETY: the Function owns this reference; `drop_callable` releases it.
-    unsafe { ffi::Py_INCREF(callable) };
-    // SAFETY: `call_callable` follows the call ABI and attaches to Python itself.
-    // The native name is never shown for these (the tie returns the callable itself), so it
-    // is a short inline string: no allocation per callable passed.
-    let f = unsafe {
-        Function::from_raw_parts(call_callable, callable as *mut c_void, Some(drop_callable), CALLABLE_NAME, -1, 0)
-    };
-    let stale = map.insert(callable as usize, ObjectArc::downgrade(&f.0));
-    drop(guard);
-    drop(stale);
+    let key = callable as usize;
+    let made = CALLABLES.function_for(
+        key,
+        |handle| handle == key,
+        || {
+            // SAFETY: the Function owns this reference; `drop_callable` releases it. GIL held.
+            unsafe { ffi::Py_INCREF(callable) };
+            // SAFETY: `call_callable` follows the call ABI and attaches to Python itself. The
+            // native name is never shown for these (the callable itself is returned), so it is
+            // a short inline string: no allocation per callable passed.
+            let f = unsafe {
+                Function::from_raw_parts(
+                    call_callable,
+                    callable as *mut c_void,
+                    Some(drop_callable),
+                    CALLABLE_NAME,
+                    -1,
+                    0,
+                )
+            };
+            Ok::<_, std::convert::Infallible>((f, key))
+        },
+    );
+    let Ok(f) = made;
     Ok(f.0.into())
 }
 
@@ -69,17 +76,7 @@ pub unsafe fn callable_of(obj: *mut ObjectHeader) -> Option<*mut ffi::PyObject> 
 }
 
 unsafe extern "C" fn drop_callable(data: *mut c_void) {
-    // Dropped after the lock: releasing either may re-enter this function.
-    let (stale, newer);
-    {
-        let mut guard = CALLABLES.lock().unwrap_or_else(|e| e.into_inner());
-        let map = guard.get_or_insert_with(AddressMap::default);
-        // Remove the entry only if it is ours (dead); a newer Function may have replaced it.
-        newer = map.get(&(data as usize)).and_then(WeakObjectArc::upgrade);
-        stale = if newer.is_none() { map.remove(&(data as usize)) } else { None };
-    }
-    drop(newer);
-    drop(stale);
+    CALLABLES.forget(data as usize, data as usize);
     pending::release(Release::Decref(data as *mut ffi::PyObject));
 }
 

@@ -10,13 +10,18 @@
 //!   hand the host exactly the word it must dispose of;
 //! - the argument views of a leaf call and their spare claim ([`LeafCall`]);
 //! - a cell field's live wrapper ([`Frontend::live_in_cell`]) and the allocator's free hook
-//!   ([`cached_block`]).
+//!   ([`cached_block`]);
+//! - a language callable's one native Function ([`CallableRegistry`]).
 //!
 //! A frontend implements [`TieHost`] (how its language revives and makes wrappers; the
 //! contract is stated once on the trait) and owns one [`Frontend`] per tie domain: the slots
 //! its allocator puts in front of objects plus a side table for every other object. Frontends
 //! call nothing in `tying` but the types it defines; `tests/boundary.rs` checks that by
 //! reading their sources.
+
+mod callables;
+
+pub use callables::CallableRegistry;
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU32, Ordering};
