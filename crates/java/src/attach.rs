@@ -18,12 +18,12 @@ pub fn set_vm(vm: *mut JavaVM) {
 }
 
 /// The current thread's env if it is attached.
-fn current_env(vm: *mut JavaVM) -> Option<Env> {
+fn current_env(vm: *mut JavaVM) -> Option<*mut jni_sys::JNIEnv> {
     let mut penv: *mut std::ffi::c_void = std::ptr::null_mut();
     // SAFETY: `vm` is the VM handed to JNI_OnLoad, valid for the process; GetEnv only writes
     // `penv`.
     let rc = unsafe { ((**vm).v1_4.GetEnv)(vm, &mut penv, JNI_VERSION_1_8) };
-    (rc == JNI_OK && !penv.is_null()).then_some(Env(penv as *mut jni_sys::JNIEnv))
+    (rc == JNI_OK && !penv.is_null()).then_some(penv as *mut jni_sys::JNIEnv)
 }
 
 /// Run `f` with an env for this thread, attaching it first if needed.
@@ -32,11 +32,16 @@ pub fn with_env<R>(f: impl FnOnce(Env) -> R) -> Result<R> {
     if vm.is_null() {
         return Err(Error::runtime("the JVM is not available (tether_java was not loaded by a JVM)"));
     }
-    if let Some(env) = current_env(vm) {
-        return Ok(f(env));
+    if let Some(raw) = current_env(vm) {
+        // SAFETY: this thread's env, valid while it stays attached, which it does for `f`.
+        return Ok(f(unsafe { Env::from_raw(raw) }));
     }
     // SAFETY: `vm` is a valid JavaVM pointer for the life of the process.
     let jvm = unsafe { jni::JavaVM::from_raw(vm) };
-    jvm.attach_current_thread(|env| Ok::<R, jni::errors::Error>(f(Env(env.get_raw()))))
-        .map_err(|e| Error::runtime(format!("cannot attach this native thread to the JVM: {e}")))
+    jvm.attach_current_thread(|env| {
+        // SAFETY: the attachment's env, valid for this closure on this thread.
+        let env = unsafe { Env::from_raw(env.get_raw()) };
+        Ok::<R, jni::errors::Error>(f(env))
+    })
+    .map_err(|e| Error::runtime(format!("cannot attach this native thread to the JVM: {e}")))
 }

@@ -3,11 +3,19 @@
 //! Each method is one JNI call. The jni crate's `Env` adds per-call attach/frame bookkeeping
 //! (~60 ns, docs/benchmarks.md); the call, return and tie paths cannot afford it, so they use this.
 
+use std::marker::PhantomData;
+
 use jni_sys::{jclass, jint, jlong, jmethodID, jobject, jobjectArray, jsize, jstring, jthrowable, jvalue, JNIEnv};
 
-/// The calling thread's JNI environment. Only valid on the thread it was handed to.
+/// The calling thread's JNI environment, branded with the scope it is valid for (a native
+/// method's call, an attached closure), as jni-rs 0.22's `Env<'local>` is: it is made only by
+/// the unsafe [`Env::from_raw`], so safe code cannot reach a JNI function through a dangling or
+/// foreign env, and it is neither `Send` nor `Sync` (a JNIEnv belongs to one thread).
 #[derive(Clone, Copy)]
-pub struct Env(pub *mut JNIEnv);
+pub struct Env<'local> {
+    raw: *mut JNIEnv,
+    _scope: PhantomData<(&'local (), *mut ())>,
+}
 
 macro_rules! jcall {
     ($env:expr, $name:ident $(, $arg:expr)*) => {{
@@ -18,116 +26,129 @@ macro_rules! jcall {
     }};
 }
 
-impl Env {
+impl<'local> Env<'local> {
+    /// # Safety
+    /// `raw` is the live JNIEnv of the calling thread, and stays valid for `'local` (the native
+    /// method call or attached scope that handed it over).
+    #[inline(always)]
+    pub unsafe fn from_raw(raw: *mut JNIEnv) -> Env<'local> {
+        Env { raw, _scope: PhantomData }
+    }
+
+    #[inline(always)]
+    pub fn as_raw(self) -> *mut JNIEnv {
+        self.raw
+    }
+
     pub fn new_local_ref(self, obj: jobject) -> jobject {
-        jcall!(self.0, NewLocalRef, obj)
+        jcall!(self.raw, NewLocalRef, obj)
     }
     pub fn delete_local_ref(self, obj: jobject) {
         if !obj.is_null() {
-            jcall!(self.0, DeleteLocalRef, obj)
+            jcall!(self.raw, DeleteLocalRef, obj)
         }
     }
     pub fn new_global_ref(self, obj: jobject) -> jobject {
-        jcall!(self.0, NewGlobalRef, obj)
+        jcall!(self.raw, NewGlobalRef, obj)
     }
     pub fn delete_global_ref(self, obj: jobject) {
-        jcall!(self.0, DeleteGlobalRef, obj)
+        jcall!(self.raw, DeleteGlobalRef, obj)
     }
     pub fn new_weak_global_ref(self, obj: jobject) -> jobject {
-        jcall!(self.0, NewWeakGlobalRef, obj)
+        jcall!(self.raw, NewWeakGlobalRef, obj)
     }
     pub fn delete_weak_global_ref(self, obj: jobject) {
-        jcall!(self.0, DeleteWeakGlobalRef, obj)
+        jcall!(self.raw, DeleteWeakGlobalRef, obj)
     }
     pub fn is_same_object(self, a: jobject, b: jobject) -> bool {
-        jcall!(self.0, IsSameObject, a, b)
+        jcall!(self.raw, IsSameObject, a, b)
     }
     pub fn exception_check(self) -> bool {
-        jcall!(self.0, ExceptionCheck)
+        jcall!(self.raw, ExceptionCheck)
     }
     /// Take the pending exception (cleared), if any.
     pub fn take_exception(self) -> Option<jthrowable> {
         if !self.exception_check() {
             return None;
         }
-        let t = jcall!(self.0, ExceptionOccurred);
-        jcall!(self.0, ExceptionClear);
+        let t = jcall!(self.raw, ExceptionOccurred);
+        jcall!(self.raw, ExceptionClear);
         Some(t)
     }
     pub fn clear_exception(self) {
-        jcall!(self.0, ExceptionClear)
+        jcall!(self.raw, ExceptionClear)
     }
     pub fn throw(self, t: jthrowable) {
-        jcall!(self.0, Throw, t);
+        jcall!(self.raw, Throw, t);
     }
     pub fn push_local_frame(self, capacity: jint) -> bool {
-        jcall!(self.0, PushLocalFrame, capacity) == 0
+        jcall!(self.raw, PushLocalFrame, capacity) == 0
     }
     pub fn pop_local_frame(self, result: jobject) -> jobject {
-        jcall!(self.0, PopLocalFrame, result)
+        jcall!(self.raw, PopLocalFrame, result)
     }
     /// # Safety
     /// `method` is a static method of `class` whose parameters match `args` and which returns
     /// an object.
     pub unsafe fn call_static_object(self, class: jclass, method: jmethodID, args: &[jvalue]) -> jobject {
-        jcall!(self.0, CallStaticObjectMethodA, class, method, args.as_ptr())
+        jcall!(self.raw, CallStaticObjectMethodA, class, method, args.as_ptr())
     }
     pub fn array_length(self, array: jobject) -> jsize {
-        jcall!(self.0, GetArrayLength, array)
+        jcall!(self.raw, GetArrayLength, array)
     }
     pub fn byte_array_to_vec(self, array: jobject) -> Vec<u8> {
         let n = self.array_length(array).max(0) as usize;
         let mut out = vec![0u8; n];
-        jcall!(self.0, GetByteArrayRegion, array, 0, n as jsize, out.as_mut_ptr() as *mut i8);
+        jcall!(self.raw, GetByteArrayRegion, array, 0, n as jsize, out.as_mut_ptr() as *mut i8);
         out
     }
     pub fn new_byte_array(self, bytes: &[u8]) -> jobject {
-        let a = jcall!(self.0, NewByteArray, bytes.len() as jsize);
+        let a = jcall!(self.raw, NewByteArray, bytes.len() as jsize);
         if !a.is_null() {
-            jcall!(self.0, SetByteArrayRegion, a, 0, bytes.len() as jsize, bytes.as_ptr() as *const i8);
+            jcall!(self.raw, SetByteArrayRegion, a, 0, bytes.len() as jsize, bytes.as_ptr() as *const i8);
         }
         a
     }
     pub fn long_array_region(self, array: jobject, out: &mut [jlong]) {
-        jcall!(self.0, GetLongArrayRegion, array, 0, out.len() as jsize, out.as_mut_ptr());
+        jcall!(self.raw, GetLongArrayRegion, array, 0, out.len() as jsize, out.as_mut_ptr());
     }
     pub fn int_array_region(self, array: jobject, out: &mut [jint]) {
-        jcall!(self.0, GetIntArrayRegion, array, 0, out.len() as jsize, out.as_mut_ptr());
+        jcall!(self.raw, GetIntArrayRegion, array, 0, out.len() as jsize, out.as_mut_ptr());
     }
     pub fn new_long_array(self, n: jsize) -> jobject {
-        jcall!(self.0, NewLongArray, n)
+        jcall!(self.raw, NewLongArray, n)
     }
     /// A Java string from UTF-8 (re-encoded to UTF-16, so every code point round-trips).
     pub fn new_string(self, s: &str) -> jstring {
         let utf16: Vec<u16> = s.encode_utf16().collect();
-        jcall!(self.0, NewString, utf16.as_ptr(), utf16.len() as jsize)
+        jcall!(self.raw, NewString, utf16.as_ptr(), utf16.len() as jsize)
     }
     pub fn new_object_array(self, n: jsize, class: jclass) -> jobjectArray {
-        jcall!(self.0, NewObjectArray, n, class, std::ptr::null_mut())
+        jcall!(self.raw, NewObjectArray, n, class, std::ptr::null_mut())
     }
     pub fn object_array_get(self, array: jobject, i: jsize) -> jobject {
-        jcall!(self.0, GetObjectArrayElement, array, i)
+        jcall!(self.raw, GetObjectArrayElement, array, i)
     }
     pub fn object_array_set(self, array: jobject, i: jsize, v: jobject) {
-        jcall!(self.0, SetObjectArrayElement, array, i, v)
+        jcall!(self.raw, SetObjectArrayElement, array, i, v)
     }
     pub fn find_class(self, name: &std::ffi::CStr) -> jclass {
-        jcall!(self.0, FindClass, name.as_ptr())
+        jcall!(self.raw, FindClass, name.as_ptr())
     }
     pub fn static_method_id(self, class: jclass, name: &std::ffi::CStr, sig: &std::ffi::CStr) -> jmethodID {
-        jcall!(self.0, GetStaticMethodID, class, name.as_ptr(), sig.as_ptr())
+        jcall!(self.raw, GetStaticMethodID, class, name.as_ptr(), sig.as_ptr())
     }
 }
 
-impl Env {
+impl Env<'_> {
     /// A Rust string from a Java string (UTF-16 decoded; "" for null).
     pub fn get_string(self, s: jobject) -> String {
         if s.is_null() {
             return String::new();
         }
-        let n = jcall!(self.0, GetStringLength, s);
+        let n = jcall!(self.raw, GetStringLength, s);
         let mut buf = vec![0u16; n.max(0) as usize];
-        jcall!(self.0, GetStringRegion, s, 0, n, buf.as_mut_ptr());
+        jcall!(self.raw, GetStringRegion, s, 0, n, buf.as_mut_ptr());
         String::from_utf16_lossy(&buf)
     }
     /// Throw a new exception of class `class` (a JNI class name such as `java/lang/Error`).
@@ -137,7 +158,7 @@ impl Env {
             return; // FindClass left its own exception pending
         }
         let msg = std::ffi::CString::new(message.replace('\0', "?")).unwrap_or_default();
-        jcall!(self.0, ThrowNew, cls, msg.as_ptr());
+        jcall!(self.raw, ThrowNew, cls, msg.as_ptr());
         self.delete_local_ref(cls);
     }
 }

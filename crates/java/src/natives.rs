@@ -29,7 +29,8 @@ fn rust_string(env: &mut EnvUnowned<'_>, s: &JString<'_>, what: &str) -> Result<
     match env.with_env(|e| s.try_to_string(e)).into_outcome() {
         Outcome::Ok(s) => Ok(s),
         Outcome::Err(e) => {
-            Env(env.as_raw()).clear_exception();
+            // SAFETY: the env of the native call `env` borrows.
+            unsafe { Env::from_raw(env.as_raw()) }.clear_exception();
             Err(Error::type_error(format!("{what}: expected a string ({e})")))
         }
         Outcome::Panic(_) => Err(Error::runtime(format!("{what}: reading the string panicked"))),
@@ -268,7 +269,8 @@ unsafe fn body<'a, T>(handle: jlong, index: i32, what: &str) -> Result<&'a T> {
 
 #[no_mangle]
 pub extern "system" fn Java_dev_tether_ffi_Native_init(env: *mut JNIEnv, _c: jclass) {
-    let env = Env(env);
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
     if let Err(msg) = classes::init(env) {
         env.throw_new(c"java/lang/UnsatisfiedLinkError", &format!("tether_java cannot initialise: {msg}"));
     }
@@ -283,7 +285,7 @@ pub extern "system" fn Java_dev_tether_ffi_Native_release(
 ) {
     if handle != 0 {
         // SAFETY: the Cleaner action / close() owns the wrapper's +1 and runs once.
-        unsafe { tie::release(Env(env), handle as *mut ObjectHeader, generation as u64) }
+        unsafe { tie::release(Env::from_raw(env), handle as *mut ObjectHeader, generation as u64) }
     }
 }
 
@@ -291,7 +293,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_release(
 
 #[no_mangle]
 pub extern "system" fn Java_dev_tether_ffi_Native_call0(env: *mut JNIEnv, _c: jclass, func: jlong) -> jobject {
-    let env = Env(env);
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
     // SAFETY: Java passes the handle of a reachable TetherFunction.
     guard(env, null(), || unsafe { call_function(env, func, &[]) })
 }
@@ -307,7 +310,8 @@ macro_rules! call_natives {
         #[no_mangle]
         #[allow(clippy::too_many_arguments)]
         pub extern "system" fn $name(env: *mut JNIEnv, _c: jclass, func: jlong $(, $k: jint, $b: jlong, $r: jobject)*) -> $ret {
-            let env = Env(env);
+            // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
             // SAFETY: Java encodes with `Marshal` and keeps each `ref` (a wrapper) and the
             // function reachable for the call.
             guard_call(env, $fail, || unsafe { $call(env, func, &[$(($k, $b, $r)),*]) })
@@ -316,7 +320,8 @@ macro_rules! call_natives {
     (ints: $($name:ident($($a:ident),*);)*) => {$(
         #[no_mangle]
         pub extern "system" fn $name(env: *mut JNIEnv, _c: jclass, func: jlong $(, $a: jlong)*) -> jlong {
-            let env = Env(env);
+            // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
             // SAFETY: Java keeps the function reachable; ints need nothing else alive.
             guard_call(env, 0, || unsafe { call_encoded_long(env, func, &[$((convert::KIND_INT, $a, null())),*]) })
         }
@@ -342,7 +347,8 @@ call_natives! { ints:
 /// The result a `call*L` native parked (see [`call_encoded_long`]), as a Java object.
 #[no_mangle]
 pub extern "system" fn Java_dev_tether_ffi_Native_takePending(env: *mut JNIEnv, _c: jclass) -> jobject {
-    let env = Env(env);
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
     guard(env, null(), || match PENDING.with(|p| p.take()) {
         Some(v) => to_java(env, v),
         None => Err(Error::runtime("no pending call result on this thread")),
@@ -358,7 +364,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_fieldGetter<'l>(
     type_index: jint,
     name: JString<'l>,
 ) -> jlong {
-    let env = Env(jenv.as_raw());
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(jenv.as_raw()) };
     guard(env, 0, || {
         let name = rust_string(&mut jenv, &name, "field name")?;
         Ok(types::find_field(info(type_index)?, &name).map_or(0, |f| f.getter as jlong))
@@ -374,7 +381,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_call(
     bits: jobject,
     refs: jobject,
 ) -> jobject {
-    let env = Env(env);
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
     guard(env, null(), || {
         // SAFETY: as in call1, for every element.
         let args = unsafe { decode_arrays(env, kinds, bits, refs) }?;
@@ -391,13 +399,15 @@ pub extern "system" fn Java_dev_tether_ffi_Native_callbackFunction(
     callable: jobject,
     id_hash: jint,
 ) -> jlong {
-    let env = Env(env);
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
     guard(env, 0, || callback::function_for(env, callable, id_hash).map(|p| p as jlong))
 }
 
 #[no_mangle]
 pub extern "system" fn Java_dev_tether_ffi_Native_functionName(env: *mut JNIEnv, _c: jclass, func: jlong) -> jstring {
-    let env = Env(env);
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
     guard(env, null(), || {
         // SAFETY: Java passes a reachable TetherFunction's handle.
         let f = unsafe { body::<FunctionObj>(func, TypeIndex::FUNCTION, "Function") }?;
@@ -413,7 +423,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_getGlobal<'l>(
     _c: JClass<'l>,
     name: JString<'l>,
 ) -> jobject {
-    let env = Env(jenv.as_raw());
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(jenv.as_raw()) };
     guard(env, null(), || {
         let name = rust_string(&mut jenv, &name, "getGlobalFunc")?;
         match function::get_global(&name) {
@@ -425,7 +436,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_getGlobal<'l>(
 
 #[no_mangle]
 pub extern "system" fn Java_dev_tether_ffi_Native_listGlobals(env: *mut JNIEnv, _c: jclass) -> jobjectArray {
-    let env = Env(env);
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
     guard(env, null(), || {
         let names = function::list_globals();
         string_array(env, &names.iter().map(String::as_str).collect::<Vec<_>>())
@@ -434,13 +446,15 @@ pub extern "system" fn Java_dev_tether_ffi_Native_listGlobals(env: *mut JNIEnv, 
 
 #[no_mangle]
 pub extern "system" fn Java_dev_tether_ffi_Native_typeKey(env: *mut JNIEnv, _c: jclass, type_index: jint) -> jstring {
-    let env = Env(env);
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
     guard(env, null(), || Ok(env.new_string(&types::kind_name(type_index))))
 }
 
 #[no_mangle]
 pub extern "system" fn Java_dev_tether_ffi_Native_typeKeys(env: *mut JNIEnv, _c: jclass) -> jobjectArray {
-    let env = Env(env);
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
     guard(env, null(), || string_array(env, &types::list_types().iter().map(|(_, k)| *k).collect::<Vec<_>>()))
 }
 
@@ -450,7 +464,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_typeIndexOf<'l>(
     _c: JClass<'l>,
     key: JString<'l>,
 ) -> jint {
-    let env = Env(jenv.as_raw());
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(jenv.as_raw()) };
     guard(env, -1, || {
         let key = rust_string(&mut jenv, &key, "type key")?;
         Ok(types::type_index_of(&key).unwrap_or(-1))
@@ -465,7 +480,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_typeFields(
     _c: jclass,
     type_index: jint,
 ) -> jobjectArray {
-    let env = Env(env);
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
     guard(env, null(), || {
         let fields = types::all_fields(info(type_index)?);
         records(env, fields.len(), |i| {
@@ -488,7 +504,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_typeMethods(
     _c: jclass,
     type_index: jint,
 ) -> jobjectArray {
-    let env = Env(env);
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
     guard(env, null(), || {
         let methods = types::all_methods(info(type_index)?);
         records(env, methods.len(), |i| {
@@ -538,7 +555,8 @@ fn records(env: Env, n: usize, make: impl Fn(usize) -> Result<Vec<jobject>>) -> 
 
 #[no_mangle]
 pub extern "system" fn Java_dev_tether_ffi_Native_typeDoc(env: *mut JNIEnv, _c: jclass, type_index: jint) -> jstring {
-    let env = Env(env);
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
     guard(env, null(), || Ok(env.new_string(info(type_index)?.doc())))
 }
 
@@ -548,7 +566,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_typeHasConstructor(
     _c: jclass,
     type_index: jint,
 ) -> jboolean {
-    let env = Env(env);
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
     guard(env, false, || Ok(info(type_index)?.constructor().is_some()))
 }
 
@@ -561,7 +580,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_construct<'l>(
     bits: jobject,
     refs: jobject,
 ) -> jobject {
-    let env = Env(jenv.as_raw());
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(jenv.as_raw()) };
     guard(env, null(), || {
         // SAFETY: Java encodes with `Marshal`; decode first so owned handles are consumed.
         let args = unsafe { decode_arrays(env, kinds, bits, refs) }?;
@@ -584,7 +604,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_getField<'l>(
     _keep: jobject,
     name: JString<'l>,
 ) -> jobject {
-    let env = Env(jenv.as_raw());
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(jenv.as_raw()) };
     guard(env, null(), || {
         let name = rust_string(&mut jenv, &name, "field name")?;
         // SAFETY: `_keep` (the wrapper) keeps `handle` alive for the call.
@@ -604,7 +625,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_setField<'l>(
     bits: jlong,
     r: jobject,
 ) {
-    let env = Env(jenv.as_raw());
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(jenv.as_raw()) };
     guard(env, (), || {
         let mut hold = Any::none();
         // SAFETY: Java encodes with `Marshal` and keeps `r` reachable.
@@ -627,7 +649,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_callMethod<'l>(
     bits: jobject,
     refs: jobject,
 ) -> jobject {
-    let env = Env(jenv.as_raw());
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(jenv.as_raw()) };
     guard(env, null(), || {
         // SAFETY: as in `call`.
         let args = unsafe { decode_arrays(env, kinds, bits, refs) }?;
@@ -650,7 +673,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_callMethod<'l>(
 
 #[no_mangle]
 pub extern "system" fn Java_dev_tether_ffi_Native_arrayLen(env: *mut JNIEnv, _c: jclass, handle: jlong) -> jint {
-    let env = Env(env);
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
     // SAFETY: Java passes a reachable TetherList's handle.
     guard(env, 0, || Ok(unsafe { body::<ArrayObj>(handle, TypeIndex::ARRAY, "Array") }?.len() as jint))
 }
@@ -662,7 +686,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_arrayGet(
     handle: jlong,
     i: jint,
 ) -> jobject {
-    let env = Env(env);
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
     guard(env, null(), || {
         // SAFETY: as in arrayLen.
         let array = unsafe { body::<ArrayObj>(handle, TypeIndex::ARRAY, "Array") }?;
@@ -672,7 +697,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_arrayGet(
 
 #[no_mangle]
 pub extern "system" fn Java_dev_tether_ffi_Native_mapLen(env: *mut JNIEnv, _c: jclass, handle: jlong) -> jint {
-    let env = Env(env);
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
     // SAFETY: Java passes a reachable TetherMap's handle.
     guard(env, 0, || Ok(unsafe { body::<MapObj>(handle, TypeIndex::MAP, "Map") }?.len() as jint))
 }
@@ -692,7 +718,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_mapKeyAt(
     handle: jlong,
     i: jint,
 ) -> jobject {
-    let env = Env(env);
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
     guard(env, null(), || to_java(env, map_entry(handle, i)?.0.clone()))
 }
 
@@ -703,7 +730,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_mapValueAt(
     handle: jlong,
     i: jint,
 ) -> jobject {
-    let env = Env(env);
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
     guard(env, null(), || to_java(env, map_entry(handle, i)?.1.clone()))
 }
 
@@ -718,7 +746,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_mapGet(
     r: jobject,
     missing: jobject,
 ) -> jobject {
-    let env = Env(env);
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
     guard(env, null(), || {
         // SAFETY: as in mapLen.
         let map = unsafe { body::<MapObj>(handle, TypeIndex::MAP, "Map") }?;
@@ -740,7 +769,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_loadModule<'l>(
     _c: JClass<'l>,
     path: JString<'l>,
 ) -> jobject {
-    let env = Env(jenv.as_raw());
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(jenv.as_raw()) };
     guard(env, null(), || {
         let path = rust_string(&mut jenv, &path, "module path")?;
         to_java(env, plugin::module_any(&plugin::load_module(&path)?))
@@ -754,7 +784,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_moduleFunction<'l>(
     handle: jlong,
     name: JString<'l>,
 ) -> jobject {
-    let env = Env(jenv.as_raw());
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(jenv.as_raw()) };
     guard(env, null(), || {
         let name = rust_string(&mut jenv, &name, "function name")?;
         // SAFETY: Java passes a reachable TetherModule's handle.
@@ -772,7 +803,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_moduleFunctionNames(
     _c: jclass,
     handle: jlong,
 ) -> jobjectArray {
-    let env = Env(env);
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
     guard(env, null(), || {
         // SAFETY: as in moduleFunction.
         let module = unsafe { body::<ModuleObj>(handle, TypeIndex::MODULE, "Module") }?;
@@ -786,7 +818,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_moduleTypeKeys(
     _c: jclass,
     handle: jlong,
 ) -> jobjectArray {
-    let env = Env(env);
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
     guard(env, null(), || {
         // SAFETY: as in moduleFunction.
         let module = unsafe { body::<ModuleObj>(handle, TypeIndex::MODULE, "Module") }?;
@@ -810,7 +843,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_constant<'l>(
     _c: JClass<'l>,
     name: JString<'l>,
 ) -> jlong {
-    let env = Env(jenv.as_raw());
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(jenv.as_raw()) };
     guard(env, 0, || {
         let name = rust_string(&mut jenv, &name, "constant name")?;
         let java = [("PENDING_RESULT", PENDING_RESULT)];
@@ -827,7 +861,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_constant<'l>(
 /// `Native.errorKinds()`: every error kind the core raises (each maps to an exception class).
 #[no_mangle]
 pub extern "system" fn Java_dev_tether_ffi_Native_errorKinds(env: *mut JNIEnv, _c: jclass) -> jobjectArray {
-    let env = Env(env);
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
     guard(env, null(), || string_array(env, tether_core::constants::ERROR_KINDS))
 }
 

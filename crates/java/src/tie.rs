@@ -34,8 +34,19 @@ pub fn side_entries() -> usize {
     FRONTEND.side_entries()
 }
 
+/// How Java wrappers are made and revived, for the call that made the host (see `to_wrapper`).
 pub struct JavaHost {
-    env: Env,
+    /// The calling thread's env (raw: a host lives in a static domain's type, `Env`'s brand
+    /// is the one call's).
+    raw_env: *mut jni_sys::JNIEnv,
+}
+
+impl JavaHost {
+    fn env(&self) -> Env<'_> {
+        // SAFETY: a JavaHost is made only by `to_wrapper` from the live env of its call and is
+        // dropped before that call returns.
+        unsafe { Env::from_raw(self.raw_env) }
+    }
 }
 
 // SAFETY: `revive` returns a strong (local) reference only when the weak reference still
@@ -48,13 +59,13 @@ unsafe impl TieHost for JavaHost {
     type Prepared = ();
 
     unsafe fn revive(&self, word: usize) -> Option<jobject> {
-        let local = self.env.new_local_ref(decode(word));
+        let local = self.env().new_local_ref(decode(word));
         (!local.is_null()).then_some(local)
     }
 
     /// A Java callable coming home: the very object Java passed (a local reference).
     fn callable_of(&self, func: &ObjectRef) -> Result<Option<jobject>> {
-        Ok(crate::callback::original_callable(func).map(|global| self.env.new_local_ref(global)))
+        Ok(crate::callback::original_callable(func).map(|global| self.env().new_local_ref(global)))
     }
 
     fn prepare(&self, _obj: &ObjectRef) -> Result<()> {
@@ -64,23 +75,23 @@ unsafe impl TieHost for JavaHost {
     unsafe fn create(&self, _: &(), obj: ObjectRef, previous: Previous, generation: u64) -> Result<(jobject, usize)> {
         if let Previous::Dying(word) | Previous::Inactive(word) = previous {
             // The slot word was ours to dispose of: the dying wrapper's weak reference.
-            self.env.delete_weak_global_ref(decode(word));
+            self.env().delete_weak_global_ref(decode(word));
         }
         let c = classes::get();
         let type_index = obj.type_index();
         let raw = obj.into_raw();
         let args = [jvalue { j: raw as i64 }, jvalue { j: generation as i64 }, jvalue { i: type_index }];
         // SAFETY: `Wrappers.create(long, long, int) -> Object`, resolved at init.
-        let wrapper = unsafe { self.env.call_static_object(c.wrappers, c.wrappers_create, &args) };
-        if wrapper.is_null() || self.env.exception_check() {
-            self.env.clear_exception();
+        let wrapper = unsafe { self.env().call_static_object(c.wrappers, c.wrappers_create, &args) };
+        if wrapper.is_null() || self.env().exception_check() {
+            self.env().clear_exception();
             // SAFETY: no wrapper took the reference; it is still ours.
             drop(unsafe { ObjectRef::from_raw(raw) });
             return Err(Error::runtime("cannot create a Java wrapper for a native object"));
         }
-        let weak = self.env.new_weak_global_ref(wrapper);
+        let weak = self.env().new_weak_global_ref(wrapper);
         if weak.is_null() {
-            self.env.clear_exception();
+            self.env().clear_exception();
             // The wrapper owns the reference; its Cleaner releases it (its generation never
             // reaches the slot, so the release leaves the slot alone).
             return Err(Error::runtime("out of JNI weak references"));
@@ -91,7 +102,7 @@ unsafe impl TieHost for JavaHost {
 
 /// Return `obj` (an owned +1) to Java as its canonical wrapper (a local reference).
 pub fn to_wrapper(env: Env, obj: ObjectRef) -> Result<jobject> {
-    FRONTEND.return_object(&JavaHost { env }, obj).map(|returned| returned.into_handle())
+    FRONTEND.return_object(&JavaHost { raw_env: env.as_raw() }, obj).map(|returned| returned.into_handle())
 }
 
 /// A wrapper of `generation` lets go of `handle`: untie it if it still owns the slot, delete
