@@ -133,3 +133,92 @@ fn a_release_racing_a_return_never_loses_the_new_wrapper() {
         assert_eq!(obj.header().strong_count(), 1);
     });
 }
+
+/// A serialized host (the GIL's shape): every protocol step runs under `HOST_LOCK`, which
+/// loom schedules, so the model explores every order of whole steps.
+#[derive(Default)]
+struct Serialized;
+
+// SAFETY: as `Jvmish`; every caller holds the model's host lock (`SERIALIZED`).
+unsafe impl TieHost for Serialized {
+    type Handle = Arc<Wrapper>;
+    type Error = ();
+    type Prepared = ();
+    const SERIALIZED: bool = true;
+
+    unsafe fn revive(&self, word: usize) -> Option<Arc<Wrapper>> {
+        // SAFETY: an Active word is a `Weak::into_raw` of ours, borrowed here.
+        std::mem::ManuallyDrop::new(unsafe { Weak::from_raw(word as *const Wrapper) }).upgrade()
+    }
+
+    fn prepare(&self, _obj: &ObjectRef) -> Result<(), ()> {
+        Ok(())
+    }
+
+    unsafe fn create(
+        &self,
+        _: &(),
+        obj: ObjectRef,
+        previous: Previous,
+        generation: u64,
+    ) -> Result<(Arc<Wrapper>, usize), ()> {
+        if let Previous::Dying(word) | Previous::Inactive(word) = previous {
+            dispose(word);
+        }
+        let w = Arc::new(Wrapper { obj: obj.into_raw(), generation });
+        Ok((w.clone(), Weak::into_raw(Arc::downgrade(&w)) as usize))
+    }
+}
+
+/// A serialized domain on the same slots as `frontend()`.
+fn serialized() -> &'static Frontend<Serialized> {
+    static FRONTEND: OnceLock<Frontend<Serialized>> = OnceLock::new();
+    FRONTEND.get_or_init(|| {
+        let f = Frontend::new();
+        f.adopt_allocator(frontend().tag());
+        f
+    })
+}
+
+#[test]
+fn a_claimed_spare_and_a_return_of_the_same_object_keep_the_count_in_any_order() {
+    let f = serialized();
+    loom::model(move || {
+        let lock = Arc::new(loom::sync::Mutex::new(()));
+        let obj = new_object();
+        let (w, word) = {
+            let _held = lock.lock().unwrap();
+            let w = f.return_object(&Serialized, obj.clone()).unwrap().into_handle();
+            drop(f.return_object(&Serialized, obj.clone()).unwrap()); // one spare in the slot
+            let word = Arc::downgrade(&w).as_ptr() as usize;
+            (w, word)
+        };
+        let (echo_lock, echo_obj) = (lock.clone(), obj.clone());
+        let echo = thread::spawn(move || {
+            let _held = echo_lock.lock().unwrap();
+            let ptr = echo_obj.as_ptr();
+            let mut call = f.leaf_call(true);
+            // SAFETY: under the host lock; the wrapper (kept by the main thread) holds `ptr`.
+            unsafe {
+                let mut view = call.wrapper_argument(0, ptr, word);
+                if let Some((0, lent)) = call.commit() {
+                    view = lent;
+                }
+                assert!(view.is_lent(), "the spare is lent once every argument is converted");
+                assert_eq!(call.settle(Some(ptr)), Some(0), "echo(x) returns its claimed argument");
+            }
+        });
+        {
+            let _held = lock.lock().unwrap();
+            drop(f.return_object(&Serialized, obj.clone()).unwrap()); // another spare kept
+        }
+        echo.join().unwrap();
+        let _held = lock.lock().unwrap();
+        let w = Arc::try_unwrap(w).ok().expect("the only handle");
+        // SAFETY: the wrapper's +1, given up once, under the host lock.
+        if let Some(word) = unsafe { f.release(w.obj, w.generation, 0) } {
+            dispose(word);
+        }
+        assert_eq!(obj.header().strong_count(), 1, "every spare went with the wrapper");
+    });
+}
