@@ -60,6 +60,8 @@ extern "C" {
 /* The deepest nesting of language containers (lists, dicts, arrays, maps) a frontend converts to
  * native Arrays and Maps; deeper or self-containing values are a ValueError before any call. */
 #define TETHER_MAX_NESTING_DEPTH 100
+/* The most items one such container converts (2^27); a larger one is a ValueError. */
+#define TETHER_MAX_CONTAINER_ITEMS 134217728
 
 /* ---- the object header (24 bytes, align 8) ---------------------------------------------- */
 

@@ -41,6 +41,7 @@ pub const SHARED: &[(&str, i64)] = &[
     ("FUNC_CELL_GETTER", FUNC_CELL_GETTER as i64),
     ("LENT_MARK", crate::any::LENT_MARK as i64),
     ("MAX_NESTING_DEPTH", crate::nesting::MAX_DEPTH as i64),
+    ("MAX_CONTAINER_ITEMS", crate::nesting::MAX_ITEMS as i64),
 ];
 
 /// The value of shared constant `name`.

@@ -14,6 +14,25 @@ use crate::error::Error;
 /// 1). Documented in docs/abi.md; the JVM reads it through `Native.maxNestingDepth()`.
 pub const MAX_DEPTH: usize = 100;
 
+/// The most items one container converts (2^27, 2 GiB of cells). A JS array's length can name
+/// 2^32 - 1 holes that take no memory, and converting them would exhaust it.
+pub const MAX_ITEMS: usize = 1 << 27;
+
+/// Check a container's item count before converting it: a ValueError past [`MAX_ITEMS`].
+pub fn check_items(n: usize) -> Result<(), Error> {
+    if n > MAX_ITEMS {
+        return Err(too_many_error(n));
+    }
+    Ok(())
+}
+
+#[cold]
+fn too_many_error(n: usize) -> Error {
+    Error::value(format!(
+        "a container of {n} items is too large to convert (tether converts at most {MAX_ITEMS} items per container)"
+    ))
+}
+
 /// The containers being converted right now, outermost first: one per recursion level.
 ///
 /// `K` names a container the way its language can compare it: an address for CPython, a
@@ -96,6 +115,14 @@ mod tests {
         assert_eq!(n.depth(), 2, "a refused container is not entered");
         n.leave();
         n.enter(2, same).expect("a sibling may repeat a container that was left");
+    }
+
+    #[test]
+    fn refuses_more_items_than_the_limit() {
+        assert!(check_items(MAX_ITEMS).is_ok());
+        let e = check_items(MAX_ITEMS + 1).unwrap_err();
+        assert_eq!(e.kind(), "ValueError");
+        assert!(e.message().contains("too large to convert"), "{}", e.message());
     }
 
     #[test]

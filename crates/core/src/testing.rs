@@ -76,6 +76,10 @@ pub struct AlignedMarker;
 
 const ALIGNED_SIZE: usize = 64;
 
+/// The longest array `testing.make_array` makes (each item is a new Pair: 2^24 of them take
+/// about a GiB; a larger request would only exhaust memory).
+const MAX_TEST_ARRAY: i64 = 1 << 24;
+
 unsafe extern "C" fn delete_aligned(obj: *mut ObjectHeader, flags: i32) {
     if flags & DELETE_MEMORY != 0 {
         // SAFETY: `align` is a plain field written at construction; the layout matches.
@@ -209,8 +213,10 @@ pub(crate) fn register() {
         .with_doc("An object whose body has the given alignment."));
     reg(Function::from_typed("testing.is_aligned", is_aligned).leaf().with_doc("Is x's body aligned as requested?"));
     reg(Function::from_typed("testing.make_array", |n: i64| -> Result<ObjectArc<ArrayObj>> {
-        if n < 0 {
-            return Err(Error::value(format!("testing.make_array(): n must be >= 0, got {n}")));
+        if !(0..=MAX_TEST_ARRAY).contains(&n) {
+            return Err(Error::value(format!(
+                "testing.make_array(): n must be between 0 and {MAX_TEST_ARRAY}, got {n}"
+            )));
         }
         Ok(ArrayObj::new((0..n).map(|i| Any::object(Pair::new(Any::int(i), Any::none()).into())).collect()))
     })

@@ -9,7 +9,7 @@
 use jni_sys::{jobject, jvalue};
 use tether_core::containers::{ArrayObj, MapObj};
 use tether_core::function::FunctionObj;
-use tether_core::nesting::Nesting;
+use tether_core::nesting::{self, Nesting};
 use tether_core::{Any, AnyView, Error, ObjectRef, Result, TypeIndex};
 
 use crate::jenv::Env;
@@ -159,6 +159,7 @@ unsafe fn decode_items(
     open: &mut Nesting<jobject>,
 ) -> Result<Vec<Any>> {
     let n = env.array_length(kinds).max(0) as usize;
+    nesting::check_items(n)?;
     let mut k = vec![0i32; n];
     let mut b = vec![0i64; n];
     env.int_array_region(kinds, &mut k);

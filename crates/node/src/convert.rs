@@ -21,7 +21,7 @@ use napi::sys;
 use napi::sys::ValueType;
 use tether_core::boundary::LeafCall;
 use tether_core::containers::{ArrayObj, MapObj};
-use tether_core::nesting::Nesting;
+use tether_core::nesting::{self, Nesting};
 use tether_core::{Any, AnyView, Error, ObjectRef, TypeIndex};
 
 use crate::env::EnvState;
@@ -201,6 +201,7 @@ fn convert_plain_object(state: &EnvState, v: Value, open: &mut Open) -> JsResult
     if is(state, v, sys::napi_is_array) {
         let mut len = 0u32;
         napi_call!(env, napi_get_array_length(env, v, &mut len))?;
+        nesting::check_items(len as usize)?;
         let mut items = Vec::with_capacity(len as usize);
         for i in 0..len {
             let mut item = ptr::null_mut();
@@ -230,6 +231,7 @@ fn convert_plain_object(state: &EnvState, v: Value, open: &mut Open) -> JsResult
     )?;
     let mut n = 0u32;
     napi_call!(env, napi_get_array_length(env, keys, &mut n))?;
+    nesting::check_items(n as usize)?;
     let mut entries = Vec::with_capacity(n as usize);
     for i in 0..n {
         let mut key = ptr::null_mut();
@@ -270,6 +272,7 @@ fn convert_collection(state: &EnvState, v: Value, open: &mut Open) -> JsResult<O
     napi_call!(env, napi_get_value_bool(env, element(out, 0)?, &mut is_map))?;
     let items = element(out, 1)?;
     let n = length(items)?;
+    nesting::check_items(n as usize)?;
     let mut convert_item = |item: Value| -> JsResult<Any> { convert(state, item, raw::type_of(env, item)?, open) };
     if is_map {
         let mut entries = Vec::with_capacity(n as usize);
@@ -295,10 +298,15 @@ fn byte_view<'a>(state: &EnvState, v: Value) -> JsResult<Option<&'a [u8]>> {
         let mut buffer = ptr::null_mut();
         let mut offset = 0usize;
         napi_call!(env, napi_get_typedarray_info(env, v, &mut kind, &mut count, &mut data, &mut buffer, &mut offset))?;
+        len = count * element_size(kind);
         let mut ab_len = 0usize;
         let mut ab_data = ptr::null_mut();
-        napi_call!(env, napi_get_arraybuffer_info(env, buffer, &mut ab_data, &mut ab_len))?;
-        len = ab_len.saturating_sub(offset).min(count * element_size(kind));
+        // A view of a SharedArrayBuffer has no ArrayBuffer info (the call reports an invalid
+        // argument and throws nothing): its `count` elements at `data` are the bytes.
+        // SAFETY: `buffer` is a handle of this call; the outputs are written on success only.
+        if unsafe { sys::napi_get_arraybuffer_info(env, buffer, &mut ab_data, &mut ab_len) } == sys::Status::napi_ok {
+            len = ab_len.saturating_sub(offset).min(len);
+        }
     } else if is(state, v, sys::napi_is_dataview) {
         let mut buffer = ptr::null_mut();
         let mut offset = 0usize;

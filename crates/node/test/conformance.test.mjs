@@ -467,6 +467,13 @@ test('T39 huge and odd values convert or throw typed errors', async () => {
   // A lone surrogate cannot be UTF-8: it converts as U+FFFD, as TextEncoder does.
   assert.equal(testing.echo('lone \ud800 surrogate'), 'lone \ufffd surrogate');
   assert.throws(() => testing.echo(Symbol('s')), tether.TetherTypeError);
+  const shared = new Uint8Array(new SharedArrayBuffer(4));
+  shared.set([1, 2, 3, 4]);
+  assert.ok(testing.echo(shared).equals(Buffer.from([1, 2, 3, 4])), 'a view of a SharedArrayBuffer is bytes');
+  assert.throws(() => testing.make_array(2 ** 40), tether.TetherValueError, 'no allocation of 2^40 objects');
+  const holes = [];
+  holes.length = 2 ** 32 - 1;
+  assert.throws(() => testing.echo(holes), (e) => e instanceof tether.TetherValueError && /too large to convert/.test(e.message));
   assert.equal(testing.add(2, 3), 5);
   await expectLiveBackTo(baseline);
 });

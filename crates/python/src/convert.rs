@@ -14,7 +14,7 @@ use tether_core::any::{Any, AnyView, TypeIndex};
 use tether_core::arc::ObjectRef;
 use tether_core::boundary::LeafCall;
 use tether_core::containers::{ArrayObj, MapObj};
-use tether_core::nesting::Nesting;
+use tether_core::nesting::{self, Nesting};
 use tether_core::object::inc_ref;
 use tether_core::Error;
 
@@ -246,7 +246,9 @@ unsafe fn container_items(o: *mut ffi::PyObject, nesting: &mut Nesting<usize>) -
     // methods are called), so the container cannot change under the loops.
     unsafe {
         if ffi::PyDict_Check(o) != 0 {
-            let mut entries = Vec::with_capacity(ffi::PyDict_Size(o).max(0) as usize);
+            let size = ffi::PyDict_Size(o).max(0) as usize;
+            nesting::check_items(size).map_err(|e| errors::raised(e))?;
+            let mut entries = Vec::with_capacity(size);
             let mut pos: ffi::Py_ssize_t = 0;
             let (mut k, mut v) = (null_mut(), null_mut());
             while ffi::PyDict_Next(o, &mut pos, &mut k, &mut v) != 0 {
@@ -266,6 +268,10 @@ unsafe fn container_items(o: *mut ffi::PyObject, nesting: &mut Nesting<usize>) -
             return Err(PyErrSet);
         }
         let n = ffi::PySequence_Size(seq);
+        if let Err(e) = nesting::check_items(n.max(0) as usize) {
+            ffi::Py_DECREF(seq);
+            return Err(errors::raised(e));
+        }
         let mut items = Vec::with_capacity(n.max(0) as usize);
         for i in 0..n {
             let item = ffi::PySequence_GetItem(seq, i);

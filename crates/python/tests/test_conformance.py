@@ -469,6 +469,8 @@ def test_T39_huge_and_odd_values(testing, baseline):
     with pytest.raises(UnicodeEncodeError, match="surrogate"):
         testing.echo("lone \ud800 surrogate")
     assert testing.echo("\U0001F600" * 1000) == "\U0001F600" * 1000
+    with pytest.raises(tether_ffi.ValueError, match="between 0 and"):
+        testing.make_array(1 << 40)  # no attempt to allocate 2^40 objects
     assert testing.add(2, 3) == 5
     gc.collect()
     assert live_now() == baseline
