@@ -128,7 +128,11 @@ export function liveObjects(): number;
 export function getClass(key: string): TetherClass | undefined;
 /** Functions and classes under `prefix.` by short name: `namespace("testing").echo`. */
 export function namespace(prefix: string): { [name: string]: any };
-/** Load a tether plugin (shared library); throws a TetherError if it is not one. */
+/**
+ * Load a tether plugin (shared library); throws a TetherError if it is not one. `path` is a
+ * file path (relative to the working directory); loading the same file again, under any path,
+ * returns the same object.
+ */
 export function loadModule(path: string): LoadedModule;
 /** True once `[Symbol.dispose]()` released this wrapper. */
 export function isDisposed(obj: TetherObject): boolean;

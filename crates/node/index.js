@@ -460,9 +460,15 @@ function namespace(prefix) {
  * Load a plugin (a shared library exporting `tether_module_init`). Returns its functions and
  * classes by name, also under `.functions` and `.classes`.
  */
+/** Modules by canonical path: loading a file again, under any path, gives the same object. */
+const loadedModules = new Map();
+
 function loadModule(path) {
   const loaded = native.loadModule(String(path));
+  const known = loadedModules.get(loaded.path);
+  if (known !== undefined) return known;
   const out = { path: loaded.path, module: loaded.module, functions: {}, classes: {} };
+  loadedModules.set(loaded.path, out);
   for (const [name, fn] of loaded.functions) {
     out.functions[name] = fn;
     out[name] = fn;

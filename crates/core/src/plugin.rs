@@ -253,6 +253,19 @@ pub(crate) struct PendingModule {
 
 static LOADED: Mutex<Vec<(std::path::PathBuf, ObjectRef)>> = Mutex::new(Vec::new());
 
+/// The dynamic loader's own words for a failure (libloading keeps `dlerror()`'s text in the
+/// error's source, behind a generic "dlopen failed"): "libdep.so: cannot open shared object
+/// file: No such file or directory".
+fn loader_reason(e: &libloading::Error) -> String {
+    let mut reason = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        reason = s.to_string();
+        source = s.source();
+    }
+    reason
+}
+
 /// Load a plugin (once per canonical path; later loads return the same module object).
 pub fn load_module(path: &str) -> Result<ObjectArc<ModuleObj>> {
     if is_plugin() {
@@ -271,7 +284,10 @@ pub fn load_module(path: &str) -> Result<ObjectArc<ModuleObj>> {
     // SAFETY: loading a library runs its initialisers; that is what loading a plugin means.
     // The library is never unloaded (leaked below), so its code outlives every object.
     let lib = unsafe { libloading::Library::new(&canonical) }.map_err(|e| {
-        Error::value(format!("cannot load tether module {path:?}: not a loadable shared library ({e})"))
+        Error::value(format!(
+            "cannot load tether module {path:?}: not a loadable shared library ({})",
+            loader_reason(&e)
+        ))
     })?;
     // SAFETY: `tether_module_abi` is declared as a `u32` static by every tether plugin.
     let abi = unsafe { lib.get::<*const u32>(b"tether_module_abi\0") }

@@ -231,6 +231,39 @@ fn files_that_are_not_tether_modules_give_clear_errors() {
     let e = load_module(&text.display().to_string()).unwrap_err();
     assert!(e.message().contains("not a loadable shared library"), "{}", e.message());
 
+    // A library whose own dependency is missing: the loader's reason names the dependency.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("missing_dependency");
+    std::fs::create_dir_all(&dir).unwrap();
+    let dep = dir.join("libtether_gone_dep.so");
+    std::fs::write(dir.join("dep.c"), "int tether_gone_dep(void) { return 1; }\n").unwrap();
+    std::fs::write(
+        dir.join("uses_dep.c"),
+        "int tether_gone_dep(void);\nint uses(void) { return tether_gone_dep(); }\n",
+    )
+    .unwrap();
+    let cc = std::env::var("CC").unwrap_or_else(|_| "gcc".into());
+    let gcc = |args: &[&std::ffi::OsStr]| assert!(Command::new(&cc).args(args).status().unwrap().success());
+    gcc(&["-shared".as_ref(), "-fPIC".as_ref(), "-o".as_ref(), dep.as_os_str(), dir.join("dep.c").as_os_str()]);
+    let user = dir.join("libuses_dep.so");
+    gcc(&[
+        "-shared".as_ref(),
+        "-fPIC".as_ref(),
+        "-o".as_ref(),
+        user.as_os_str(),
+        dir.join("uses_dep.c").as_os_str(),
+        "-L".as_ref(),
+        dir.as_os_str(),
+        "-ltether_gone_dep".as_ref(),
+    ]);
+    std::fs::remove_file(&dep).unwrap();
+    let e = load_module(&user.display().to_string()).unwrap_err();
+    assert_eq!(e.kind(), "ValueError");
+    assert!(
+        e.message().contains("libtether_gone_dep.so: cannot open shared object file"),
+        "the loader's reason: {}",
+        e.message()
+    );
+
     let e = load_module(&build("not_a_module")).unwrap_err();
     assert!(e.message().contains("no `tether_module_abi` symbol"), "{}", e.message());
 

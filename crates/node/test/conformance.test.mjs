@@ -493,6 +493,9 @@ test('T40 the process exits cleanly with live objects', () => {
 test('T50 loadModule exposes plugin functions and types', () => {
   assert.ok(fs.existsSync(samplePlugin), `sample plugin built at ${samplePlugin}`);
   const sample = tether.loadModule(samplePlugin);
+  assert.equal(tether.loadModule(samplePlugin), sample, 'the same file loads as the same module');
+  const viaOtherPath = path.join(path.dirname(samplePlugin), '..', path.basename(path.dirname(samplePlugin)), path.basename(samplePlugin));
+  assert.equal(tether.loadModule(viaOtherPath), sample, 'another path to the same file');
   assert.equal(sample.greet('node'), 'hello, node');
   assert.equal(sample.functions.greet, sample.greet);
   const { Counter } = sample;

@@ -487,6 +487,9 @@ def test_T40_shutdown_with_live_objects():
 
 def test_T50_load_plugin(testing):
     mod = tether_ffi.load_module(plugin_path())
+    assert tether_ffi.load_module(plugin_path()) is mod, "the same file loads as the same module"
+    via_other_path = pathlib.Path(plugin_path()).parent / ".." / pathlib.Path(plugin_path()).parent.name / pathlib.Path(plugin_path()).name
+    assert tether_ffi.load_module(via_other_path) is mod, "another path to the same file"
     assert pathlib.Path(mod.__file__).exists()
     assert mod.greet("tether") == "hello, tether"
     c = mod.make_counter(5)

@@ -277,13 +277,24 @@ def _module_from(name: str, functions: list[tuple[str, _Any]], type_indices: lis
     return mod
 
 
+_LOADED: dict[str, _types.ModuleType] = {}
+
+
 def load_module(path: str | _os.PathLike[str]) -> _types.ModuleType:
-    """Load a tether plugin; its functions and types become the module's attributes."""
+    """Load a tether plugin; its functions and types become the module's attributes.
+
+    ``path`` is a file path (relative paths against the working directory; the library search
+    path is not consulted). Loading the same file again, under any path, returns the same
+    module object.
+    """
     real, functions, type_indices = _native.load_module(_os.fspath(path))
-    stem = _os.path.basename(real).split(".")[0]
-    stem = stem[3:] if stem.startswith("lib") else stem
-    mod = _module_from(stem, functions, type_indices)
-    mod.__file__ = real
+    mod = _LOADED.get(real)
+    if mod is None:
+        stem = _os.path.basename(real).split(".")[0]
+        stem = stem[3:] if stem.startswith("lib") else stem
+        mod = _module_from(stem, functions, type_indices)
+        mod.__file__ = real
+        _LOADED[real] = mod
     return mod
 
 
