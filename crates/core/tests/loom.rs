@@ -22,19 +22,25 @@ unsafe impl Send for Wrapper {}
 // SAFETY: as above.
 unsafe impl Sync for Wrapper {}
 
-/// A host whose wrappers may be released on any thread (the JVM's shape): not serialized, so
-/// every transition locks the slot. The slot word is a `Weak<Wrapper>`.
+/// A host whose slot word is a `Weak<Wrapper>`. `SERIALIZED` false: wrappers may be released on
+/// any thread (the JVM's shape), so every transition locks the slot; true: every step runs
+/// under one host lock (the GIL's shape), which the model schedules.
 #[derive(Default)]
-struct Jvmish {
+struct WeakHost<const SERIALIZED: bool> {
     creates: AtomicUsize,
 }
 
-// SAFETY: `revive` upgrades live wrappers only; `create` returns an aligned `Weak` pointer
-// and the wrapper owns the reference it is given.
-unsafe impl TieHost for Jvmish {
+type Jvmish = WeakHost<false>;
+type Serialized = WeakHost<true>;
+
+// SAFETY: `revive` upgrades live wrappers only; `create` returns an aligned `Weak` pointer (a
+// user-space address) and the wrapper owns the reference it is given; the serialized models
+// take the host lock around every step.
+unsafe impl<const SERIALIZED: bool> TieHost for WeakHost<SERIALIZED> {
     type Handle = Arc<Wrapper>;
     type Error = ();
     type Prepared = ();
+    const SERIALIZED: bool = SERIALIZED;
 
     unsafe fn revive(&self, word: usize) -> Option<Arc<Wrapper>> {
         // SAFETY: an Active word is a `Weak::into_raw` of ours, borrowed here.
@@ -134,42 +140,6 @@ fn a_release_racing_a_return_never_loses_the_new_wrapper() {
     });
 }
 
-/// A serialized host (the GIL's shape): every protocol step runs under `HOST_LOCK`, which
-/// loom schedules, so the model explores every order of whole steps.
-#[derive(Default)]
-struct Serialized;
-
-// SAFETY: as `Jvmish`; every caller holds the model's host lock (`SERIALIZED`).
-unsafe impl TieHost for Serialized {
-    type Handle = Arc<Wrapper>;
-    type Error = ();
-    type Prepared = ();
-    const SERIALIZED: bool = true;
-
-    unsafe fn revive(&self, word: usize) -> Option<Arc<Wrapper>> {
-        // SAFETY: an Active word is a `Weak::into_raw` of ours, borrowed here.
-        std::mem::ManuallyDrop::new(unsafe { Weak::from_raw(word as *const Wrapper) }).upgrade()
-    }
-
-    fn prepare(&self, _obj: &ObjectRef) -> Result<(), ()> {
-        Ok(())
-    }
-
-    unsafe fn create(
-        &self,
-        _: &(),
-        obj: ObjectRef,
-        previous: Previous,
-        generation: u64,
-    ) -> Result<(Arc<Wrapper>, usize), ()> {
-        if let Previous::Dying(word) | Previous::Inactive(word) = previous {
-            dispose(word);
-        }
-        let w = Arc::new(Wrapper { obj: obj.into_raw(), generation });
-        Ok((w.clone(), Weak::into_raw(Arc::downgrade(&w)) as usize))
-    }
-}
-
 /// A serialized domain on the same slots as `frontend()`.
 fn serialized() -> &'static Frontend<Serialized> {
     static FRONTEND: OnceLock<Frontend<Serialized>> = OnceLock::new();
@@ -188,8 +158,8 @@ fn a_claimed_spare_and_a_return_of_the_same_object_keep_the_count_in_any_order()
         let obj = new_object();
         let (w, word) = {
             let _held = lock.lock().unwrap();
-            let w = f.return_object(&Serialized, obj.clone()).unwrap().into_handle();
-            drop(f.return_object(&Serialized, obj.clone()).unwrap()); // one spare in the slot
+            let w = f.return_object(&Serialized::default(), obj.clone()).unwrap().into_handle();
+            drop(f.return_object(&Serialized::default(), obj.clone()).unwrap()); // one spare in the slot
             let word = Arc::downgrade(&w).as_ptr() as usize;
             (w, word)
         };
@@ -210,7 +180,8 @@ fn a_claimed_spare_and_a_return_of_the_same_object_keep_the_count_in_any_order()
         });
         {
             let _held = lock.lock().unwrap();
-            drop(f.return_object(&Serialized, obj.clone()).unwrap()); // another spare kept
+            drop(f.return_object(&Serialized::default(), obj.clone()).unwrap());
+            // another spare kept
         }
         echo.join().unwrap();
         let _held = lock.lock().unwrap();
