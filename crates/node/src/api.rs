@@ -165,58 +165,66 @@ fn type_info_of(state: &EnvState, args: Args) -> JsResult<Value> {
     raw::set_named(env, out, "key", raw::string(env, info.key())?)?;
     raw::set_named(env, out, "doc", raw::string(env, info.doc())?)?;
     raw::set_named(env, out, "parent", raw::number(env, info.parent as f64)?)?;
-    let fields = raw::array(env, info.fields().len())?;
-    for (i, field) in info.fields().iter().enumerate() {
-        let f = raw::object(env)?;
-        raw::set_named(env, f, "name", raw::string(env, field.name())?)?;
-        raw::set_named(env, f, "doc", raw::string(env, field.doc())?)?;
-        raw::set_named(env, f, "typeHint", raw::string(env, field.type_hint())?)?;
+    // The type's own members, with the functions the class defines on its prototype.
+    let fields = array_of(env, info.fields().iter(), |field| {
+        let f = field_object(env, field)?;
         raw::set_named(env, f, "getter", function_value(state, field.getter())?)?;
         let setter = match field.setter() {
             Some(s) => function_value(state, s)?,
             None => raw::null(env)?,
         };
         raw::set_named(env, f, "setter", setter)?;
-        raw::set_element(env, fields, i as u32, f)?;
-    }
+        Ok(f)
+    })?;
     raw::set_named(env, out, "fields", fields)?;
-    let methods = raw::array(env, info.methods().len())?;
-    for (i, method) in info.methods().iter().enumerate() {
-        let m = raw::object(env)?;
-        raw::set_named(env, m, "name", raw::string(env, method.name())?)?;
-        raw::set_named(env, m, "doc", raw::string(env, method.doc())?)?;
+    let methods = array_of(env, info.methods().iter(), |method| {
+        let m = method_object(env, method)?;
         raw::set_named(env, m, "func", function_value(state, method.func())?)?;
-        raw::set_named(env, m, "isStatic", raw::boolean(env, method.is_static != 0)?)?;
-        raw::set_element(env, methods, i as u32, m)?;
-    }
+        Ok(m)
+    })?;
     raw::set_named(env, out, "methods", methods)?;
     // What reflection shows: every member, inherited ones first (types::all_fields / all_methods).
-    let all_fields = types::all_fields(info);
-    let all = raw::array(env, all_fields.len())?;
-    for (i, field) in all_fields.iter().enumerate() {
-        let f = raw::object(env)?;
-        raw::set_named(env, f, "name", raw::string(env, field.name())?)?;
-        raw::set_named(env, f, "doc", raw::string(env, field.doc())?)?;
-        raw::set_named(env, f, "typeHint", raw::string(env, field.type_hint())?)?;
-        raw::set_named(env, f, "settable", raw::boolean(env, field.setter().is_some())?)?;
-        raw::set_element(env, all, i as u32, f)?;
-    }
-    raw::set_named(env, out, "allFields", all)?;
-    let all_methods = types::all_methods(info);
-    let all = raw::array(env, all_methods.len())?;
-    for (i, method) in all_methods.iter().enumerate() {
-        let m = raw::object(env)?;
-        raw::set_named(env, m, "name", raw::string(env, method.name())?)?;
-        raw::set_named(env, m, "doc", raw::string(env, method.doc())?)?;
-        raw::set_named(env, m, "isStatic", raw::boolean(env, method.is_static != 0)?)?;
-        raw::set_element(env, all, i as u32, m)?;
-    }
-    raw::set_named(env, out, "allMethods", all)?;
+    let all_fields = array_of(env, types::all_fields(info).into_iter(), |f| field_object(env, f))?;
+    raw::set_named(env, out, "allFields", all_fields)?;
+    let all_methods = array_of(env, types::all_methods(info).into_iter(), |m| method_object(env, m))?;
+    raw::set_named(env, out, "allMethods", all_methods)?;
     let ctor = match info.constructor() {
         Some(c) => function_value(state, c)?,
         None => raw::null(env)?,
     };
     raw::set_named(env, out, "constructor", ctor)?;
+    Ok(out)
+}
+
+/// A field's reflection: `name`, `doc`, `typeHint`, `settable`.
+fn field_object(env: Env, field: &types::FieldInfo) -> JsResult<Value> {
+    let f = raw::object(env)?;
+    raw::set_named(env, f, "name", raw::string(env, field.name())?)?;
+    raw::set_named(env, f, "doc", raw::string(env, field.doc())?)?;
+    raw::set_named(env, f, "typeHint", raw::string(env, field.type_hint())?)?;
+    raw::set_named(env, f, "settable", raw::boolean(env, field.setter().is_some())?)?;
+    Ok(f)
+}
+
+/// A method's reflection: `name`, `doc`, `isStatic`.
+fn method_object(env: Env, method: &types::MethodInfo) -> JsResult<Value> {
+    let m = raw::object(env)?;
+    raw::set_named(env, m, "name", raw::string(env, method.name())?)?;
+    raw::set_named(env, m, "doc", raw::string(env, method.doc())?)?;
+    raw::set_named(env, m, "isStatic", raw::boolean(env, method.is_static != 0)?)?;
+    Ok(m)
+}
+
+/// A JS array of `make(item)` for each item.
+fn array_of<'a, T: 'a>(
+    env: Env,
+    items: impl ExactSizeIterator<Item = &'a T>,
+    make: impl Fn(&'a T) -> JsResult<Value>,
+) -> JsResult<Value> {
+    let out = raw::array(env, items.len())?;
+    for (i, item) in items.enumerate() {
+        raw::set_element(env, out, i as u32, make(item)?)?;
+    }
     Ok(out)
 }
 

@@ -160,7 +160,8 @@ final class Marshal {
 
     /** The items of a {@link #LIST} value, encoded: {@code {int[] kinds, long[] bits, Object[] refs}}. */
     static Object[] listItems(Object list) {
-        Object[] items = list instanceof List ? ((List<?>) list).toArray() : ((Object[]) list).clone();
+        // Encoding only reads the items: an array is encoded in place, a List through a snapshot.
+        Object[] items = list instanceof List ? ((List<?>) list).toArray() : (Object[]) list;
         return encoded(items);
     }
 
