@@ -55,7 +55,13 @@ pub fn arg<T: FromArg>(func: &str, position: usize, v: &AnyView<'_>) -> Result<T
 #[cold]
 #[inline(never)]
 pub(crate) fn arg_error<T: FromArg>(func: &str, position: usize, v: &AnyView<'_>) -> Error {
-    Error::type_error(format!("{func}() argument {position}: expected {}, got {}", T::expected(), v.kind_name()))
+    Error::type_error(argument_message(func, position, &format!("expected {}, got {}", T::expected(), v.kind_name())))
+}
+
+/// The words of every argument error: `message` prefixed with the function and the
+/// argument's position, counted from 1 (`testing.echo() argument 1: ...`).
+pub fn argument_message(func: &str, position: usize, message: &str) -> String {
+    format!("{func}() argument {position}: {message}")
 }
 
 macro_rules! int_arg {

@@ -128,6 +128,17 @@ impl Error {
         &self.0.payload
     }
 
+    /// This error with its message replaced (kind, backtrace and payload kept): context
+    /// added on the way out, such as the argument a conversion failed on.
+    pub fn reworded(&self, message: impl AsRef<str>) -> Error {
+        Error(ObjectArc::new(ErrorObj {
+            kind: self.0.kind.clone(),
+            message: Any::str(message.as_ref()),
+            backtrace: self.0.backtrace.clone(),
+            payload: self.0.payload.clone(),
+        }))
+    }
+
     /// Wrap an error object received through the ABI.
     pub fn from_object(obj: ObjectRef) -> Result<Error, ObjectRef> {
         obj.try_cast::<ErrorObj>().map(Error)

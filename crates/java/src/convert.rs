@@ -121,7 +121,7 @@ fn container_items(env: Env, kind: i32, container: jobject, open: &mut Nesting<j
         (env.object_array_get(encoded, 0), env.object_array_get(encoded, 1), env.object_array_get(encoded, 2));
     // SAFETY: `Marshal` encoded the items: wrappers' handles with the wrappers reachable from
     // `container` (kept by the caller), or owned handles this decoding takes over.
-    let items = unsafe { decode_items(env, kinds, bits, refs, open) }?;
+    let items = unsafe { decode_items(env, kinds, bits, refs, open) }.map_err(|(_, e)| e)?;
     if kind == KIND_MAP {
         let mut entries = Vec::with_capacity(items.len() / 2);
         let mut it = items.into_iter();
@@ -133,16 +133,37 @@ fn container_items(env: Env, kind: i32, container: jobject, open: &mut Nesting<j
     Ok(Any::object(ArrayObj::new(items).into()))
 }
 
-/// Decode `(kinds[i], bits[i], refs[i])` arrays into owned cells.
+/// Decode `(kinds[i], bits[i], refs[i])` arrays into owned cells: a call's arguments. The
+/// error names the argument that failed (see [`ArgumentError::named`]).
 ///
 /// # Safety
 /// As [`decode`], for every element.
-pub unsafe fn decode_arrays(env: Env, kinds: jobject, bits: jobject, refs: jobject) -> Result<Vec<Any>> {
+pub unsafe fn decode_arrays(
+    env: Env,
+    kinds: jobject,
+    bits: jobject,
+    refs: jobject,
+) -> std::result::Result<Vec<Any>, ArgumentError> {
     if kinds.is_null() {
         return Ok(Vec::new());
     }
     // SAFETY: the caller's guarantee; each argument's containers nest from an empty stack.
     unsafe { decode_items(env, kinds, bits, refs, &mut Nesting::new()) }
+        .map_err(|(index, error)| ArgumentError { index, error })
+}
+
+/// Argument `index` (0-based) of a call failed to decode with `error`.
+pub struct ArgumentError {
+    pub index: usize,
+    pub error: Error,
+}
+
+impl ArgumentError {
+    /// The error, its message naming the argument of a call of `function`.
+    pub fn named(self, function: &str) -> Error {
+        let message = tether_core::convert::argument_message(function, self.index + 1, self.error.message());
+        self.error.reworded(message)
+    }
 }
 
 /// [`decode_arrays`] for items nested in the containers `open` holds. Every item is decoded
@@ -157,9 +178,9 @@ unsafe fn decode_items(
     bits: jobject,
     refs: jobject,
     open: &mut Nesting<jobject>,
-) -> Result<Vec<Any>> {
+) -> std::result::Result<Vec<Any>, (usize, Error)> {
     let n = env.array_length(kinds).max(0) as usize;
-    nesting::check_items(n)?;
+    nesting::check_items(n).map_err(|e| (0, e))?;
     let mut k = vec![0i32; n];
     let mut b = vec![0i64; n];
     env.int_array_region(kinds, &mut k);
@@ -181,7 +202,7 @@ unsafe fn decode_items(
         match item {
             Ok(v) => out.push(v),
             Err(e) => {
-                first_error.get_or_insert(e);
+                first_error.get_or_insert((i, e));
             }
         }
     }

@@ -7,6 +7,7 @@ use jni::objects::{JClass, JString};
 use jni::{EnvUnowned, Outcome};
 use jni_sys::{jboolean, jclass, jint, jlong, jobject, jobjectArray, jstring, JNIEnv};
 use tether_core::arc::ObjectBox;
+use tether_core::boundary::{argument_message, ArgumentSource, Called, LeafCall};
 use tether_core::containers::{ArrayObj, MapObj};
 use tether_core::function::FunctionObj;
 use tether_core::object::ObjectHeader;
@@ -37,30 +38,63 @@ fn rust_string(env: &mut EnvUnowned<'_>, s: &JString<'_>, what: &str) -> Result<
     }
 }
 
-/// Call the Function at `func` with borrowed arguments and convert its result.
+/// Call the Function at `func` with decoded arguments through the core's call driver and
+/// convert its result.
 ///
 /// # Safety
 /// `func` is a live Function handle.
-unsafe fn call_function(env: Env, func: jlong, args: &[AnyView<'_>]) -> Result<jobject> {
-    let mut result = Any::none();
+unsafe fn call_function(env: Env, func: jlong, args: &[Any]) -> Result<jobject> {
     // SAFETY: Java keeps the Function behind `func` reachable for the call (this function's contract).
-    unsafe { call_into(func, args, &mut result) }?;
+    let f = unsafe { function_at(func) }?;
+    let mut result = Any::none();
+    let mut source = DecodedArguments { items: args };
+    // SAFETY: a live Function and its body; `args` outlive the call. Not a leaf call: the JVM
+    // is no serialized host, so arguments hold their own references.
+    let called = unsafe {
+        tie::FRONTEND.call::<8, _>(func as *mut ObjectHeader, f, args.len(), false, &mut source, &mut result)
+    }?;
+    // Only a leaf call can give back its claimed argument.
+    debug_assert_eq!(called, Called::Result);
     to_java(env, result)
 }
 
-/// Call `func`, its owned result written into `result` (which holds None).
-///
-/// The result stays in the caller's cell: the callee stores it whole, and reloading it whole
-/// after a move (`Result<Any>` by value) was a store-forwarding stall on every call.
-///
-/// # Safety
-/// `func` is the handle of a Function that Java keeps reachable for the call.
-#[inline(always)]
-unsafe fn call_into(func: jlong, args: &[AnyView<'_>], result: &mut Any) -> Result<()> {
-    // SAFETY: `func` is a live handle Java keeps reachable (this function's contract).
-    let f = unsafe { function_at(func) }?;
-    // SAFETY: `f` is `func`'s body, just checked to be a Function.
-    unsafe { invoke(func, f, args, result) }
+/// Arguments decoded from Java before the call (decoding consumes every owned handle Java
+/// passed, so it cannot stop at the first failure).
+struct DecodedArguments<'a> {
+    items: &'a [Any],
+}
+
+// SAFETY: every view borrows a decoded cell of `items`, which the caller keeps for the call;
+// no leaf call (the JVM is not serialized), so no wrapper argument is borrowed.
+unsafe impl ArgumentSource<tie::JavaHost> for DecodedArguments<'_> {
+    type Error = Error;
+
+    unsafe fn convert<'v>(
+        &mut self,
+        index: usize,
+        _leaf: Option<&mut LeafCall<'_, tie::JavaHost>>,
+        view: &mut std::mem::MaybeUninit<AnyView<'v>>,
+    ) -> Result<()> {
+        let item: &'v Any = {
+            // SAFETY: `items` outlives the call (the caller's); the view lives as long.
+            unsafe { &*(&self.items[index] as *const Any) }
+        };
+        view.write(item.view());
+        Ok(())
+    }
+
+    fn unlocked(&mut self, call: impl FnOnce() -> i32) -> i32 {
+        // The JVM holds no lock a native call must release.
+        call()
+    }
+
+    fn argument_failed(function: &FunctionObj, index: usize, error: Error) -> Error {
+        error.reworded(argument_message(function, index, error.message()))
+    }
+
+    fn failed(error: Error) -> Error {
+        error
+    }
 }
 
 /// The Function behind a handle Java passed.
@@ -385,10 +419,16 @@ pub extern "system" fn Java_dev_tether_ffi_Native_call(
     let env = unsafe { Env::from_raw(env) };
     guard(env, null(), || {
         // SAFETY: as in call1, for every element.
-        let args = unsafe { decode_arrays(env, kinds, bits, refs) }?;
-        let views: Vec<AnyView<'_>> = args.iter().map(Any::view).collect();
+        let args = match unsafe { decode_arrays(env, kinds, bits, refs) } {
+            Ok(args) => args,
+            Err(e) => {
+                // SAFETY: as in call0.
+                let name = unsafe { function_at(func) }?.name.view();
+                return Err(e.named(name.as_str().unwrap_or("function")));
+            }
+        };
         // SAFETY: as in call0.
-        unsafe { call_function(env, func, &views) }
+        unsafe { call_function(env, func, &args) }
     })
 }
 
@@ -412,6 +452,23 @@ pub extern "system" fn Java_dev_tether_ffi_Native_functionName(env: *mut JNIEnv,
         // SAFETY: Java passes a reachable TetherFunction's handle.
         let f = unsafe { body::<FunctionObj>(func, TypeIndex::FUNCTION, "Function") }?;
         Ok(env.new_string(f.name.view().as_str().unwrap_or("")))
+    })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_argumentMessage<'l>(
+    mut jenv: EnvUnowned<'l>,
+    _c: JClass<'l>,
+    name: JString<'l>,
+    position: jint,
+    message: JString<'l>,
+) -> jstring {
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(jenv.as_raw()) };
+    guard(env, null(), || {
+        let name = rust_string(&mut jenv, &name, "name")?;
+        let message = rust_string(&mut jenv, &message, "message")?;
+        Ok(env.new_string(&tether_core::convert::argument_message(&name, position.max(0) as usize, &message)))
     })
 }
 
@@ -584,8 +641,9 @@ pub extern "system" fn Java_dev_tether_ffi_Native_construct<'l>(
     let env = unsafe { Env::from_raw(jenv.as_raw()) };
     guard(env, null(), || {
         // SAFETY: Java encodes with `Marshal`; decode first so owned handles are consumed.
-        let args = unsafe { decode_arrays(env, kinds, bits, refs) }?;
+        let args = unsafe { decode_arrays(env, kinds, bits, refs) };
         let key = rust_string(&mut jenv, &key, "type key")?;
+        let args = args.map_err(|e| e.named(&key))?;
         let index =
             types::type_index_of(&key).ok_or_else(|| Error::key(format!("no type is registered as {key:?}")))?;
         let ctor = info(index)?.constructor().ok_or_else(|| Error::type_error(format!("{key} has no constructor")))?;
@@ -653,8 +711,9 @@ pub extern "system" fn Java_dev_tether_ffi_Native_callMethod<'l>(
     let env = unsafe { Env::from_raw(jenv.as_raw()) };
     guard(env, null(), || {
         // SAFETY: as in `call`.
-        let args = unsafe { decode_arrays(env, kinds, bits, refs) }?;
+        let args = unsafe { decode_arrays(env, kinds, bits, refs) };
         let name = rust_string(&mut jenv, &name, "method name")?;
+        let args = args.map_err(|e| e.named(&name))?;
         // SAFETY: `_keep` keeps `handle` alive.
         let obj = unsafe { borrowed(handle) }?;
         let info = info(obj.type_index())?;

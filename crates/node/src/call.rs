@@ -12,8 +12,9 @@ use std::ptr;
 
 use napi::sys;
 use tether_core::arc::ObjectBox;
+use tether_core::boundary::{argument_message, ArgumentSource, Called, LeafCall};
 use tether_core::error::take_last_error;
-use tether_core::function::{FunctionObj, FUNC_ADOPTS_LENT, FUNC_CELL_GETTER, FUNC_LEAF};
+use tether_core::function::{FunctionObj, FUNC_CELL_GETTER, FUNC_LEAF};
 use tether_core::object::ObjectHeader;
 use tether_core::{Any, AnyView, Error, ObjectRef};
 
@@ -221,7 +222,6 @@ unsafe fn call_native<const N: usize>(
     // SAFETY: the wrapper holds +1 on a Function.
     let func = unsafe { function_obj(obj) };
     let leaf = func.flags & FUNC_LEAF != 0;
-    let lend = leaf && func.flags & FUNC_ADOPTS_LENT != 0;
     debug_assert!(N >= STACK_ARGS || argv.len() == N);
     let n = if N < STACK_ARGS { N } else { argv.len() };
     // The handles first: converting another argument may run JS (a getter, a callback made
@@ -253,65 +253,20 @@ unsafe fn call_native<const N: usize>(
         }
     }
     let mut owned: Vec<Any> = Vec::new();
-    let mut stack_views = [const { MaybeUninit::<AnyView<'_>>::uninit() }; N];
-    let mut heap_views;
-    let views: &mut [MaybeUninit<AnyView<'_>>] = if n <= N {
-        &mut stack_views[..n]
-    } else {
-        heap_views = Vec::with_capacity(n);
-        heap_views.resize_with(n, MaybeUninit::uninit);
-        &mut heap_views
-    };
-    let mut leaf_args = state.frontend.leaf_call(lend);
-    for i in 0..n {
-        // Leaf functions never call back, so a wrapper's own +1 keeps a borrowed argument
-        // alive; otherwise a callback could dispose of it mid-call, so hold our own.
-        let in_leaf = if leaf { Some((&mut leaf_args, i)) } else { None };
-        let converted = match wrappers[i] {
-            Some(w) => wrapper_view(w, in_leaf, &mut owned),
-            None => arg_view(state, argv[i], in_leaf, &mut owned).map(|(view, w)| {
-                wrappers[i] = w;
-                view
-            }),
-        };
-        match converted {
-            Ok(view) => {
-                views[i].write(view);
-            }
-            Err(fail) => {
-                // Arguments lent so far were never passed: give their references back.
-                // SAFETY: views before `i` were written.
-                leaf_args.abandon(views[..i].iter().map(|v| unsafe { v.assume_init_ref() }));
-                return Err(fail);
-            }
-        }
-    }
-    if lend {
-        // SAFETY: every argument is converted; only the leaf callee runs until the settle.
-        if let Some((i, view)) = unsafe { leaf_args.commit() } {
-            views[i].write(view);
-        }
-    }
+    // The source holds only references: nothing of it escapes the inlined driver, so it
+    // stays in registers.
+    let mut source = JsArguments { state, argv, wrappers: &mut *wrappers, owned: &mut owned };
     let mut result = Any::none();
-    let rc = {
-        let _sync = (!leaf).then(|| SyncCall::enter(state));
-        // SAFETY: a live Function, `n` written cells kept alive by `owned` and the argument
-        // wrappers, and a None result cell.
-        unsafe { (func.safe_call)(obj, views.as_ptr() as *const AnyView<'_>, n as i32, &mut result) }
-    };
-    // SAFETY: the claim was made for this call, on this env's JS thread.
-    let returned = unsafe { leaf_args.settle(if rc == 0 { result.view().as_object_ptr() } else { None }) };
+    // SAFETY: the JS thread (this env's slots change only on it); a live Function whose
+    // arguments are kept alive by `argv`, the argument wrappers and `owned`.
+    let called = unsafe { state.frontend.call::<N, _>(obj, func, n, leaf, &mut source, &mut result) };
     // Most calls own nothing; an empty Vec's drop is an out-of-line call worth skipping.
     if owned.capacity() == 0 {
         std::mem::forget(owned);
     } else {
         drop(owned);
     }
-    if rc != 0 {
-        return Err(Fail::Native(take_last_error()));
-    }
-    if let Some(i) = returned {
-        std::mem::forget(result); // the claimed spare, which never left its slot
+    if let Called::Argument(i) = called? {
         return Ok(Outcome::Argument(i));
     }
     if result.view().as_object_ptr().is_some() {
@@ -326,6 +281,66 @@ unsafe fn call_native<const N: usize>(
         };
     }
     any_to_js(state, result).map(Outcome::Value)
+}
+
+/// The JS arguments of one call: wrapper arguments known from the frame, the rest read from
+/// `argv`; values converted for the call are kept in `owned`.
+struct JsArguments<'s, 'w> {
+    state: &'s EnvState,
+    argv: &'s [Value],
+    /// Argument i's wrapper, when it is one (from the frame, or found while converting).
+    wrappers: &'s mut [Option<&'w Wrapper>],
+    owned: &'s mut Vec<Any>,
+}
+
+// SAFETY: a view borrows only `owned` (dropped with the source) or an argument wrapper's
+// object (its +1 held by the wrapper, an argument of the running call); a leaf call's
+// wrapper arguments come from `LeafCall::wrapper_argument`.
+unsafe impl ArgumentSource<EnvState> for JsArguments<'_, '_> {
+    type Error = Fail;
+
+    #[inline(always)]
+    unsafe fn convert<'v>(
+        &mut self,
+        index: usize,
+        leaf: Option<&mut LeafCall<'_, EnvState>>,
+        view: &mut MaybeUninit<AnyView<'v>>,
+    ) -> JsResult<()> {
+        // Leaf functions never call back, so a wrapper's own +1 keeps a borrowed argument
+        // alive; otherwise a callback could dispose of it mid-call, so hold our own.
+        let in_leaf = leaf.map(|l| (l, index));
+        // SAFETY: the driver asks for indices below the count it was given, the length of
+        // `argv` and of `wrappers`.
+        let (wrapper, value) = unsafe { (self.wrappers.get_unchecked_mut(index), *self.argv.get_unchecked(index)) };
+        let converted = match *wrapper {
+            Some(w) => wrapper_view(w, in_leaf, self.owned)?,
+            None => {
+                let (converted, w) = arg_view(self.state, value, in_leaf, self.owned)?;
+                *wrapper = w;
+                converted
+            }
+        };
+        view.write(converted);
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn unlocked(&mut self, call: impl FnOnce() -> i32) -> i32 {
+        let _sync = SyncCall::enter(self.state);
+        call()
+    }
+
+    fn argument_failed(function: &FunctionObj, index: usize, error: Fail) -> Fail {
+        match error {
+            Fail::Native(e) => Fail::Native(e.reworded(argument_message(function, index, e.message()))),
+            // A JS exception (a getter that threw) propagates as it is.
+            Fail::Pending => Fail::Pending,
+        }
+    }
+
+    fn failed(error: Error) -> Fail {
+        Fail::Native(error)
+    }
 }
 
 /// A cell field's value: an object's live wrapper straight from the held cell (no count

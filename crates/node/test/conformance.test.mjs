@@ -311,6 +311,11 @@ test('T30 wrong argument type', () => {
     assert.match(e.message, /got str/);
     return true;
   });
+  assert.throws(() => testing.add(1, Symbol('s')), (e) => {
+    assert.ok(e instanceof tether.TetherTypeError);
+    assert.ok(e.message.startsWith('testing.add() argument 2: '), e.message);
+    return true;
+  });
 });
 
 test('T31 wrong arity', () => {

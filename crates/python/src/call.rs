@@ -12,15 +12,15 @@ use std::sync::atomic::Ordering;
 use pyo3::ffi;
 use tether_core::any::{Any, AnyView};
 use tether_core::arc::ObjectBox;
-use tether_core::error::take_last_error;
-use tether_core::function::{FunctionObj, FUNC_ADOPTS_LENT, FUNC_LEAF};
+use tether_core::boundary::{argument_message, ArgumentSource, Called, LeafCall};
+use tether_core::function::{FunctionObj, FUNC_LEAF};
 use tether_core::object::ObjectHeader;
 use tether_core::types;
 use tether_core::Error;
 
 use crate::convert::{self, Arena};
 use crate::errors::PyErrSet;
-use crate::wrapper::{self, Wrapper};
+use crate::wrapper::{self, PyHost, Wrapper};
 use crate::{classes, errors, pending, state};
 
 /// Arguments converted on the stack up to this count.
@@ -64,50 +64,80 @@ unsafe fn call_with<const LEAF: bool>(
     f: &FunctionObj,
     args: &[*mut ffi::PyObject],
 ) -> *mut ffi::PyObject {
-    // SAFETY: GIL held (caller); every view read below was written by `to_view_into`.
+    let mut arena = Arena::new();
+    // The source holds only references: nothing of it escapes the inlined driver, so it
+    // stays in registers.
+    let mut source = PyArguments { args, arena: &mut arena };
+    let mut result = Any::none();
+    // SAFETY: GIL held, `func` live and `f` its body, `args` alive for the call (caller).
+    let called =
+        unsafe { state::frontend().call::<STACK_ARGS, _>(func, f, args.len(), LEAF, &mut source, &mut result) };
+    drop(arena);
+    // SAFETY: GIL held (caller).
     unsafe {
-        // Spare references are only touched under the GIL (`PyHost::SERIALIZED`).
-        let mut leaf = state::frontend().leaf_call(LEAF && f.flags & FUNC_ADOPTS_LENT != 0);
-        let mut arena = Arena::new();
-        let mut stack = [const { MaybeUninit::<AnyView<'_>>::uninit() }; STACK_ARGS];
-        let mut heap: Vec<MaybeUninit<AnyView<'_>>>;
-        let views: &mut [MaybeUninit<AnyView<'_>>] = if args.len() <= STACK_ARGS {
-            &mut stack[..args.len()]
-        } else {
-            heap = Vec::with_capacity(args.len());
-            heap.resize_with(args.len(), MaybeUninit::uninit);
-            &mut heap
-        };
-        for (i, (&a, view)) in args.iter().zip(views.iter_mut()).enumerate() {
-            let in_leaf = if LEAF { Some((&mut leaf, i)) } else { None };
-            if convert::to_view_into(a, &mut arena, in_leaf, view).is_err() {
-                // Arguments lent so far were never passed: give their references back.
-                leaf.abandon(views[..i].iter().map(|v| v.assume_init_ref()));
-                return null_mut();
+        match called {
+            Ok(Called::Result) => {
+                pending::drain_refs(); // references the call dropped, now that no native lock is held
+                convert::from_result(result, args)
             }
+            Ok(Called::Argument(i)) => {
+                pending::drain_refs();
+                ffi::Py_NewRef(args[i])
+            }
+            Err(PyErrSet) => null_mut(),
         }
-        let cells = views.as_ptr() as *const AnyView<'_>;
-        let mut result = Any::none();
-        let rc = if LEAF {
-            (f.safe_call)(func, cells, views.len() as i32, &mut result)
-        } else {
-            let ts = ffi::PyEval_SaveThread();
-            let rc = (f.safe_call)(func, cells, views.len() as i32, &mut result);
-            ffi::PyEval_RestoreThread(ts);
-            rc
-        };
-        drop(arena);
-        let returned = leaf.settle(if rc == 0 { result.view().as_object_ptr() } else { None });
-        pending::drain_refs(); // references the call dropped, now that no native lock is held
-        if rc != 0 {
-            errors::raise(take_last_error());
-            return null_mut();
+    }
+}
+
+/// The Python arguments of one call: converted in place, temporaries in the arena.
+struct PyArguments<'a> {
+    args: &'a [*mut ffi::PyObject],
+    arena: &'a mut Arena,
+}
+
+// SAFETY: `to_view_into` keeps what a view borrows in the arena (dropped with the source) or
+// in the argument itself (alive for the call); a leaf call's wrapper arguments come from
+// `LeafCall::wrapper_argument`, the wrapper's +1 held by the caller's argument.
+unsafe impl ArgumentSource<PyHost> for PyArguments<'_> {
+    type Error = PyErrSet;
+
+    #[inline(always)]
+    unsafe fn convert<'v>(
+        &mut self,
+        index: usize,
+        leaf: Option<&mut LeafCall<'_, PyHost>>,
+        view: &mut MaybeUninit<AnyView<'v>>,
+    ) -> Result<(), PyErrSet> {
+        // SAFETY: GIL held, the argument alive for the call (the driver's caller); the driver
+        // asks for indices below the count it was given, `args.len()`.
+        unsafe {
+            let arg = *self.args.get_unchecked(index);
+            convert::to_view_into(arg, self.arena, leaf.map(|l| (l, index)), view)
         }
-        if let Some(i) = returned {
-            std::mem::forget(result); // the claimed spare, which never left its slot
-            return ffi::Py_NewRef(args[i]);
+    }
+
+    #[inline(always)]
+    fn unlocked(&mut self, call: impl FnOnce() -> i32) -> i32 {
+        // SAFETY: the GIL is held here; the call touches no Python object until it is back.
+        let ts = unsafe { ffi::PyEval_SaveThread() };
+        let rc = call();
+        // SAFETY: the thread state saved above.
+        unsafe { ffi::PyEval_RestoreThread(ts) };
+        rc
+    }
+
+    fn argument_failed(function: &FunctionObj, index: usize, error: PyErrSet) -> PyErrSet {
+        // SAFETY: GIL held; the conversion left its exception set.
+        unsafe { errors::reword_pending(|message| argument_message(function, index, message)) };
+        error
+    }
+
+    fn failed(error: Error) -> PyErrSet {
+        // SAFETY: GIL held.
+        unsafe {
+            pending::drain_refs();
+            errors::raised(error)
         }
-        convert::from_result(result, args)
     }
 }
 

@@ -128,6 +128,57 @@ pub unsafe fn take_python_error() -> Error {
     }
 }
 
+/// Reword the pending exception: its message becomes `reword(message)` (its `args` replaced;
+/// its type, traceback and attributes kept). Used to name the argument a conversion failed on.
+///
+/// # Safety
+/// GIL held and an exception is set.
+pub unsafe fn reword_pending(reword: impl FnOnce(&str) -> String) {
+    // SAFETY: GIL held (caller); every object below is a new reference we release once.
+    unsafe {
+        let exc = fetch_exception();
+        if exc.is_null() {
+            return;
+        }
+        let text = ffi::PyObject_Str(exc);
+        let mut len = 0;
+        let p = if text.is_null() { null_mut() } else { ffi::PyUnicode_AsUTF8AndSize(text, &mut len) };
+        if p.is_null() {
+            ffi::PyErr_Clear();
+        } else {
+            let message = String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len as usize));
+            let args = ffi::PyTuple_New(1);
+            if !args.is_null() {
+                ffi::PyTuple_SET_ITEM(args, 0, py_str(&reword(&message)));
+                if ffi::PyObject_SetAttrString(exc, c"args".as_ptr(), args) != 0 {
+                    ffi::PyErr_Clear(); // keep the original words
+                }
+                ffi::Py_DECREF(args);
+            } else {
+                ffi::PyErr_Clear();
+            }
+        }
+        ffi::Py_XDECREF(text);
+        restore_exception(exc);
+    }
+}
+
+/// Make `exc` (a normalised exception; the reference is taken over) the pending exception.
+unsafe fn restore_exception(exc: *mut ffi::PyObject) {
+    // SAFETY: GIL held (caller); `exc` is an owned exception instance.
+    unsafe {
+        #[cfg(Py_3_12)]
+        {
+            ffi::PyErr_SetRaisedException(exc)
+        }
+        #[cfg(not(Py_3_12))]
+        {
+            let tp = ffi::Py_NewRef(ffi::Py_TYPE(exc) as *mut ffi::PyObject);
+            ffi::PyErr_Restore(tp, exc, ffi::PyException_GetTraceback(exc));
+        }
+    }
+}
+
 /// The pending exception as one normalised object (new reference), or null.
 unsafe fn fetch_exception() -> *mut ffi::PyObject {
     // SAFETY: GIL held (caller).

@@ -264,6 +264,10 @@ def test_T30_wrong_argument_type(testing):
     assert isinstance(e, tether_ffi.Error) and isinstance(e, tether_ffi.TypeError)
     assert e.kind == "TypeError"
     assert "argument 2" in str(e) and "expected int" in str(e) and "got str" in str(e)
+    with pytest.raises(TypeError) as info:
+        testing.add(1, object())
+    assert isinstance(info.value, tether_ffi.TypeError)
+    assert str(info.value).startswith("testing.add() argument 2: "), str(info.value)
 
 
 def test_T31_wrong_arity(testing):

@@ -19,8 +19,10 @@
 //! call nothing in `tying` but the types it defines; `tests/boundary.rs` checks that by
 //! reading their sources.
 
+mod call;
 mod callables;
 
+pub use call::{argument_message, ArgumentSource, Called, LeafCall};
 pub use callables::CallableRegistry;
 
 use std::marker::PhantomData;
@@ -29,12 +31,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use crate::slot::AtomicUsize;
 
 use crate::alloc::SlotFreeHook;
-use crate::any::AnyView;
 use crate::arc::ObjectRef;
 use crate::cell::AnyCell;
 use crate::object::{dec_ref, ObjectHeader};
 use crate::thread_spares::{SpareCell, ThreadSpares};
-use crate::tying::{self, Slot, SpareClaim};
+use crate::tying::{self, Slot};
 pub use crate::tying::{ClaimMode, Previous, Returned, SideTable, SlotLayout, TieHost, TAG_INACTIVE};
 
 /// The tag of a domain whose objects carry no slot of it (every object goes through the side
@@ -246,94 +247,6 @@ impl<H: TieHost> Frontend<H> {
     pub unsafe fn generation_of(&self, obj: *mut ObjectHeader) -> Option<u64> {
         // SAFETY: `obj` is live (the caller's guarantee); this domain's allocator made it if the tag matches.
         unsafe { tying::generation_of::<H>(obj, self.tag()) }
-    }
-
-    /// Start the argument views of one leaf call (a `FUNC_LEAF` function, called without
-    /// releasing the serialized host's lock).
-    #[inline(always)]
-    pub fn leaf_call(&self, lend: bool) -> LeafCall<'_, H> {
-        LeafCall { _frontend: PhantomData, tag: self.tag(), claim: SpareClaim::new(), lend }
-    }
-}
-
-/// The wrapper arguments of one leaf call of a serialized host: borrowed views, with a spare
-/// reference lent to the callee where the slot has one (`echo(x)` then touches no atomic),
-/// the first one only claimed so that a call returning it never writes the slot.
-///
-/// Error path: a call abandoned after some arguments were converted gives back what was lent
-/// with [`LeafCall::abandon`]; a claimed spare never left its slot, so only the others go.
-pub struct LeafCall<'f, H: TieHost> {
-    _frontend: PhantomData<&'f Frontend<H>>,
-    /// The domain's tag, read once (the call's every step needs it).
-    tag: u32,
-    claim: SpareClaim,
-    lend: bool,
-}
-
-impl<'f, H: TieHost> LeafCall<'f, H> {
-    /// The view of argument `index`, the wrapper whose slot word is `word` and whose object is
-    /// `obj`, claiming as the host's [`TieHost::CLAIM_MODE`] says.
-    ///
-    /// # Safety
-    /// `H` is serialized and the caller holds its lock for the whole call; the wrapper's +1
-    /// keeps `obj` alive for the call; lent views go only to a function that adopts them
-    /// (`FUNC_ADOPTS_LENT`, which `lend` says); with [`ClaimMode::AtOnce`], converting the
-    /// later arguments runs no language code when it succeeds.
-    #[inline(always)]
-    pub unsafe fn wrapper_argument<'a>(&mut self, index: usize, obj: *mut ObjectHeader, word: usize) -> AnyView<'a> {
-        debug_assert!(H::SERIALIZED);
-        let tag = self.tag;
-        // SAFETY: the host is serialized and locked for the call, the wrapper's +1 keeps `obj` alive, and lent views go to an adopting callee (this method's contract).
-        unsafe {
-            match H::CLAIM_MODE {
-                ClaimMode::AtOnce => self.claim.claim_now::<H>(index, obj, tag, word, self.lend),
-                ClaimMode::AfterConversion => self.claim.offer::<H>(index, obj, tag, word, self.lend),
-            }
-        }
-    }
-
-    /// The view of an object argument that is no wrapper of this call's (a value kept alive by
-    /// the caller for the call): a lent spare when its slot has one, else borrowed.
-    ///
-    /// # Safety
-    /// As [`LeafCall::wrapper_argument`].
-    #[inline(always)]
-    pub unsafe fn object_argument<'a>(&self, obj: *mut ObjectHeader) -> AnyView<'a> {
-        // SAFETY: as `wrapper_argument`: serialized, locked, `obj` alive for the call, adopting callee.
-        unsafe { tying::argument_view::<H>(obj, self.tag, self.lend) }
-    }
-
-    /// For [`ClaimMode::AfterConversion`] hosts: every argument is converted; claim the offered one's
-    /// spare now. Returns the argument's index and the lent view that replaces its view.
-    ///
-    /// # Safety
-    /// As [`LeafCall::wrapper_argument`]; only the leaf callee runs before
-    /// [`LeafCall::settle`].
-    #[inline(always)]
-    pub unsafe fn commit<'a>(&mut self) -> Option<(usize, AnyView<'a>)> {
-        // SAFETY: every argument is converted and only the leaf callee runs before `settle` (this method's contract).
-        unsafe { self.claim.commit::<H>(self.tag) }
-    }
-
-    /// The call is abandoned before it ran (an argument failed to convert): give back the
-    /// references lent to the converted `views`, except a claimed spare, which never left its
-    /// slot.
-    pub fn abandon<'v>(&self, views: impl IntoIterator<Item = &'v AnyView<'v>>) {
-        views.into_iter().filter(|v| !self.claim.is_claimed(v)).for_each(|v| v.release_if_lent());
-    }
-
-    /// After the call: the index of the argument whose wrapper the caller returns as is, when
-    /// the call succeeded with the claimed object as its result (the result's +1 is the spare,
-    /// still in the slot: forget the result). Otherwise the claim is consumed (the callee took
-    /// or released the lent reference) and `None`.
-    ///
-    /// # Safety
-    /// As [`LeafCall::wrapper_argument`], still under the host's lock; `result` is the call's
-    /// object result if it succeeded with one.
-    #[inline(always)]
-    pub unsafe fn settle(&self, result: Option<*mut ObjectHeader>) -> Option<usize> {
-        // SAFETY: the claim was made for this call under the host's lock, which is still held.
-        unsafe { self.claim.settle::<H>(self.tag, result) }
     }
 }
 

@@ -81,29 +81,37 @@ final class Marshal {
         }
     }
 
-    static Encoded encodeAll(Object[] args) {
+    static Encoded encodeAll(Object[] args, Object callee) {
         if (args == null) {
             args = new Object[] {null};
         }
         Encoded e = new Encoded(args.length);
-        encodeInto(args, e.kinds, e.bits, e.refs);
+        encodeInto(args, e.kinds, e.bits, e.refs, callee);
         return e;
     }
 
     /**
      * Encode every argument into the arrays (at least {@code args.length} long); on failure
-     * give back the owned references already made, since the call never happens.
+     * give back the owned references already made, since the call never happens. An argument
+     * that cannot be passed is a {@link TetherTypeError} naming it as an argument of
+     * {@code callee} (a {@link TetherFunction}, or the name of a constructor or method; null
+     * for a container's items, whose failure the native side names).
      */
-    static void encodeInto(Object[] args, int[] kinds, long[] bits, Object[] refs) {
+    static void encodeInto(Object[] args, int[] kinds, long[] bits, Object[] refs, Object callee) {
+        int i = 0;
         try {
-            for (int i = 0; i < args.length; i++) {
+            for (; i < args.length; i++) {
                 encode(args[i], kinds, bits, refs, i);
             }
         } catch (RuntimeException | Error failure) {
-            for (int i = 0; i < args.length; i++) {
-                if (kinds[i] == OWNED) {
-                    Native.release(bits[i], 0);
+            for (int j = 0; j < args.length; j++) {
+                if (kinds[j] == OWNED) {
+                    Native.release(bits[j], 0);
                 }
+            }
+            if (failure instanceof TetherTypeError && callee != null) {
+                String name = callee instanceof TetherFunction ? ((TetherFunction) callee).name() : String.valueOf(callee);
+                throw new TetherTypeError("TypeError", Native.argumentMessage(name, i + 1, failure.getMessage()), "");
             }
             throw failure;
         }
@@ -182,7 +190,7 @@ final class Marshal {
 
     private static Object[] encoded(Object[] items) {
         Encoded e = new Encoded(items.length);
-        encodeInto(items, e.kinds, e.bits, e.refs);
+        encodeInto(items, e.kinds, e.bits, e.refs, null);
         return new Object[] {e.kinds, e.bits, e.refs};
     }
 }

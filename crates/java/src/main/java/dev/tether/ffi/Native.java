@@ -111,6 +111,9 @@ final class Native {
 
     static native String functionName(long function);
 
+    /** The words of every argument error (the core's): {@code name() argument position: message}. */
+    static native String argumentMessage(String name, int position, String message);
+
     static native Object getGlobal(String name);
 
     static native String[] listGlobals();

@@ -43,7 +43,7 @@ final class ObjectOps {
 
     static Object call(Object wrapper, NativeRef ref, String method, Object[] args) {
         long handle = ref.handle();
-        Marshal.Encoded e = Marshal.encodeAll(args);
+        Marshal.Encoded e = Marshal.encodeAll(args, method);
         try {
             return Native.callMethod(handle, wrapper, method, e.kinds, e.bits, e.refs);
         } finally {

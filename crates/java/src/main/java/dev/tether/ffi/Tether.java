@@ -40,7 +40,7 @@ public final class Tether {
 
     /** Construct an object of a registered type with its constructor. */
     public static Object construct(String typeKey, Object... args) {
-        Marshal.Encoded e = Marshal.encodeAll(args);
+        Marshal.Encoded e = Marshal.encodeAll(args, typeKey);
         return Native.construct(typeKey, e.kinds, e.bits, e.refs);
     }
 

@@ -212,7 +212,7 @@ public final class TetherFunction implements TetherObject, Tied {
                 int[] k = new int[3];
                 long[] b = new long[3];
                 Object[] r = new Object[3];
-                Marshal.encodeInto(args, k, b, r);
+                Marshal.encodeInto(args, k, b, r, this);
                 switch (args.length) {
                     case 0:
                         return Native.call0(fn);
@@ -224,7 +224,7 @@ public final class TetherFunction implements TetherObject, Tied {
                         return Native.call3(fn, k[0], b[0], r[0], k[1], b[1], r[1], k[2], b[2], r[2]);
                 }
             }
-            Marshal.Encoded e = Marshal.encodeAll(args);
+            Marshal.Encoded e = Marshal.encodeAll(args, this);
             return Native.call(fn, e.kinds, e.bits, e.refs);
         } finally {
             Reference.reachabilityFence(this);

@@ -369,6 +369,8 @@ class ConformanceTest {
         assertTrue(e.getMessage().contains("expected int"), e.getMessage());
         assertTrue(e.getMessage().contains("got str"), e.getMessage());
         assertThrows(TetherTypeError.class, () -> echo.call(new Object()), "an unsupported Java value");
+        TetherTypeError named = assertThrows(TetherTypeError.class, () -> t("add").call(1L, new Object()));
+        assertTrue(named.getMessage().startsWith("testing.add() argument 2: "), named.getMessage());
     }
 
     @Test
