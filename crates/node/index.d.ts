@@ -145,8 +145,11 @@ export const isMainEnv: boolean;
  * value, or one that contains itself, throws a TetherValueError before reaching native code.
  */
 export const MAX_NESTING_DEPTH: number;
-/** Every error kind native code raises; each maps to one of the error classes below. */
-export const errorKinds: readonly string[];
+/**
+ * Every error kind native code raises, as `[name, code]`: an error crosses as its code, which
+ * maps to one of the error classes below.
+ */
+export const errorKinds: readonly (readonly [string, number])[];
 
 /** Fields every native error carries. */
 export interface TetherErrorFields {
@@ -197,7 +200,7 @@ declare const tether: {
   toNative: typeof toNative;
   isMainEnv: boolean;
   MAX_NESTING_DEPTH: number;
-  errorKinds: readonly string[];
+  errorKinds: readonly (readonly [string, number])[];
   TetherObject: typeof TetherObject;
   TetherArray: typeof TetherArray;
   TetherMap: typeof TetherMap;

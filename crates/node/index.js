@@ -63,7 +63,8 @@ for (const cls of [TetherError, TetherTypeError, TetherIndexError, TetherValueEr
   Object.defineProperty(cls.prototype, 'name', { value: cls.name, writable: true, configurable: true });
 }
 
-const ERROR_CLASSES = {
+/** Each error code's class (codes and names from the core: `native.errorKinds`). */
+const CLASS_BY_NAME = {
   TypeError: TetherTypeError,
   IndexError: TetherIndexError,
   ValueError: TetherValueError,
@@ -72,9 +73,10 @@ const ERROR_CLASSES = {
   RuntimeError: TetherRuntimeError,
   RustPanic,
 };
+const ERROR_CLASSES = new Map(native.errorKinds.map(([name, code]) => [code, CLASS_BY_NAME[name] ?? TetherRuntimeError]));
 
-function makeError(kind, message, backtrace) {
-  const cls = ERROR_CLASSES[kind] ?? TetherRuntimeError;
+function makeError(code, kind, message, backtrace) {
+  const cls = ERROR_CLASSES.get(code) ?? TetherRuntimeError;
   const err = new cls(message, kind, backtrace);
   // The stack starts at the native call, not in this helper.
   Error.captureStackTrace?.(err, makeError);

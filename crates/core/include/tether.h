@@ -26,7 +26,7 @@ extern "C" {
 /* ---- versioning ------------------------------------------------------------------------ */
 
 #define TETHER_ABI_MAJOR 1u
-#define TETHER_ABI_MINOR 2u
+#define TETHER_ABI_MINOR 3u
 /* The value a plugin exports as `tether_module_abi`: major << 16 | minor. */
 #define TETHER_MODULE_ABI_WORD ((TETHER_ABI_MAJOR << 16) | TETHER_ABI_MINOR)
 
@@ -176,11 +176,22 @@ typedef struct TetherFunctionObject {
 
 /* ---- errors ---------------------------------------------------------------------------- */
 
+/* An error's kind as a code (TetherErrorObj.code, an int): frontends map these, not names. A
+ * kind named outside this list keeps its name in `kind` and has TETHER_ERROR_RUNTIME_ERROR. */
+#define TETHER_ERROR_TYPE_ERROR 1
+#define TETHER_ERROR_VALUE_ERROR 2
+#define TETHER_ERROR_INDEX_ERROR 3
+#define TETHER_ERROR_KEY_ERROR 4
+#define TETHER_ERROR_ATTRIBUTE_ERROR 5
+#define TETHER_ERROR_RUNTIME_ERROR 6
+#define TETHER_ERROR_RUST_PANIC 7
+
 typedef struct TetherErrorObj {
     TetherAny kind;      /* a string: "TypeError", "ValueError", ... */
     TetherAny message;   /* a string */
     TetherAny backtrace; /* a string or None */
     TetherAny payload;   /* free for the raising frontend, else None */
+    TetherAny code;      /* an int: TETHER_ERROR_* (since ABI 1.3) */
 } TetherErrorObj;
 
 typedef struct TetherErrorObject {
@@ -380,7 +391,8 @@ TETHER_ASSERT_LAYOUT(offsetof(TetherFunctionObj, data) == 48, "FunctionObj.data"
 TETHER_ASSERT_LAYOUT(offsetof(TetherFunctionObj, drop_data) == 56, "FunctionObj.drop_data");
 TETHER_ASSERT_LAYOUT(offsetof(TetherFunctionObject, body) == 24, "Function body follows the header");
 
-TETHER_ASSERT_LAYOUT(sizeof(TetherErrorObj) == 64, "ErrorObj is 64 bytes");
+TETHER_ASSERT_LAYOUT(sizeof(TetherErrorObj) == 80, "ErrorObj is 80 bytes");
+TETHER_ASSERT_LAYOUT(offsetof(TetherErrorObj, code) == 64, "ErrorObj.code");
 TETHER_ASSERT_LAYOUT(offsetof(TetherErrorObj, message) == 16, "ErrorObj.message");
 TETHER_ASSERT_LAYOUT(offsetof(TetherErrorObj, backtrace) == 32, "ErrorObj.backtrace");
 TETHER_ASSERT_LAYOUT(offsetof(TetherErrorObj, payload) == 48, "ErrorObj.payload");

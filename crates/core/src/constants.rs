@@ -36,6 +36,13 @@ pub const SHARED: &[(&str, i64)] = &[
     ("TYPE_MODULE", TypeIndex::MODULE as i64),
     ("TYPE_OPAQUE", TypeIndex::OPAQUE as i64),
     ("TYPE_FIRST_USER", TypeIndex::FIRST_USER as i64),
+    ("ERROR_TYPE_ERROR", ErrorKind::TypeError.code() as i64),
+    ("ERROR_VALUE_ERROR", ErrorKind::ValueError.code() as i64),
+    ("ERROR_INDEX_ERROR", ErrorKind::IndexError.code() as i64),
+    ("ERROR_KEY_ERROR", ErrorKind::KeyError.code() as i64),
+    ("ERROR_ATTRIBUTE_ERROR", ErrorKind::AttributeError.code() as i64),
+    ("ERROR_RUNTIME_ERROR", ErrorKind::RuntimeError.code() as i64),
+    ("ERROR_RUST_PANIC", ErrorKind::RustPanic.code() as i64),
     ("FUNC_LEAF", FUNC_LEAF as i64),
     ("FUNC_ADOPTS_LENT", FUNC_ADOPTS_LENT as i64),
     ("FUNC_CELL_GETTER", FUNC_CELL_GETTER as i64),
@@ -49,16 +56,17 @@ pub fn shared(name: &str) -> Option<i64> {
     SHARED.iter().find(|(n, _)| *n == name).map(|&(_, v)| v)
 }
 
-/// Every error kind the core raises, as the strings an `Error`'s `kind` holds. Each frontend
-/// maps each of them to its own exception class (and tests that it does, for every name here).
-pub const ERROR_KINDS: &[&str] = &[
-    ErrorKind::TypeError.as_str(),
-    ErrorKind::ValueError.as_str(),
-    ErrorKind::IndexError.as_str(),
-    ErrorKind::KeyError.as_str(),
-    ErrorKind::AttributeError.as_str(),
-    ErrorKind::RuntimeError.as_str(),
-    ErrorKind::RustPanic.as_str(),
+/// Every error kind the core raises: `(name, code)`, the name an `Error`'s `kind` holds and
+/// the code its `code` holds ([`ErrorKind`]). Each frontend maps each code to its own
+/// exception class (and tests that it does, for every entry here).
+pub const ERROR_KINDS: &[(&str, i32)] = &[
+    (ErrorKind::TypeError.as_str(), ErrorKind::TypeError.code()),
+    (ErrorKind::ValueError.as_str(), ErrorKind::ValueError.code()),
+    (ErrorKind::IndexError.as_str(), ErrorKind::IndexError.code()),
+    (ErrorKind::KeyError.as_str(), ErrorKind::KeyError.code()),
+    (ErrorKind::AttributeError.as_str(), ErrorKind::AttributeError.code()),
+    (ErrorKind::RuntimeError.as_str(), ErrorKind::RuntimeError.code()),
+    (ErrorKind::RustPanic.as_str(), ErrorKind::RustPanic.code()),
 ];
 
 #[cfg(test)]

@@ -12,19 +12,34 @@ use crate::catch_frame;
 use crate::object::Object;
 use crate::plugin;
 
-/// The error kinds every frontend maps onto its natural exceptions (see docs/abi.md).
+/// The error kinds every frontend maps onto its natural exceptions (see docs/abi.md). An
+/// error carries its kind as this code (`ErrorObj::code`, an int) beside the kind's name, so
+/// frontends map codes, not strings; a kind named outside this list ("SomethingElse", a
+/// language exception's own name) has the code of RuntimeError and keeps its name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i32)]
 pub enum ErrorKind {
-    TypeError,
-    ValueError,
-    IndexError,
-    KeyError,
-    AttributeError,
-    RuntimeError,
-    RustPanic,
+    TypeError = 1,
+    ValueError = 2,
+    IndexError = 3,
+    KeyError = 4,
+    AttributeError = 5,
+    RuntimeError = 6,
+    RustPanic = 7,
 }
 
 impl ErrorKind {
+    /// Every kind, in code order.
+    pub const ALL: [ErrorKind; 7] = [
+        ErrorKind::TypeError,
+        ErrorKind::ValueError,
+        ErrorKind::IndexError,
+        ErrorKind::KeyError,
+        ErrorKind::AttributeError,
+        ErrorKind::RuntimeError,
+        ErrorKind::RustPanic,
+    ];
+
     pub const fn as_str(self) -> &'static str {
         match self {
             ErrorKind::TypeError => "TypeError",
@@ -36,25 +51,43 @@ impl ErrorKind {
             ErrorKind::RustPanic => "RustPanic",
         }
     }
+
+    /// The code that crosses the ABI (`TETHER_ERROR_<KIND>` in tether.h).
+    pub const fn code(self) -> i32 {
+        self as i32
+    }
+
+    /// The kind of `code`; an unknown code is a RuntimeError.
+    pub fn from_code(code: i64) -> ErrorKind {
+        ErrorKind::ALL.into_iter().find(|k| k.code() as i64 == code).unwrap_or(ErrorKind::RuntimeError)
+    }
+
+    /// The kind named `name`; any other name is a RuntimeError.
+    pub fn of_name(name: &str) -> ErrorKind {
+        ErrorKind::ALL.into_iter().find(|k| k.as_str() == name).unwrap_or(ErrorKind::RuntimeError)
+    }
 }
 
-/// The body of an `Error` object. `#[repr(C)]`: four cells, so C and plugins read it as is.
+/// The body of an `Error` object. `#[repr(C)]`: five cells, so C and plugins read it as is.
 /// `kind`, `message` and `backtrace` hold strings; `payload` is free for the frontend that
-/// raised it (e.g. the original Python exception), `None` otherwise.
+/// raised it (e.g. the original Python exception), `None` otherwise; `code` is the kind's
+/// [`ErrorKind`] code (an int), what frontends map to their exception classes.
 #[repr(C)]
 pub struct ErrorObj {
     pub kind: Any,
     pub message: Any,
     pub backtrace: Any,
     pub payload: Any,
+    pub code: Any,
 }
 
 const _: () = {
-    assert!(std::mem::size_of::<ErrorObj>() == 64);
+    assert!(std::mem::size_of::<ErrorObj>() == 80);
     assert!(std::mem::offset_of!(ErrorObj, kind) == 0);
     assert!(std::mem::offset_of!(ErrorObj, message) == 16);
     assert!(std::mem::offset_of!(ErrorObj, backtrace) == 32);
     assert!(std::mem::offset_of!(ErrorObj, payload) == 48);
+    assert!(std::mem::offset_of!(ErrorObj, code) == 64);
     // The body starts right after the 24-byte header.
     assert!(std::mem::offset_of!(crate::arc::ObjectBox<ErrorObj>, value) == 24);
 };
@@ -89,6 +122,7 @@ impl Error {
             message: Any::str(message.as_ref()),
             backtrace,
             payload,
+            code: Any::int(ErrorKind::of_name(kind).code() as i64),
         }))
     }
 
@@ -114,8 +148,13 @@ impl Error {
         Error::of_kind(ErrorKind::RuntimeError, message)
     }
 
+    /// The kind's name (one of [`ErrorKind`]'s, or a name of the raiser's own).
     pub fn kind(&self) -> &str {
         self.0.kind.view_str()
+    }
+    /// The kind, as frontends map it to their exception classes.
+    pub fn code(&self) -> ErrorKind {
+        ErrorKind::from_code(self.0.code.view().as_int().unwrap_or(0))
     }
     pub fn message(&self) -> &str {
         self.0.message.view_str()
@@ -136,6 +175,7 @@ impl Error {
             message: Any::str(message.as_ref()),
             backtrace: self.0.backtrace.clone(),
             payload: self.0.payload.clone(),
+            code: self.0.code.clone(),
         }))
     }
 
@@ -278,6 +318,7 @@ fn panic_error(panic: Box<dyn std::any::Any + Send>) -> Error {
         message: Any::str(&panic_message(&*panic)),
         backtrace: Any::str(&trace),
         payload: Any::none(),
+        code: Any::int(ErrorKind::RustPanic.code() as i64),
     }))
 }
 

@@ -196,6 +196,7 @@ fn c_errors_arrive_as_typed_errors() {
     let base = live_objects();
     let e = func("fail").call(&[]).unwrap_err();
     assert_eq!((e.kind(), e.message()), ("ValueError", "cplugin.fail: requested failure"));
+    assert_eq!(e.code(), tether_core::ErrorKind::ValueError, "make_error gives a C error its code");
     let e2 = func("dot").call(&[AnyView::int(1), AnyView::int(2)]).unwrap_err();
     assert_eq!((e2.kind(), e2.message()), ("TypeError", "cplugin.dot() arguments must be cplugin.Vec2"));
     let e3 = func("dot").call(&[]).unwrap_err();

@@ -23,7 +23,23 @@ fn errors_carry_kind_message_and_payload() {
         (ErrorKind::RuntimeError, Error::runtime("m")),
     ] {
         assert_eq!(e.kind(), kind.as_str());
+        assert_eq!(e.code(), kind, "the kind crosses as its code too");
+        assert_eq!(ErrorKind::from_code(kind.code() as i64), kind);
     }
+    // A kind of the raiser's own keeps its name and has RuntimeError's code.
+    let custom = Error::new("SomethingElse", "m");
+    assert_eq!((custom.kind(), custom.code()), ("SomethingElse", ErrorKind::RuntimeError));
+    assert_eq!(ErrorKind::from_code(0), ErrorKind::RuntimeError, "an unknown code");
+    // Codes are distinct, and `ALL` lists each kind once in code order.
+    for (i, k) in ErrorKind::ALL.iter().enumerate() {
+        assert_eq!(k.code(), i as i32 + 1);
+    }
+    // Reworded: the message changes, the kind and code stay.
+    let reworded = Error::key("k").reworded("f() argument 1: k");
+    assert_eq!(
+        (reworded.kind(), reworded.code(), reworded.message()),
+        ("KeyError", ErrorKind::KeyError, "f() argument 1: k")
+    );
     assert_eq!(format!("{}", Error::value("bad")), "ValueError: bad");
     let obj = Error::value("as an object").into_object();
     assert_eq!(obj.type_index(), TypeIndex::ERROR);

@@ -116,7 +116,7 @@ pub fn init(env: Env) -> Result<(), String> {
             env,
             errors,
             c"create",
-            c"(Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;)Ljava/lang/Throwable;",
+            c"(ILjava/lang/String;Ljava/lang/String;Ljava/lang/String;)Ljava/lang/Throwable;",
         )?,
         marshal,
         marshal_list_items: static_method(env, marshal, c"listItems", c"(Ljava/lang/Object;)[Ljava/lang/Object;")?,

@@ -1,7 +1,7 @@
 //! Native errors to Java exceptions.
 //!
 //! An Error raised by a Java callback carries the original throwable, which is rethrown as
-//! is. Any other Error becomes the exception `Errors.create(kind, message, backtrace)` picks
+//! is. Any other Error becomes the exception `Errors.create(code, kind, message, backtrace)` picks
 //! (the mapping table is in docs/java.md).
 
 use jni_sys::jvalue;
@@ -27,8 +27,8 @@ pub fn throw(env: Env, err: Error) {
     let kind = env.new_string(err.kind());
     let message = env.new_string(err.message());
     let backtrace = env.new_string(err.backtrace());
-    let args = [jvalue { l: kind }, jvalue { l: message }, jvalue { l: backtrace }];
-    // SAFETY: `Errors.create(String, String, String) -> Throwable`, resolved at init.
+    let args = [jvalue { i: err.code().code() }, jvalue { l: kind }, jvalue { l: message }, jvalue { l: backtrace }];
+    // SAFETY: `Errors.create(int, String, String, String) -> Throwable`, resolved at init.
     let t = unsafe { env.call_static_object(c.errors, c.errors_create, &args) };
     if !t.is_null() && !env.exception_check() {
         env.throw(t);

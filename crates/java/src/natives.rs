@@ -922,7 +922,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_constant<'l>(
 pub extern "system" fn Java_dev_tether_ffi_Native_errorKinds(env: *mut JNIEnv, _c: jclass) -> jobjectArray {
     // SAFETY: JNI passes the calling thread's live env, valid for this native call.
     let env = unsafe { Env::from_raw(env) };
-    guard(env, null(), || string_array(env, tether_core::constants::ERROR_KINDS))
+    let names: Vec<&str> = tether_core::constants::ERROR_KINDS.iter().map(|&(name, _)| name).collect();
+    guard(env, null(), || string_array(env, &names))
 }
 
 #[no_mangle]

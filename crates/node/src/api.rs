@@ -74,8 +74,11 @@ pub fn export_all(state: &EnvState, env: Env, exports: Value) -> JsResult<()> {
     raw::set_named(env, exports, "constants", constants(env)?)?;
     let kinds = tether_core::constants::ERROR_KINDS;
     let error_kinds = raw::array(env, kinds.len())?;
-    for (i, kind) in kinds.iter().enumerate() {
-        raw::set_element(env, error_kinds, i as u32, raw::string(env, kind)?)?;
+    for (i, &(name, code)) in kinds.iter().enumerate() {
+        let entry = raw::array(env, 2)?;
+        raw::set_element(env, entry, 0, raw::string(env, name)?)?;
+        raw::set_element(env, entry, 1, raw::number(env, code as f64)?)?;
+        raw::set_element(env, error_kinds, i as u32, entry)?;
     }
     raw::set_named(env, exports, "errorKinds", error_kinds)?;
     Ok(())

@@ -59,7 +59,12 @@ pub fn error_to_js(state: &EnvState, e: &Error) -> JsResult<Value> {
     }
     let factory = state.refs.borrow().error_factory.expect("error factory set at init");
     let factory = raw::reference_value(env, factory)?;
-    let args = [raw::string(env, e.kind())?, raw::string(env, e.message())?, raw::string(env, e.backtrace())?];
+    let args = [
+        raw::number(env, e.code().code() as f64)?,
+        raw::string(env, e.kind())?,
+        raw::string(env, e.message())?,
+        raw::string(env, e.backtrace())?,
+    ];
     let this = raw::undefined(env)?;
     raw::call(env, this, factory, &args)
 }

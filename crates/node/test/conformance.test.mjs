@@ -361,7 +361,11 @@ test('T34 error kinds map to documented classes', () => {
     RustPanic: [tether.RustPanic, tether.TetherError],
   };
   // The core's kinds (constants.rs ERROR_KINDS) are exactly the ones mapped here.
-  assert.deepEqual(Object.keys(expected).sort(), [...tether.errorKinds].sort());
+  assert.deepEqual(Object.keys(expected).sort(), tether.errorKinds.map(([name]) => name).sort());
+  // Each kind crosses as its code (the error's `code` cell): one distinct integer each.
+  const codes = tether.errorKinds.map(([, code]) => code);
+  assert.ok(codes.every(Number.isInteger));
+  assert.equal(new Set(codes).size, codes.length);
   for (const [kind, [cls, base]] of Object.entries(expected)) {
     assert.throws(() => testing.raise_error(kind, `msg ${kind}`), (e) => {
       assert.ok(e instanceof cls, `${kind} -> ${cls.name}`);

@@ -50,12 +50,14 @@ pub unsafe fn raise(e: Error) {
             raise_builtin(ffi::PyExc_RuntimeError, &msg);
             return;
         }
+        let code = ffi::PyLong_FromLong(e.code().code() as _);
         let (kind, message, bt) = (py_str(e.kind()), py_str(e.message()), py_str(e.backtrace()));
-        let exc = if kind.is_null() || message.is_null() || bt.is_null() {
+        let exc = if code.is_null() || kind.is_null() || message.is_null() || bt.is_null() {
             null_mut()
         } else {
-            ffi::PyObject_CallFunctionObjArgs(hook, kind, message, bt, null_mut::<ffi::PyObject>())
+            ffi::PyObject_CallFunctionObjArgs(hook, code, kind, message, bt, null_mut::<ffi::PyObject>())
         };
+        ffi::Py_XDECREF(code);
         ffi::Py_XDECREF(kind);
         ffi::Py_XDECREF(message);
         ffi::Py_XDECREF(bt);

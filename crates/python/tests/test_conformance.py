@@ -6,6 +6,7 @@ import builtins
 import gc
 import inspect
 import pathlib
+import re
 import subprocess
 import sys
 import threading
@@ -335,7 +336,11 @@ def test_T34_error_kinds(testing, kind, builtin):
 
 def test_T34_every_core_error_kind_has_its_class():
     # The core's kinds (constants.rs ERROR_KINDS) are exactly the ones mapped to classes.
-    assert set(tether_ffi._native.ERROR_KINDS) == set(tether_ffi._errors.KIND_CLASSES)
+    assert {name for name, _ in tether_ffi._native.ERROR_KINDS} == set(tether_ffi._errors.KIND_CLASSES)
+    # Each kind crosses as its code, the one in the shared constants (ERROR_TYPE_ERROR, ...).
+    for name, code in tether_ffi._native.ERROR_KINDS:
+        constant = "ERROR_" + re.sub(r"([a-z])([A-Z])", r"\1_\2", name).upper()
+        assert tether_ffi._native.CONSTANTS[constant] == code, constant
     assert tether_ffi._native.CONSTANTS["TYPE_ARRAY"] == tether_ffi._native.type_index_of("tether.Array")
 
 

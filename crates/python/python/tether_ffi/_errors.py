@@ -74,9 +74,19 @@ _BUILTIN_KINDS = (
 )
 
 
-def make_error(kind: str, message: str, backtrace: str) -> Error:
-    """The exception instance for a native error (unknown kinds become RuntimeError)."""
-    err = KIND_CLASSES.get(kind, RuntimeError)(message)
+def _classes_by_code() -> dict[int, type[Error]]:
+    from . import _native  # the core's (name, code) table: codes cross the boundary, not names
+
+    return {code: KIND_CLASSES.get(name, RuntimeError) for name, code in _native.ERROR_KINDS}
+
+
+CODE_CLASSES: dict[int, type[Error]] = _classes_by_code()
+
+
+def make_error(code: int, kind: str, message: str, backtrace: str) -> Error:
+    """The exception instance for a native error: its class chosen by the kind's code (a kind
+    named outside the core's list has RuntimeError's code and keeps its name in ``.kind``)."""
+    err = CODE_CLASSES.get(code, RuntimeError)(message)
     err.kind = kind
     err.backtrace = backtrace
     return err

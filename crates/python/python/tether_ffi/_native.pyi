@@ -5,7 +5,7 @@ from typing import Any, Callable
 Object: type
 MAX_NESTING_DEPTH: int
 CONSTANTS: dict[str, int]
-ERROR_KINDS: tuple[str, ...]
+ERROR_KINDS: tuple[tuple[str, int], ...]
 
 class Moved:
     """A native reference moved out of a wrapper by ``_move()``, waiting to be passed."""

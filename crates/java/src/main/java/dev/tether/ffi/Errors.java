@@ -1,21 +1,26 @@
 package dev.tether.ffi;
 
-/** Native error kinds to Java exceptions (the table in docs/java.md). */
+/** Native error kinds to Java exceptions (the table in docs/java.md), chosen by the kind's code. */
 final class Errors {
     private Errors() {}
 
-    static Throwable create(String kind, String message, String backtrace) {
-        switch (kind) {
-            case "TypeError":
-                return new TetherTypeError(kind, message, backtrace);
-            case "ValueError":
-                return new TetherValueError(kind, message, backtrace);
-            case "IndexError":
-                return new TetherIndexError(kind, message, backtrace);
-            case "KeyError":
-                return new TetherKeyError(kind, message, backtrace);
-            default:
-                return new TetherException(kind, message, backtrace);
+    // The codes from their one source (tether-core's constants.rs, through Native.constant).
+    private static final int TYPE_ERROR = (int) Native.constant("ERROR_TYPE_ERROR");
+    private static final int VALUE_ERROR = (int) Native.constant("ERROR_VALUE_ERROR");
+    private static final int INDEX_ERROR = (int) Native.constant("ERROR_INDEX_ERROR");
+    private static final int KEY_ERROR = (int) Native.constant("ERROR_KEY_ERROR");
+
+    /** The exception for a native error of kind {@code code} named {@code kind}. */
+    static Throwable create(int code, String kind, String message, String backtrace) {
+        if (code == TYPE_ERROR) {
+            return new TetherTypeError(kind, message, backtrace);
+        } else if (code == VALUE_ERROR) {
+            return new TetherValueError(kind, message, backtrace);
+        } else if (code == INDEX_ERROR) {
+            return new TetherIndexError(kind, message, backtrace);
+        } else if (code == KEY_ERROR) {
+            return new TetherKeyError(kind, message, backtrace);
         }
+        return new TetherException(kind, message, backtrace);
     }
 }
