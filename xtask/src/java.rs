@@ -1,8 +1,8 @@
 //! The java suite: libtether_java and the two test plugins built with cargo, then `mvn test` on
 //! crates/java/pom.xml with `-Dtether.library.path=<abs path of the built library>`,
 //! `-Dtether.native.dir=<its directory>` (packed into the jar as a resource) and the plugins'
-//! paths as `-Dtether.test.plugin=...` / `-Dtether.test.pluginBadAbi=...` (also exported as
-//! TETHER_TEST_PLUGIN / TETHER_TEST_PLUGIN_BAD_ABI).
+//! paths as `-Dtether.test.plugin=...` / `-Dtether.test.pluginBadAbi=...` / `-Dtether.test.pluginDir=...`
+//! (also exported as TETHER_TEST_PLUGIN / TETHER_TEST_PLUGIN_BAD_ABI / TETHER_TEST_PLUGIN_DIR).
 
 use std::path::PathBuf;
 
@@ -35,8 +35,10 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
         .arg(native_dir_property(&lib))
         .arg(format!("-Dtether.test.plugin={}", plugin.display()))
         .arg(format!("-Dtether.test.pluginBadAbi={}", bad_abi.display()))
+        .arg(format!("-Dtether.test.pluginDir={}", plugins.dir.display()))
         .env("TETHER_TEST_PLUGIN", plugin)
         .env("TETHER_TEST_PLUGIN_BAD_ABI", bad_abi)
+        .env("TETHER_TEST_PLUGIN_DIR", &plugins.dir)
         .cwd(&ctx.root)
         .hint(format!("rerun one test class with: mvn -B test -f {POM} {} -Dtest=<Class>", library_property(&lib)))
         .run()?;

@@ -35,6 +35,7 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
         .args(&tests)
         .env("TETHER_TEST_PLUGIN", plugin)
         .env("TETHER_TEST_PLUGIN_BAD_ABI", bad_abi)
+        .env("TETHER_TEST_PLUGIN_DIR", &plugins.dir)
         .cwd(&dir)
         .hint(format!("rerun one file with: cd {DIR} && node --expose-gc --test test/<file>"))
         .run()?;

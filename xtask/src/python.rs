@@ -30,6 +30,7 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
         .args(["-m", "pytest", TESTS, "-q"])
         .env("TETHER_TEST_PLUGIN", plugin)
         .env("TETHER_TEST_PLUGIN_BAD_ABI", bad_abi)
+        .env("TETHER_TEST_PLUGIN_DIR", &plugins.dir)
         .cwd(&ctx.root)
         .run_code()?;
     match code {

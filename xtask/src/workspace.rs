@@ -126,27 +126,55 @@ impl Ctx {
     }
 }
 
-/// The sample and bad-ABI test plugins every frontend suite loads (T36, T50).
+/// The test plugins every frontend suite loads (T36, T50..T56): the sample and bad-ABI ones by
+/// their own variables, and all of them (the Rust ones from `tests/plugins/`, the C ones from
+/// `tests/c/`) in one directory, `TETHER_TEST_PLUGIN_DIR`.
 pub struct TestPlugins {
     pub sample: PathBuf,
     pub bad_abi: PathBuf,
+    pub dir: PathBuf,
 }
 
+/// The Rust test plugins (workspace members under tests/plugins/).
+pub const RUST_TEST_PLUGINS: [&str; 4] = [
+    "tether-test-plugin",
+    "tether-test-plugin-bad-abi",
+    "tether-test-plugin-init-panics",
+    "tether-test-plugin-conflict",
+];
+
+/// The C test plugins the frontend suites load: tests/c/<name>.c becomes libtether_c_<name>.so
+/// next to the Rust ones.
+pub const C_TEST_PLUGINS: [&str; 2] = ["init_fails", "hostile"];
+
 impl Ctx {
-    /// Builds both test plugins; `suite` labels the progress line.
+    /// Builds every test plugin; `suite` labels the progress lines.
     pub fn test_plugins(&self, suite: &str) -> Result<TestPlugins> {
-        crate::util::step(
-            suite,
-            "building the test plugins (cargo build -p tether-test-plugin -p tether-test-plugin-bad-abi)",
-        );
+        let packages: Vec<String> = RUST_TEST_PLUGINS.iter().flat_map(|p| ["-p".to_string(), p.to_string()]).collect();
+        crate::util::step(suite, format!("building the Rust test plugins (cargo build {})", packages.join(" ")));
         Cmd::cargo()
-            .args(["build", "-p", "tether-test-plugin", "-p", "tether-test-plugin-bad-abi"])
+            .arg("build")
+            .args(&packages)
             .cwd(&self.root)
-            .hint("reproduce with: cargo build -p tether-test-plugin -p tether-test-plugin-bad-abi")
+            .hint(format!("reproduce with: cargo build {}", packages.join(" ")))
             .run()?;
-        Ok(TestPlugins {
-            sample: self.cdylib_path("tether-test-plugin")?,
-            bad_abi: self.cdylib_path("tether-test-plugin-bad-abi")?,
-        })
+        let sample = self.cdylib_path("tether-test-plugin")?;
+        let dir = sample.parent().expect("a file in the target directory").to_path_buf();
+        let cc = std::env::var("CC").unwrap_or_else(|_| "gcc".into());
+        crate::util::require_tool(suite, &cc)?;
+        for name in C_TEST_PLUGINS {
+            let out = dir.join(crate::util::cdylib_file_name(&format!("tether_c_{name}")));
+            let source = self.path(&format!("tests/c/{name}.c"));
+            crate::util::step(suite, format!("compiling {} into {}", self.rel(&source), self.rel(&out)));
+            Cmd::new(&cc)
+                .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-O1", "-I"])
+                .arg(self.path("crates/core/include"))
+                .arg("-o")
+                .arg(&out)
+                .arg(&source)
+                .hint(format!("the C test plugin {} does not compile with {cc}", self.rel(&source)))
+                .run()?;
+        }
+        Ok(TestPlugins { sample, bad_abi: self.cdylib_path("tether-test-plugin-bad-abi")?, dir })
     }
 }

@@ -313,7 +313,10 @@ typedef struct TetherApiTable {
      * reference or NULL. */
     void (*set_last_error)(TetherObjectHeader *err);
     TetherObjectHeader *(*take_last_error)(void);
-    /* types: register_type_key is idempotent by key, returns the index or -1 (error raised). */
+    /* types: register_type_key is idempotent by key, returns the index or -1 (error raised).
+     * A key names one layout: another parent for a known key, or a publication whose parent
+     * chain or field names differ from the registered ones, is -1 with a ValueError naming the
+     * key (docs/abi.md section 7). */
     int32_t (*register_type_key)(TetherByteSlice key, int32_t parent);
     int32_t (*type_index_of)(TetherByteSlice key);
     const TetherTypeInfo *(*type_info)(int32_t index);
@@ -325,7 +328,10 @@ typedef struct TetherApiTable {
     /* modules (only during tether_module_init; `module` is the init argument; func borrowed) */
     int32_t (*module_add_function)(void *module, TetherByteSlice name, TetherObjectHeader *func);
     int32_t (*module_add_type)(void *module, int32_t type_index);
-    /* conveniences: each returns an owned reference, or NULL with an error raised */
+    /* conveniences: each returns an owned reference, or NULL with an error raised. A function
+     * from make_function has its results checked by the host, and make_array / call_function
+     * check their cells: a type index that is neither a value kind nor a registered type is a
+     * ValueError, never read as a pointer (docs/abi.md section 8). */
     TetherObjectHeader *(*make_str)(TetherByteSlice s);
     TetherObjectHeader *(*make_error)(TetherByteSlice kind, TetherByteSlice message);
     TetherObjectHeader *(*make_function)(TetherSafeCallFn safe_call, void *data, TetherDataDropFn drop_data,

@@ -5,7 +5,7 @@
 use std::ffi::c_void;
 
 use crate::alloc::{self, AllocateFn, FreeFn};
-use crate::any::{Any, AnyView};
+use crate::any::{Any, AnyView, TypeIndex};
 use crate::arc::ObjectRef;
 use crate::containers::{ArrayObj, StrObj};
 use crate::error::{catch_panic, ffi_status, local_set_last_error, local_take_last_error, set_last_error, Error};
@@ -21,6 +21,79 @@ fn ffi_object(f: impl FnOnce() -> crate::Result<ObjectRef>) -> *mut ObjectHeader
         Err(e) => {
             set_last_error(e);
             std::ptr::null_mut()
+        }
+    }
+}
+
+/// Is a cell that came from C one the core can read? Value kinds (None to small bytes; the
+/// borrowed views RAW_STR / RAW_BYTES too unless the cell is an owned result, which cannot
+/// borrow), or an object of a registered type whose header agrees. Anything else (a negative
+/// index, one in the gap below `TypeIndex::OBJECT`, an unregistered type) is a ValueError
+/// naming `what`, before any code reads the payload as a pointer or drops it.
+fn check_cell(what: &dyn Fn() -> String, view: AnyView<'_>, owned: bool) -> crate::Result<()> {
+    let kind = view.type_index();
+    let bad = |why: String| Err(Error::value(format!("{} {why}", what())));
+    match kind {
+        TypeIndex::NONE..=TypeIndex::SMALL_BYTES => Ok(()),
+        TypeIndex::RAW_STR | TypeIndex::RAW_BYTES if !owned => Ok(()),
+        TypeIndex::RAW_STR | TypeIndex::RAW_BYTES => {
+            bad(format!("is a borrowed view (kind {kind}), which a result cannot be: results own their values"))
+        }
+        k if k >= TypeIndex::OBJECT && types::local_type_info(k).is_some() => {
+            let ptr = view.as_object_ptr().unwrap_or(std::ptr::null_mut());
+            if ptr.is_null() || !ptr.is_aligned() {
+                return bad(format!("claims an object of type {:?} but holds no object pointer", types::kind_name(k)));
+            }
+            // SAFETY: a cell of an object kind carries a live object (the ABI's contract for every
+            // cell); the pointer is non-null and aligned, and only the header's index is read.
+            let header_kind = unsafe { (*ptr).type_index };
+            if header_kind != k {
+                return bad(format!(
+                    "claims type {:?} (index {k}) but its object's header says index {header_kind}",
+                    types::kind_name(k)
+                ));
+            }
+            Ok(())
+        }
+        k => bad(format!(
+            "has type index {k}, which is neither a value kind (0..={}) nor a registered type: the cell is refused unread",
+            TypeIndex::RAW_BYTES
+        )),
+    }
+}
+
+/// The `safe_call` of every Function a C plugin makes (`make_function`): the plugin's own
+/// Function is the `data`, called with the same arguments; its result is checked
+/// ([`check_cell`]) before any frontend or core code reads it. A refused result is not dropped
+/// (its payload is not trusted as a pointer): the caller's cell is None again, and the call
+/// fails with a ValueError naming the function.
+unsafe extern "C" fn checked_safe_call(
+    handle: *mut ObjectHeader,
+    args: *const AnyView<'_>,
+    n: i32,
+    result: *mut Any,
+) -> i32 {
+    // SAFETY: `handle` is a Function made by `api_make_function`, whose `data` is a
+    // `Box<Function>` (the plugin's own Function), alive as long as `handle` is.
+    let inner =
+        unsafe { &*((*(handle as *const crate::arc::ObjectBox<function::FunctionObj>)).value.data as *const Function) };
+    // SAFETY: the plugin's Function with the caller's own arguments and result cell (the
+    // safe_call ABI, forwarded unchanged).
+    let rc = unsafe { (inner.0.safe_call)(inner.as_object_ptr(), args, n, result) };
+    if rc != 0 {
+        return rc;
+    }
+    // SAFETY: the callee filled the caller's cell; it is read bitwise here without taking
+    // ownership (ManuallyDrop), so a refused value is never dropped.
+    let cell = std::mem::ManuallyDrop::new(unsafe { result.read() });
+    let name = || format!("the result of {}", inner.name());
+    match check_cell(&name, cell.view(), true) {
+        Ok(()) => 0,
+        Err(e) => {
+            // SAFETY: the caller's writable cell; the refused value in it is forgotten, not dropped.
+            unsafe { result.write(Any::none()) };
+            set_last_error(e);
+            -1
         }
     }
 }
@@ -152,15 +225,30 @@ unsafe extern "C" fn api_make_function(
     arity: i32,
 ) -> *mut ObjectHeader {
     ffi_object(|| {
+        // SAFETY: readable for the call.
+        let name = unsafe { name.to_str_lossy() };
         // SAFETY: the C caller vouches for `safe_call`/`drop_data` (ABI contract).
-        let f = unsafe { Function::from_raw_parts(safe_call, data, drop_data, &name.to_str_lossy(), arity, 0) };
+        let own = unsafe { Function::from_raw_parts(safe_call, data, drop_data, &name, arity, 0) };
+        // What the host hands out checks every result of the plugin's function (`checked_safe_call`).
+        let data = Box::into_raw(Box::new(own)) as *mut c_void;
+        // SAFETY: `checked_safe_call` reads exactly this payload (a `Box<Function>`), which
+        // `drop_closure::<Function>` frees.
+        let f = unsafe {
+            Function::from_raw_parts(checked_safe_call, data, Some(function::drop_closure::<Function>), &name, arity, 0)
+        };
         Ok(f.0.into())
     })
 }
 unsafe extern "C" fn api_make_array(items: *const AnyView<'static>, n: usize) -> *mut ObjectHeader {
     ffi_object(|| {
+        if n > 0 && items.is_null() {
+            return Err(Error::value(format!("make_array: {n} items at a null pointer")));
+        }
         // SAFETY: `n` readable cells (ABI contract).
         let items = if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(items, n) } };
+        for (i, item) in items.iter().enumerate() {
+            check_cell(&|| format!("make_array: item {i}"), *item, false)?;
+        }
         Ok(ArrayObj::new(items.iter().map(AnyView::to_owned_any).collect()).into())
     })
 }
@@ -178,6 +266,21 @@ unsafe extern "C" fn api_call_function(
     n: i32,
     result: *mut Any,
 ) -> i32 {
+    let checked = || -> crate::Result<()> {
+        if n < 0 || (n > 0 && args.is_null()) {
+            return Err(Error::value(format!("call_function: {n} arguments at {args:?}")));
+        }
+        // SAFETY: `n` readable cells (ABI contract), not null when `n > 0`.
+        let cells = if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(args, n as usize) } };
+        for (i, cell) in cells.iter().enumerate() {
+            check_cell(&|| format!("call_function: argument {}", i + 1), *cell, false)?;
+        }
+        Ok(())
+    };
+    if let Err(e) = checked() {
+        set_last_error(e);
+        return -1;
+    }
     // SAFETY: the caller passes a borrowed Function, `n` cells and a None result cell.
     match unsafe { borrowed_function(func) } {
         // SAFETY: `f` is that Function, alive for the call; the caller passes `n` cells and a

@@ -251,7 +251,93 @@ pub(crate) struct PendingModule {
     pub types: Vec<i32>,
 }
 
-static LOADED: Mutex<Vec<(std::path::PathBuf, ObjectRef)>> = Mutex::new(Vec::new());
+/// What `load_module` did with one file. A file whose init ran stays loaded whatever init
+/// answered (its code may already be referenced: registered types, globals, objects), so a
+/// failed init is remembered instead of run again.
+struct Loaded {
+    file: ModuleFile,
+    outcome: std::result::Result<ObjectRef, (String, String)>,
+}
+
+static LOADED: Mutex<Vec<Loaded>> = Mutex::new(Vec::new());
+
+/// A plugin file as `load_module` identifies it: its canonical path and, on Unix, its device
+/// and inode, so a symbolic or hard link to a loaded file is the same module (the dynamic
+/// loader would hand back the same library anyway) while a copy is another module.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModuleFile {
+    pub canonical: std::path::PathBuf,
+    /// `(st_dev, st_ino)` where the platform has them.
+    pub identity: Option<(u64, u64)>,
+}
+
+impl ModuleFile {
+    fn same_file(&self, other: &ModuleFile) -> bool {
+        self.canonical == other.canonical || (self.identity.is_some() && self.identity == other.identity)
+    }
+}
+
+/// The one rule every frontend's `load_module` follows to find a plugin: the argument is a
+/// file path, never a library name. A relative path, including a bare file name without a
+/// slash (`"libmy_plugin.so"`), is taken relative to the process's working directory, as
+/// `open()` would; the dynamic loader's search path (`LD_LIBRARY_PATH`, the ld.so cache,
+/// system directories) is not consulted, so a bare name never silently picks a system library
+/// of the same name. The file must exist and be a regular file (a directory or a device is a
+/// ValueError saying so, before the loader sees it).
+pub fn resolve_module_path(path: &str) -> Result<ModuleFile> {
+    let fail = |why: String| Error::value(format!("cannot load tether module {path:?}: {why}"));
+    if path.is_empty() {
+        return Err(fail("the path is empty".into()));
+    }
+    let p = std::path::Path::new(path);
+    let meta = match std::fs::metadata(p) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let bare = !path.contains(std::path::MAIN_SEPARATOR) && !path.contains('/');
+            return Err(fail(if bare {
+                let cwd = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_else(|_| "?".into());
+                format!(
+                    "no such file in the working directory {cwd} (a name without a slash is a path relative to \
+                     the working directory; the library search path is not searched)"
+                )
+            } else {
+                "no such file".into()
+            }));
+        }
+        Err(e) => return Err(fail(e.to_string())),
+    };
+    if meta.is_dir() {
+        return Err(fail("it is a directory, not a shared library file".into()));
+    }
+    if !meta.is_file() {
+        return Err(fail("not a regular file (a shared library is a regular file)".into()));
+    }
+    let canonical = p.canonicalize().map_err(|e| fail(e.to_string()))?;
+    #[cfg(unix)]
+    let identity = {
+        use std::os::unix::fs::MetadataExt;
+        Some((meta.dev(), meta.ino()))
+    };
+    #[cfg(not(unix))]
+    let identity = None;
+    Ok(ModuleFile { canonical, identity })
+}
+
+thread_local! {
+    /// During a plugin's init on this thread: the registrations the registry refused for their
+    /// layout (`types::layout_difference`), `None` outside an init.
+    static REJECTED: std::cell::RefCell<Option<Vec<String>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The registry refused a registration (types.rs): if a module is initialising on this thread,
+/// its load fails with this error, whether or not its init passed the failure on.
+pub(crate) fn note_rejected_registration(e: &Error) {
+    REJECTED.with(|r| {
+        if let Some(list) = r.borrow_mut().as_mut() {
+            list.push(e.message().to_string());
+        }
+    });
+}
 
 /// The dynamic loader's own words for a failure (libloading keeps `dlerror()`'s text in the
 /// error's source, behind a generic "dlopen failed"): "libdep.so: cannot open shared object
@@ -266,24 +352,29 @@ fn loader_reason(e: &libloading::Error) -> String {
     reason
 }
 
-/// Load a plugin (once per canonical path; later loads return the same module object).
+/// Load a plugin file (found by [`resolve_module_path`]) once per process: a later load of the
+/// same file, under any path to it, returns the same module object, or the same error if its
+/// init failed (init runs at most once per file).
 pub fn load_module(path: &str) -> Result<ObjectArc<ModuleObj>> {
     if is_plugin() {
         return Err(Error::runtime("load_module is only available in a host process"));
     }
     crate::init();
-    let p = std::path::Path::new(path);
-    if !p.exists() {
-        return Err(Error::value(format!("cannot load tether module {path:?}: no such file")));
-    }
-    let canonical = p.canonicalize().map_err(|e| Error::value(format!("cannot load tether module {path:?}: {e}")))?;
+    let file = resolve_module_path(path)?;
     let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, m)) = loaded.iter().find(|(c, _)| *c == canonical) {
-        return Ok(m.clone().try_cast().unwrap_or_else(|_| unreachable!("LOADED holds modules")));
+    if let Some(known) = loaded.iter().find(|l| l.file.same_file(&file)) {
+        return match &known.outcome {
+            Ok(m) => Ok(m.clone().try_cast().unwrap_or_else(|_| unreachable!("LOADED holds modules"))),
+            Err((kind, message)) => Err(Error::new(
+                kind,
+                format!("{message} (remembered from the first load: a plugin's init runs at most once per process)"),
+            )),
+        };
     }
+    let canonical = &file.canonical;
     // SAFETY: loading a library runs its initialisers; that is what loading a plugin means.
-    // The library is never unloaded (leaked below), so its code outlives every object.
-    let lib = unsafe { libloading::Library::new(&canonical) }.map_err(|e| {
+    // Once its init has been called the library is never unloaded (see below).
+    let lib = unsafe { libloading::Library::new(canonical) }.map_err(|e| {
         Error::value(format!(
             "cannot load tether module {path:?}: not a loadable shared library ({})",
             loader_reason(&e)
@@ -304,25 +395,46 @@ pub fn load_module(path: &str) -> Result<ObjectArc<ModuleObj>> {
     // SAFETY: the symbol has the `tether_module_init` signature per the plugin ABI.
     let init = unsafe { lib.get::<InitFn>(b"tether_module_init\0") }
         .map_err(|_| Error::value(format!("{path:?} is not a tether module: it has no `tether_module_init` symbol")))?;
+    let init = *init;
+    // From here on the plugin's code may be referenced from the registries (a type's accessors,
+    // a global function, an object's deleter) even if its init fails: never unload it.
+    std::mem::forget(lib);
     let mut pending = PendingModule::default();
+    REJECTED.with(|r| *r.borrow_mut() = Some(Vec::new()));
     // SAFETY: the host table is `'static`; `pending` outlives the call.
     let rc = unsafe { init(crate::ffi::host_table(), &mut pending as *mut PendingModule as *mut c_void) };
-    if rc != 0 {
-        let cause = if rc == -2 {
-            Error::runtime(format!("{path:?} rejected this host's API table (ABI mismatch)"))
-        } else {
-            let e = crate::error::take_last_error();
-            Error::new(e.kind(), format!("initialising module {path:?} failed: {}", e.message()))
-        };
-        return Err(cause);
+    let rejected = REJECTED.with(|r| r.borrow_mut().take()).unwrap_or_default();
+    let failure = if rc == 0 && rejected.is_empty() {
+        None
+    } else if rc == -2 {
+        Some(Error::runtime(format!("{path:?} rejected this host's API table (ABI mismatch)")))
+    } else {
+        let raised = (rc != 0).then(crate::error::take_last_error);
+        Some(match (rejected.first(), raised) {
+            // The registry's refusal is the cause, whatever the plugin made of it (a Rust
+            // plugin's `register()` panics, a C plugin may ignore the -1).
+            (Some(why), _) => Error::value(format!("initialising module {path:?} failed: {why}")),
+            (None, Some(e)) if e.kind() == crate::error::ErrorKind::RustPanic.as_str() => Error::new(
+                e.kind(),
+                format!("initialising module {path:?} failed: the plugin panicked: {}", e.message()),
+            ),
+            (None, Some(e)) => Error::new(e.kind(), format!("initialising module {path:?} failed: {}", e.message())),
+            (None, None) => unreachable!("rc != 0 or a rejection"),
+        })
+    };
+    if let Some(e) = failure {
+        loaded.push(Loaded { file: file.clone(), outcome: Err((e.kind().to_string(), e.message().to_string())) });
+        // The functions it exported so far are released; the library stays mapped, so their
+        // `drop_data` (plugin code) can still run.
+        drop(pending);
+        return Err(e);
     }
-    std::mem::forget(lib);
     let module = ObjectArc::new(ModuleObj {
         path: canonical.display().to_string(),
         functions: pending.functions,
         types: pending.types,
     });
-    loaded.push((canonical, module.clone().into()));
+    loaded.push(Loaded { file, outcome: Ok(module.clone().into()) });
     Ok(module)
 }
 

@@ -290,6 +290,15 @@ pub(crate) fn local_register_type_key(key: &str, parent: i32, fixed_index: Optio
     let mut guard = WRITER.lock().unwrap_or_else(|e| e.into_inner());
     let w = guard.get_or_insert_with(|| Writer { by_key: HashMap::new(), next_user: TypeIndex::FIRST_USER });
     if let Some(&i) = w.by_key.get(key) {
+        let current = local_type_info(i).expect("a registered key has an info");
+        if fixed_index.is_none() && current.parent != parent {
+            return Err(rejected(Error::value(format!(
+                "type key {key:?} is already registered with parent {}, not {}: one key names one layout \
+                 (rename one of the types, or load only one of the plugins that define it)",
+                parent_name(current.parent),
+                parent_name(parent)
+            ))));
+        }
         return Ok(i);
     }
     let parent_info = if fixed_index == Some(TypeIndex::OBJECT) {
@@ -337,8 +346,54 @@ pub(crate) fn local_register_type_key(key: &str, parent: i32, fixed_index: Optio
     Ok(index)
 }
 
-/// Publish reflection for an already reserved index. The first publication wins; later ones
-/// for the same key are ignored (registration is idempotent).
+/// A parent index for messages: its key, or the number when nothing is registered there.
+fn parent_name(index: i32) -> String {
+    match local_type_info(index) {
+        Some(info) => format!("{:?}", info.key()),
+        None if index < 0 => "none (a root type)".to_string(),
+        None => format!("index {index} (not registered)"),
+    }
+}
+
+/// A registration the registry refused for its layout: noted for the module being loaded
+/// (its load then fails with this error, whatever the plugin's init made of it).
+fn rejected(e: Error) -> Error {
+    plugin::note_rejected_registration(&e);
+    e
+}
+
+/// Why `new` does not describe the same layout as the registered `current` (same key), or
+/// `None`: a key names one layout, its parent chain and its field names in order. A second
+/// registration of the same layout (a plugin loaded from a copy of its file) is fine; any other
+/// would let one type's accessors read another type's objects.
+pub(crate) fn layout_difference(current: &TypeInfo, new: &TypeInfo) -> Option<String> {
+    let key = current.key();
+    if current.parent != new.parent || current.depth != new.depth || current.ancestors() != new.ancestors() {
+        return Some(format!(
+            "type key {key:?} is registered with parent {} (depth {}), but this registration describes parent {} \
+             (depth {}): one key names one layout",
+            parent_name(current.parent),
+            current.depth,
+            parent_name(new.parent),
+            new.depth
+        ));
+    }
+    if !current.is_reflected() || !new.is_reflected() {
+        return None;
+    }
+    let names = |t: &TypeInfo| t.fields().iter().map(|f| f.name()).collect::<Vec<_>>();
+    let (had, has) = (names(current), names(new));
+    (had != has).then(|| {
+        format!(
+            "type key {key:?} is already registered with fields {had:?}, but this registration has fields {has:?}: \
+             one key names one layout (rename one of the types, or load only one of the plugins that define it)"
+        )
+    })
+}
+
+/// Publish reflection for an already reserved index. The first publication wins; a later one
+/// with the same layout ([`layout_difference`]) is ignored, one with another layout is a
+/// ValueError naming the key.
 pub fn publish_type_info(info: TypeInfo) -> Result<i32> {
     if let Some(api) = plugin::host_api() {
         let leaked = Box::leak(Box::new(info));
@@ -365,12 +420,44 @@ pub(crate) fn local_publish_type_info(info: &'static TypeInfo) -> Result<i32> {
             info.key()
         )));
     }
+    if let Some(why) = layout_difference(current, info) {
+        return Err(rejected(Error::value(why)));
+    }
     if !current.is_reflected() {
+        check_members(info)?;
         slot.store(info as *const TypeInfo as *mut TypeInfo, Ordering::Release);
         // Readers may still hold the key-only info it replaces: keep it, reachable.
         RETIRED.lock().unwrap_or_else(|e| e.into_inner()).push(current);
     }
     Ok(info.index)
+}
+
+/// Every accessor of an info about to be published is a live Function (C builds these by hand:
+/// a null getter would crash the first read of the field, not the publication).
+fn check_members(info: &TypeInfo) -> Result<()> {
+    let is_function = |f: *mut ObjectHeader| {
+        // SAFETY: non-null accessors are live objects the publisher hands to the registry (the
+        // ABI's contract for `publish_type_info`); only the header's type index is read.
+        !f.is_null() && unsafe { (*f).type_index } == TypeIndex::FUNCTION
+    };
+    let key = info.key();
+    for f in info.fields() {
+        if !is_function(f.getter) || !(f.setter.is_null() || is_function(f.setter)) {
+            return Err(Error::value(format!(
+                "type {key:?}: field {:?} needs a getter Function (and a setter Function or null)",
+                f.name()
+            )));
+        }
+    }
+    for m in info.methods() {
+        if !is_function(m.func) {
+            return Err(Error::value(format!("type {key:?}: method {:?} needs a Function", m.name())));
+        }
+    }
+    if !(info.constructor.is_null() || is_function(info.constructor)) {
+        return Err(Error::value(format!("type {key:?}: the constructor is not a Function")));
+    }
+    Ok(())
 }
 
 /// A human name for a kind, for error messages.
@@ -637,12 +724,23 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
         self
     }
 
-    /// Publish. Idempotent: a type already reflected keeps its first registration.
+    /// Publish. Idempotent: a type already reflected keeps its first registration, and a second
+    /// one must describe the same layout (parent and field names, [`layout_difference`]).
+    ///
+    /// # Panics
+    /// When [`TypeBuilder::try_register`] fails: the key is registered with another layout.
     pub fn register(self) -> i32 {
+        self.try_register().unwrap_or_else(|e| panic!("cannot register type {}: {e}", T::TYPE_KEY))
+    }
+
+    /// [`TypeBuilder::register`], with a refused registration as a ValueError naming the key
+    /// (in a plugin's init: `.try_register()?`).
+    pub fn try_register(self) -> Result<i32> {
         let index = T::type_index();
-        let Some(current) = type_info(index) else { panic!("type {} has no registry entry", T::TYPE_KEY) };
+        let current =
+            type_info(index).ok_or_else(|| Error::runtime(format!("type {} has no registry entry", T::TYPE_KEY)))?;
         if current.is_reflected() {
-            return index;
+            return self.same_layout_as(current);
         }
         let leak_fn = |f: Function| ObjectRef::from(f.0).into_raw();
         let fields: Vec<FieldInfo> = self
@@ -679,7 +777,54 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
             methods: leak_slice(methods),
             constructor: self.constructor.map_or(std::ptr::null_mut(), leak_fn),
         };
-        publish_type_info(info).unwrap_or_else(|e| panic!("cannot publish type {}: {e}", T::TYPE_KEY))
+        publish_type_info(info)
+    }
+
+    /// A second registration of a reflected type: no Functions are made; the registry (the
+    /// host's, in a plugin) compares the field names with the registered ones, through a
+    /// publication of the names alone that it never keeps (it keeps only the first).
+    fn same_layout_as(self, current: &'static TypeInfo) -> Result<i32> {
+        let index = current.index;
+        if self.fields.is_empty() {
+            if self.methods.is_empty() && self.constructor.is_none() {
+                return Ok(index); // declares no members: nothing to compare
+            }
+            if current.n_fields > 0 {
+                let had: Vec<&str> = current.fields().iter().map(|f| f.name()).collect();
+                return Err(Error::value(format!(
+                    "type key {:?} is already registered with fields {had:?}, but this registration has fields []: \
+                     one key names one layout (rename one of the types, or load only one of the plugins that define it)",
+                    T::TYPE_KEY
+                )));
+            }
+            return Ok(index);
+        }
+        let names: Vec<FieldInfo> = self
+            .fields
+            .iter()
+            .map(|f| FieldInfo {
+                name: leak_str(&f.name),
+                doc: ByteSlice::empty(),
+                type_hint: ByteSlice::empty(),
+                getter: std::ptr::null_mut(),
+                setter: std::ptr::null_mut(),
+            })
+            .collect();
+        let shape = TypeInfo {
+            index,
+            depth: current.depth,
+            parent: current.parent,
+            key: current.key,
+            doc: ByteSlice::empty(),
+            ancestors: current.ancestors,
+            n_fields: names.len(),
+            fields: leak_slice(names),
+            n_methods: 0,
+            methods: std::ptr::null(),
+            constructor: std::ptr::null_mut(),
+        };
+        // The functions this builder made are dropped with it: only the first registration's live.
+        publish_type_info(shape)
     }
 }
 

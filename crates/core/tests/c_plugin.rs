@@ -17,8 +17,20 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// Compile `tests/c/<name>.c` into a shared library in this test's temp dir.
+/// Compile `tests/c/<name>.c` into a shared library in this test's temp dir, once per run (a
+/// loaded library is never rewritten).
 fn build(name: &str) -> String {
+    static BUILT: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, path)) = built.iter().find(|(n, _)| n == name) {
+        return path.clone();
+    }
+    let path = compile(name);
+    built.push((name.to_string(), path.clone()));
+    path
+}
+
+fn compile(name: &str) -> String {
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("tether_c_{name}.so"));
     let cc = std::env::var("CC").unwrap_or_else(|_| "gcc".into());
     let status = Command::new(&cc)
@@ -283,4 +295,139 @@ fn files_that_are_not_tether_modules_give_clear_errors() {
         Some(2),
         "the host keeps working"
     );
+}
+
+fn hostile() -> &'static tether_core::ObjectArc<tether_core::plugin::ModuleObj> {
+    static MODULE: OnceLock<tether_core::ObjectArc<tether_core::plugin::ModuleObj>> = OnceLock::new();
+    MODULE.get_or_init(|| load_module(&build("hostile")).expect("the hostile C plugin loads"))
+}
+
+fn hostile_call(name: &str, args: &[AnyView<'_>]) -> tether_core::Result<Any> {
+    hostile().function(name).unwrap_or_else(|| panic!("hostile exports {name}")).call(args)
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "compiles C and dlopens it")]
+fn cells_with_out_of_range_type_indices_are_refused_unread() {
+    let _g = loaded();
+    hostile();
+    let base = live_objects();
+    let echo = Any::object(tether_core::function::get_global("testing.echo").unwrap().0.into());
+    // Negative, in the gap between value kinds and objects, an unregistered object index,
+    // beyond the registry: none is a value the core can read.
+    // The refusal as (kind, message); the error itself is dropped at once.
+    let refused = |name: &str, args: &[AnyView<'_>]| {
+        let e = hostile_call(name, args).unwrap_err();
+        (e.kind().to_string(), e.message().to_string())
+    };
+    for kind in [-1i64, -70_000, 9, 63, 100, 127, 1_000_000] {
+        let (k, m) = refused("bad_result", &[AnyView::int(kind)]);
+        assert_eq!(k, "ValueError");
+        assert!(
+            m.contains("the result of hostile.bad_result")
+                && m.contains(&format!("has type index {kind}, which is neither")),
+            "{m}"
+        );
+        let (_, m) = refused("bad_array", &[AnyView::int(kind)]);
+        assert!(m.starts_with("make_array: item 0 has type index"), "{m}");
+        let (_, m) = refused("bad_call", &[echo.view(), AnyView::int(kind)]);
+        assert!(m.starts_with("call_function: argument 1 has type index"), "{m}");
+    }
+    // A borrowed view cannot be a result; a registered type without an object, or whose header
+    // disagrees, is refused.
+    let (_, m) = refused("bad_result", &[AnyView::int(TypeIndex::RAW_STR as i64)]);
+    assert!(m.contains("is a borrowed view"), "{m}");
+    let (_, m) = refused("bad_header", &[AnyView::int(TypeIndex::ARRAY as i64)]);
+    assert!(m.contains("its object's header says index 3"), "{m}");
+    let (_, m) = refused("bad_result", &[AnyView::int(TypeIndex::ARRAY as i64)]);
+    assert!(m.contains("claims an object of type \"tether.Array\" but holds no object pointer"), "{m}");
+    assert_eq!(hostile_call("ok", &[]).unwrap().view().as_int(), Some(42), "the plugin keeps working");
+    assert_eq!(live_objects(), base);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "compiles C and dlopens it")]
+fn a_registered_key_keeps_its_layout() {
+    let _g = loaded();
+    let register = |key: &str, parent: &str, fields: &str| {
+        hostile_call("register_type", &[AnyView::raw_str(key), AnyView::raw_str(parent), AnyView::raw_str(fields)])
+    };
+    // A new key (its getters live in the registry from now on), before the baseline.
+    let point = register("hostile.Point", "tether.Object", "x,y").unwrap().view().as_int().unwrap();
+    let base = live_objects();
+    assert_eq!(register("hostile.Point", "tether.Object", "x,y").unwrap().view().as_int(), Some(point), "same layout");
+    let pair = <tether_core::testing::Pair as tether_core::Object>::type_index() as i64;
+    assert_eq!(register("testing.Pair", "tether.Object", "first,second").unwrap().view().as_int(), Some(pair));
+    for (key, parent, fields, says) in [
+        (
+            "hostile.Point",
+            "tether.Object",
+            "x",
+            r#"is already registered with fields ["x", "y"], but this registration has fields ["x"]"#,
+        ),
+        ("hostile.Point", "tether.Object", "y,x", r#"has fields ["y", "x"]"#),
+        ("testing.Pair", "tether.Object", "first,second,third", r#""testing.Pair" is already registered with fields"#),
+        (
+            "testing.Triple",
+            "tether.Object",
+            "first,second,third",
+            r#"type key "testing.Triple" is already registered with parent "testing.Pair", not "tether.Object""#,
+        ),
+        (
+            "hostile.Point",
+            "testing.Pair",
+            "x,y",
+            r#"type key "hostile.Point" is already registered with parent "tether.Object", not "testing.Pair""#,
+        ),
+    ] {
+        let e = register(key, parent, fields).unwrap_err();
+        assert_eq!(e.kind(), "ValueError");
+        assert!(e.message().contains(says), "{key} {parent} {fields}: {}", e.message());
+    }
+    assert_eq!(type_info(point as i32).unwrap().fields().len(), 2, "the first layout stays");
+    assert_eq!(live_objects(), base, "refused and duplicate registrations keep none of their getters");
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "compiles C and dlopens it")]
+fn a_copy_of_a_c_plugin_shares_its_types_and_a_link_is_the_same_module() {
+    let _g = loaded();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("c_two_paths");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join("link.so");
+    std::os::unix::fs::symlink(cplugin().path(), &link).unwrap();
+    assert!(tether_core::ObjectArc::ptr_eq(&load_module(link.to_str().unwrap()).unwrap(), cplugin()));
+    let copy = dir.join("copy.so");
+    std::fs::copy(cplugin().path(), &copy).unwrap();
+    let copied = load_module(copy.to_str().unwrap()).expect("a copy registers the same layout: accepted");
+    assert!(!tether_core::ObjectArc::ptr_eq(&copied, cplugin()));
+    assert_eq!(copied.types(), cplugin().types());
+    let v = copied.function("Vec2").unwrap().call(&[AnyView::float(1.0), AnyView::float(2.0)]).unwrap();
+    let v = v.into_object().unwrap();
+    assert_eq!(v.type_index(), cplugin().types()[0]);
+    assert_eq!(
+        get_field(&v, "y").unwrap().view().as_float(),
+        Some(2.0),
+        "the original's getter reads the copy's object"
+    );
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "compiles C and dlopens it")]
+fn a_failing_init_is_remembered_and_the_host_keeps_working() {
+    let _g = loaded();
+    let path = build("init_fails");
+    let first = load_module(&path).unwrap_err().message().to_string();
+    let base = live_objects(); // its global function stays registered
+    let second = load_module(&path).unwrap_err();
+    assert!(first.contains("cplugin init refused to start"), "{first}");
+    assert_eq!(second.kind(), "RuntimeError");
+    assert!(second.message().contains("cplugin init refused to start") && second.message().contains("remembered"));
+    drop((first, second));
+    // What its init registered before failing is its code: the library stays mapped.
+    let leftover = tether_core::function::get_global("init_fails.leftover").expect("registered before the failure");
+    assert_eq!(leftover.call(&[]).unwrap().view().as_int(), Some(7));
+    assert_eq!(func("greet").call(&[AnyView::raw_str("x")]).unwrap().as_str(), Some("hello from C, x"));
+    assert_eq!(live_objects(), base);
 }

@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import util from 'node:util';
@@ -15,6 +16,7 @@ import {
   samplePlugin,
   settledBaseline,
   testing,
+  testPlugin,
   tether,
 } from './helpers.mjs';
 
@@ -522,4 +524,114 @@ test('T50 loadModule exposes plugin functions and types', () => {
     made.count = 3;
   }, { name: 'TetherAttributeError' });
   assert.equal(tether.loadModule(samplePlugin).greet, sample.greet, 'loading twice gives the same functions');
+});
+
+/** The registry's index for `key`. */
+function typeIndexOf(key) {
+  const found = tether.listTypes().find((t) => t.key === key);
+  assert.ok(found, `${key} is registered`);
+  return found.index;
+}
+
+/** Assert `fn` throws an instance of `cls` whose message matches every pattern; returns it. */
+function throwsWith(fn, cls, ...patterns) {
+  let caught;
+  assert.throws(fn, (e) => {
+    caught = e;
+    return e instanceof cls;
+  });
+  for (const p of patterns) assert.match(caught.message, p);
+  return caught;
+}
+
+test('T51 an init that panics or fails is a typed error, and the process keeps working', async () => {
+  const panics = testPlugin('tether_test_plugin_init_panics');
+  const fails = testPlugin('tether_c_init_fails');
+  const e = throwsWith(() => tether.loadModule(panics), tether.RustPanic, /initialising module/,
+    /libtether_test_plugin_init_panics/, /the plugin panicked: init_panics: refusing to start/);
+  assert.equal(e.kind, 'RustPanic');
+  throwsWith(() => tether.loadModule(fails), tether.TetherRuntimeError, /cplugin init refused to start/);
+  const baseline = await settledBaseline();
+  throwsWith(() => tether.loadModule(panics), tether.RustPanic, /remembered/);
+  throwsWith(() => tether.loadModule(fails), tether.TetherRuntimeError, /refused to start.*remembered/);
+  assert.equal(tether.getGlobalFunc('init_fails.leftover')(), 7, 'what the failed init registered stays callable');
+  assert.equal(testing.add(2, 3), 5);
+  await expectLiveBackTo(baseline);
+});
+
+test('T52 an existing type key with another layout is a ValueError naming the key', async () => {
+  throwsWith(() => tether.loadModule(testPlugin('tether_test_plugin_conflict')), tether.TetherValueError,
+    /type key "testing.Pair" is already registered with fields \["first", "second"\]/, /\["left", "right"\]/);
+  const hostile = tether.loadModule(testPlugin('tether_c_hostile'));
+  const point = hostile.register_type('hostile.Point', 'tether.Object', 'x,y');
+  const baseline = await settledBaseline();
+  assert.equal(hostile.register_type('hostile.Point', 'tether.Object', 'x,y'), point, 'the same layout again is fine');
+  assert.equal(hostile.register_type('testing.Pair', 'tether.Object', 'first,second'), typeIndexOf('testing.Pair'));
+  throwsWith(() => hostile.register_type('hostile.Point', 'tether.Object', 'x'), tether.TetherValueError,
+    /"hostile.Point" is already registered with fields \["x", "y"\]/);
+  throwsWith(() => hostile.register_type('testing.Triple', 'tether.Object', 'first,second,third'), tether.TetherValueError,
+    /"testing.Triple" is already registered with parent "testing.Pair"/);
+  let p = new Pair(1, 2);
+  assert.deepEqual([p.first, p.second], [1, 2], 'the registered Pair is untouched');
+  p = null;
+  await expectLiveBackTo(baseline);
+});
+
+test('T53 an out-of-range type index from a C plugin is a ValueError, not a crash', async () => {
+  const hostile = tether.loadModule(testPlugin('tether_c_hostile'));
+  const baseline = await settledBaseline();
+  for (const kind of [-1, 9, 63, 100, 1_000_000]) {
+    throwsWith(() => hostile.bad_result(kind), tether.TetherValueError,
+      new RegExp(`the result of hostile.bad_result has type index ${kind}, which is neither`));
+    throwsWith(() => hostile.bad_array(kind), tether.TetherValueError, new RegExp(`make_array: item 0 has type index ${kind}`));
+    throwsWith(() => hostile.bad_call(testing.echo, kind), tether.TetherValueError,
+      new RegExp(`call_function: argument 1 has type index ${kind}`));
+  }
+  throwsWith(() => hostile.bad_header(typeIndexOf('tether.Array')), tether.TetherValueError, /header says index 3/);
+  assert.equal(hostile.ok(), 42);
+  assert.equal(testing.add(2, 3), 5);
+  await expectLiveBackTo(baseline);
+});
+
+test('T54 loadModule of a directory is a clear error', () => {
+  throwsWith(() => tether.loadModule(os.tmpdir()), tether.TetherValueError, /it is a directory, not a shared library file/);
+  assert.equal(testing.add(1, 1), 2);
+});
+
+test('T55 a bare file name is relative to the working directory', () => {
+  throwsWith(() => tether.loadModule('libc.so.6'), tether.TetherValueError, /no such file in the working directory/);
+  const sample = tether.loadModule(samplePlugin);
+  const cwd = process.cwd();
+  process.chdir(path.dirname(samplePlugin));
+  try {
+    assert.equal(tether.loadModule(path.basename(samplePlugin)), sample);
+  } finally {
+    process.chdir(cwd);
+  }
+});
+
+test('T56 the same plugin under two paths', async () => {
+  const sample = tether.loadModule(samplePlugin);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tether-T56-'));
+  try {
+    const link = path.join(dir, 'libsample_link.so');
+    fs.symlinkSync(samplePlugin, link);
+    assert.equal(tether.loadModule(link), sample, 'a link to the same file is the same module');
+    const copy = path.join(dir, 'libsample_copy.so');
+    fs.copyFileSync(samplePlugin, copy);
+    const other = tether.loadModule(copy);
+    assert.notEqual(other, sample, 'a copy is another file');
+    const baseline = await settledBaseline();
+    assert.equal(other.Counter, sample.Counter, 'the same key with the same layout is one type');
+    let c = other.make_counter(4);
+    assert.ok(c instanceof sample.Counter);
+    assert.equal(c.count, 4);
+    assert.equal(c.increment(), 5);
+    assert.equal(testing.echo(c), c);
+    assert.equal(tether.loadModule(copy), other);
+    c = null;
+    await expectLiveBackTo(baseline);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -18,6 +18,12 @@ export const samplePlugin =
 export const badAbiPlugin =
   process.env.TETHER_TEST_PLUGIN_BAD_ABI ?? path.join(repoRoot, 'target/debug/libtether_test_plugin_bad_abi.so');
 
+/** A test plugin by file stem (`tether_test_plugin_conflict`, `tether_c_hostile`): from
+ * TETHER_TEST_PLUGIN_DIR (set by `cargo xtask test`, which builds them all), else target/debug. */
+export function testPlugin(stem) {
+  return path.join(process.env.TETHER_TEST_PLUGIN_DIR ?? path.join(repoRoot, 'target/debug'), `lib${stem}.so`);
+}
+
 /** Run a GC and let the deferred Node-API finalizers run (they run from setImmediate). */
 export async function collect(rounds = 3) {
   assert.equal(typeof global.gc, 'function', 'run node with --expose-gc');

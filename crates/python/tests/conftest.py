@@ -27,6 +27,13 @@ def bad_abi_plugin_path() -> str:
     return os.environ.get("TETHER_TEST_PLUGIN_BAD_ABI") or _lib("tether_test_plugin_bad_abi")
 
 
+def plugin_file(name: str) -> str:
+    """A test plugin by file stem (`tether_test_plugin_conflict`, `tether_c_hostile`): from
+    TETHER_TEST_PLUGIN_DIR (set by `cargo xtask test`, which builds them all), else target/debug."""
+    directory = os.environ.get("TETHER_TEST_PLUGIN_DIR")
+    return os.path.join(directory, f"lib{name}.so") if directory else _lib(name)
+
+
 @pytest.fixture(scope="session")
 def testing():
     return tether_ffi.testing

@@ -1,12 +1,14 @@
-"""One test per scenario id of docs/conformance.md (T01..T50)."""
+"""One test per scenario id of docs/conformance.md (T01..T56)."""
 
 from __future__ import annotations
 
 import builtins
 import gc
 import inspect
+import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -14,7 +16,7 @@ import threading
 import pytest
 
 import tether_ffi
-from conftest import bad_abi_plugin_path, live_now, plugin_path
+from conftest import bad_abi_plugin_path, live_now, plugin_path, plugin_file
 
 TESTING_NAMES = [
     "echo", "make_pair", "add", "add3", "sum", "call", "call_in_thread", "raise_error", "panic",
@@ -512,3 +514,100 @@ def test_T50_load_plugin(testing):
         d.count = 3  # read-only field
     again = tether_ffi.load_module(plugin_path())
     assert again.make_counter is mod.make_counter
+
+
+def test_T51_init_that_panics_or_fails(testing):
+    panics = plugin_file("tether_test_plugin_init_panics")
+    with pytest.raises(tether_ffi.RustPanic) as info:
+        tether_ffi.load_module(panics)
+    assert "initialising module" in str(info.value) and "libtether_test_plugin_init_panics" in str(info.value)
+    assert "the plugin panicked: init_panics: refusing to start" in str(info.value)
+    fails = plugin_file("tether_c_init_fails")
+    with pytest.raises(tether_ffi.RuntimeError, match="cplugin init refused to start"):
+        tether_ffi.load_module(fails)
+    del info
+    base = live_now()
+    # Init runs once per file: loading again gives the same error, remembered.
+    with pytest.raises(tether_ffi.RustPanic, match="remembered"):
+        tether_ffi.load_module(panics)
+    with pytest.raises(tether_ffi.RuntimeError, match="refused to start.*remembered"):
+        tether_ffi.load_module(fails)
+    # What the failed init registered is plugin code, still mapped and callable.
+    assert tether_ffi.get_global_func("init_fails.leftover")() == 7
+    assert testing.add(2, 3) == 5
+    assert live_now() == base
+
+
+def test_T52_existing_type_key_with_another_layout(testing, baseline):
+    with pytest.raises(tether_ffi.ValueError) as info:
+        tether_ffi.load_module(plugin_file("tether_test_plugin_conflict"))
+    message = str(info.value)
+    assert 'type key "testing.Pair" is already registered with fields ["first", "second"]' in message, message
+    assert '["left", "right"]' in message
+    del info
+    hostile = tether_ffi.load_module(plugin_file("tether_c_hostile"))
+    point = hostile.register_type("hostile.Point", "tether.Object", "x,y")  # new: kept by the registry
+    base = live_now()
+    assert hostile.register_type("hostile.Point", "tether.Object", "x,y") == point, "the same layout again is fine"
+    pair = tether_ffi._native.type_index_of("testing.Pair")
+    assert hostile.register_type("testing.Pair", "tether.Object", "first,second") == pair
+    with pytest.raises(tether_ffi.ValueError, match=r'"hostile.Point" is already registered with fields \["x", "y"\]'):
+        hostile.register_type("hostile.Point", "tether.Object", "x")
+    with pytest.raises(tether_ffi.ValueError, match='"testing.Triple" is already registered with parent "testing.Pair"'):
+        hostile.register_type("testing.Triple", "tether.Object", "first,second,third")
+    p = testing.Pair(1, 2)
+    assert (p.first, p.second) == (1, 2), "the registered Pair is untouched"
+    del p
+    assert live_now() == base
+
+
+@pytest.mark.parametrize("kind", [-1, 9, 63, 100, 1_000_000])
+def test_T53_out_of_range_type_index_from_a_c_plugin(testing, kind):
+    hostile = tether_ffi.load_module(plugin_file("tether_c_hostile"))
+    base = live_now()
+    with pytest.raises(tether_ffi.ValueError, match=rf"the result of hostile.bad_result has type index {kind}, which is neither"):
+        hostile.bad_result(kind)
+    with pytest.raises(tether_ffi.ValueError, match=rf"make_array: item 0 has type index {kind}"):
+        hostile.bad_array(kind)
+    with pytest.raises(tether_ffi.ValueError, match=rf"call_function: argument 1 has type index {kind}"):
+        hostile.bad_call(testing.echo, kind)
+    with pytest.raises(tether_ffi.ValueError, match="header says index 3"):
+        hostile.bad_header(tether_ffi._native.CONSTANTS["TYPE_ARRAY"])
+    assert hostile.ok() == 42
+    assert testing.add(2, 3) == 5
+    assert live_now() == base
+
+
+def test_T54_load_module_of_a_directory(testing, tmp_path):
+    with pytest.raises(tether_ffi.ValueError, match="it is a directory, not a shared library file"):
+        tether_ffi.load_module(tmp_path)
+    assert testing.add(1, 1) == 2
+
+
+def test_T55_bare_name_is_relative_to_the_working_directory(testing, monkeypatch):
+    # libc.so.6 is on every library search path, and still no such file here.
+    with pytest.raises(tether_ffi.ValueError, match="no such file in the working directory"):
+        tether_ffi.load_module("libc.so.6")
+    sample = pathlib.Path(plugin_path())
+    mod = tether_ffi.load_module(sample)
+    monkeypatch.chdir(sample.parent)
+    assert tether_ffi.load_module(sample.name) is mod
+
+
+def test_T56_same_plugin_under_two_paths(testing, tmp_path):
+    mod = tether_ffi.load_module(plugin_path())
+    link = tmp_path / "libsample_link.so"
+    link.symlink_to(plugin_path())
+    assert tether_ffi.load_module(link) is mod, "a link to the same file is the same module"
+    copy = tmp_path / "libsample_copy.so"
+    shutil.copyfile(plugin_path(), copy)
+    other = tether_ffi.load_module(copy)
+    assert other is not mod, "a copy is another file"
+    base = live_now()
+    assert other.Counter is mod.Counter, "the same key with the same layout is one type"
+    c = other.make_counter(4)
+    assert type(c) is mod.Counter and c.count == 4 and c.increment() == 5
+    assert testing.echo(c) is c
+    assert tether_ffi.load_module(copy) is other
+    del c
+    assert live_now() == base

@@ -283,9 +283,10 @@ _LOADED: dict[str, _types.ModuleType] = {}
 def load_module(path: str | _os.PathLike[str]) -> _types.ModuleType:
     """Load a tether plugin; its functions and types become the module's attributes.
 
-    ``path`` is a file path (relative paths against the working directory; the library search
-    path is not consulted). Loading the same file again, under any path, returns the same
-    module object.
+    ``path`` is a file path, never a library name: a relative one, a bare file name too, is
+    relative to the working directory; the library search path is not consulted. Loading the
+    same file again, under any path to it, returns the same module object; a copy of the file
+    is another module. See docs/python.md, "Loading plugins".
     """
     real, functions, type_indices = _native.load_module(_os.fspath(path))
     mod = _LOADED.get(real)

@@ -601,4 +601,128 @@ class ConformanceTest {
         assertEquals("sample.Counter(count=10)", built.toString());
         assertThrows(TetherKeyError.class, () -> m.function("nope"));
     }
+
+    /** {@code fn} throws a {@code cls} whose message contains every part; returns it. */
+    private static <E extends Throwable> E throwsWith(Class<E> cls, org.junit.jupiter.api.function.Executable fn, String... parts) {
+        E e = assertThrows(cls, fn);
+        for (String part : parts) {
+            assertTrue(e.getMessage().contains(part), "expected \"" + part + "\" in: " + e.getMessage());
+        }
+        return e;
+    }
+
+    @Test
+    void T51_initThatPanicsOrFails() throws InterruptedException {
+        String panics = TestSupport.testPlugin("tether_test_plugin_init_panics").toString();
+        String fails = TestSupport.testPlugin("tether_c_init_fails").toString();
+        TetherException p = throwsWith(TetherException.class, () -> Tether.loadModule(panics), "initialising module",
+                "libtether_test_plugin_init_panics", "the plugin panicked: init_panics: refusing to start");
+        assertEquals("RustPanic", p.kind());
+        TetherException f = throwsWith(TetherException.class, () -> Tether.loadModule(fails), "cplugin init refused to start");
+        assertEquals("RuntimeError", f.kind());
+        p = null;
+        f = null;
+        long base = settledLive();
+        assertEquals("RustPanic", throwsWith(TetherException.class, () -> Tether.loadModule(panics), "remembered").kind());
+        throwsWith(TetherException.class, () -> Tether.loadModule(fails), "refused to start", "remembered");
+        assertEquals(7L, Tether.getGlobalFunc("init_fails.leftover").call(), "what the failed init registered stays callable");
+        assertEquals(5L, t("add").call(2L, 3L));
+        assertBackTo(base);
+    }
+
+    @Test
+    void T52_existingTypeKeyWithAnotherLayout() throws InterruptedException {
+        throwsWith(TetherValueError.class,
+                () -> Tether.loadModule(TestSupport.testPlugin("tether_test_plugin_conflict").toString()),
+                "type key \"testing.Pair\" is already registered with fields [\"first\", \"second\"]", "[\"left\", \"right\"]");
+        TetherModule hostile = Tether.loadModule(TestSupport.testPlugin("tether_c_hostile").toString());
+        TetherFunction register = hostile.function("register_type");
+        Object point = register.call("hostile.Point", "tether.Object", "x,y");
+        long base = settledLive();
+        assertEquals(point, register.call("hostile.Point", "tether.Object", "x,y"), "the same layout again is fine");
+        assertEquals((long) Native.typeIndexOf("testing.Pair"), register.call("testing.Pair", "tether.Object", "first,second"));
+        throwsWith(TetherValueError.class, () -> register.call("hostile.Point", "tether.Object", "x"),
+                "\"hostile.Point\" is already registered with fields [\"x\", \"y\"]");
+        throwsWith(TetherValueError.class, () -> register.call("testing.Triple", "tether.Object", "first,second,third"),
+                "\"testing.Triple\" is already registered with parent \"testing.Pair\"");
+        TetherInstance pair = pair(1L, 2L);
+        assertEquals(1L, pair.get("first"), "the registered Pair is untouched");
+        pair = null;
+        assertBackTo(base);
+    }
+
+    @Test
+    void T53_outOfRangeTypeIndexFromACPlugin() throws InterruptedException {
+        TetherModule hostile = Tether.loadModule(TestSupport.testPlugin("tether_c_hostile").toString());
+        long base = settledLive();
+        for (long kind : new long[] {-1, 9, 63, 100, 1_000_000}) {
+            throwsWith(TetherValueError.class, () -> hostile.function("bad_result").call(kind),
+                    "the result of hostile.bad_result has type index " + kind + ", which is neither");
+            throwsWith(TetherValueError.class, () -> hostile.function("bad_array").call(kind),
+                    "make_array: item 0 has type index " + kind);
+            throwsWith(TetherValueError.class, () -> hostile.function("bad_call").call(echo, kind),
+                    "call_function: argument 1 has type index " + kind);
+        }
+        throwsWith(TetherValueError.class,
+                () -> hostile.function("bad_header").call((long) Native.typeIndexOf("tether.Array")), "header says index 3");
+        assertEquals(42L, hostile.function("ok").call());
+        assertEquals(5L, t("add").call(2L, 3L));
+        assertBackTo(base);
+    }
+
+    @Test
+    void T54_loadModuleOfADirectory() throws Exception {
+        Path dir = Files.createTempDirectory("tether-T54");
+        try {
+            throwsWith(TetherValueError.class, () -> Tether.loadModule(dir.toString()),
+                    "it is a directory, not a shared library file");
+        } finally {
+            Files.deleteIfExists(dir);
+        }
+        assertEquals(2L, t("add").call(1L, 1L));
+    }
+
+    @Test
+    void T55_bareNameIsRelativeToTheWorkingDirectory() throws Exception {
+        throwsWith(TetherValueError.class, () -> Tether.loadModule("libc.so.6"), "no such file in the working directory");
+        TetherModule sample = Tether.loadModule(TestSupport.plugin().toString());
+        // The JVM cannot change its working directory: a link to the plugin is put there instead.
+        String name = "tether-T55-" + ProcessHandle.current().pid() + ".so";
+        Path link = Path.of("").toAbsolutePath().resolve(name);
+        Files.createSymbolicLink(link, TestSupport.plugin().toAbsolutePath());
+        try {
+            assertSame(sample, Tether.loadModule(name));
+        } finally {
+            Files.deleteIfExists(link);
+        }
+    }
+
+    @Test
+    void T56_samePluginUnderTwoPaths() throws Exception {
+        TetherModule sample = Tether.loadModule(TestSupport.plugin().toString());
+        Path dir = Files.createTempDirectory("tether-T56");
+        Path link = dir.resolve("libsample_link.so");
+        Path copy = dir.resolve("libsample_copy.so");
+        try {
+            Files.createSymbolicLink(link, TestSupport.plugin().toAbsolutePath());
+            assertSame(sample, Tether.loadModule(link.toString()), "a link to the same file is the same module");
+            Files.copy(TestSupport.plugin(), copy);
+            TetherModule other = Tether.loadModule(copy.toString());
+            assertNotSame(sample, other, "a copy is another file");
+            assertEquals(sample.typeKeys(), other.typeKeys(), "the same key with the same layout is one type");
+            long base = settledLive();
+            TetherInstance c = (TetherInstance) other.function("make_counter").call(4L);
+            assertEquals("sample.Counter", c.typeKey());
+            assertEquals(4L, c.get("count"));
+            assertEquals(5L, c.call("increment"));
+            assertSame(c, echo.call(c));
+            assertSame(other, Tether.loadModule(copy.toString()));
+            c = null;
+            assertBackTo(base);
+        } finally {
+            Files.deleteIfExists(link);
+            Files.deleteIfExists(copy);
+            Files.deleteIfExists(dir);
+        }
+    }
 }

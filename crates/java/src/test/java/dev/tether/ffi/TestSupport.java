@@ -72,6 +72,17 @@ final class TestSupport {
         return configured("tether.test.pluginBadAbi", "TETHER_TEST_PLUGIN_BAD_ABI", "libtether_test_plugin_bad_abi.so");
     }
 
+    /** A test plugin by file stem ({@code tether_c_hostile}): from {@code tether.test.pluginDir} or
+     * TETHER_TEST_PLUGIN_DIR (set by {@code cargo xtask test}, which builds them all), else target/debug. */
+    static Path testPlugin(String stem) {
+        String dir = System.getProperty("tether.test.pluginDir");
+        if (dir == null || dir.isEmpty() || dir.startsWith("${")) {
+            dir = System.getenv("TETHER_TEST_PLUGIN_DIR");
+        }
+        Path base = dir == null || dir.isEmpty() ? repoRoot().resolve("target/debug") : Path.of(dir);
+        return base.resolve("lib" + stem + ".so");
+    }
+
     static Path nativeLibrary() {
         return configured("tether.library.path", "TETHER_JAVA_LIBRARY", "libtether_java.so");
     }
