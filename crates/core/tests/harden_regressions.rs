@@ -141,8 +141,10 @@ fn publish_type_info_refuses_metadata_that_disagrees_with_the_registry() {
         setter: std::ptr::null_mut(),
     };
     let not_a_function = ObjectRef::from(tether_core::StrObj::new("not a function")).into_raw();
+    // A refused info is not kept, so it is freed here; an accepted one is the registry's.
     let publish = |depth: i32, fields: Vec<FieldInfo>, constructor| -> (i32, String) {
-        let info = Box::leak(Box::new(TypeInfo {
+        let fields = fields.into_boxed_slice();
+        let info = Box::new(TypeInfo {
             index,
             depth,
             parent: reserved.parent,
@@ -150,15 +152,20 @@ fn publish_type_info_refuses_metadata_that_disagrees_with_the_registry() {
             doc: ByteSlice::empty(),
             ancestors: reserved.ancestors().as_ptr(),
             n_fields: fields.len(),
-            fields: Box::leak(fields.into_boxed_slice()).as_ptr(),
+            fields: fields.as_ptr(),
             methods: std::ptr::null(),
             n_methods: 0,
             constructor,
-        }));
-        // SAFETY: a leaked info whose arrays match its counts and whose objects are live.
-        let rc = unsafe { (api.publish_type_info)(info) };
-        let message = if rc < 0 { tether_core::error::take_last_error().to_string() } else { String::new() };
-        (rc, message)
+        });
+        // SAFETY: an info whose arrays match its counts and whose objects are live; it and its
+        // fields are leaked below if the registry takes them.
+        let rc = unsafe { (api.publish_type_info)(&*info) };
+        if rc < 0 {
+            return (rc, tether_core::error::take_last_error().to_string());
+        }
+        Box::leak(fields);
+        Box::leak(info);
+        (rc, String::new())
     };
     let cases: [(i32, Vec<FieldInfo>, *mut tether_core::ObjectHeader, &str); 4] = [
         (reserved.depth + 3, vec![field(b"x", getter)], std::ptr::null_mut(), "depth"),
@@ -175,4 +182,6 @@ fn publish_type_info_refuses_metadata_that_disagrees_with_the_registry() {
     let (rc, message) = publish(reserved.depth, vec![field(b"x", getter)], std::ptr::null_mut());
     assert_eq!(rc, index, "{message}");
     assert_eq!(types::all_fields(types::type_info(index).unwrap()).len(), 1);
+    // SAFETY: the reference made above; no refused info kept it.
+    drop(unsafe { ObjectRef::from_raw(not_a_function) });
 }

@@ -57,16 +57,19 @@ pub fn api() -> &'static ApiTable {
     unsafe { &*tether_core::ffi::host_table() }
 }
 
-/// Takes the raised error after a failed entry point and checks it is an `Error` object with
-/// a kind and a message (a typed error, never a bare failure).
+/// Takes the raised error after a failed entry point and checks it is an `Error` object (a
+/// typed error, never a bare failure).
 pub fn expect_raised(what: &str) {
     // SAFETY: takes this thread's raised error, if any; no arguments.
     let raw = unsafe { (api().take_last_error)() };
     assert!(!raw.is_null(), "{what} failed without raising an error");
     // SAFETY: take_last_error returns an owned reference.
     let obj = unsafe { tether_core::ObjectRef::from_raw(raw) };
-    let err = tether_core::Error::from_object(obj).unwrap_or_else(|o| panic!("{what} raised a non-Error {o:?}"));
-    assert!(!err.kind().is_empty(), "{what} raised an error without a kind");
+    // Its kind may be any string (`testing.raise_error` and `make_error` take one from the
+    // caller, "" included); frontends map kinds they do not know to their runtime error.
+    if let Err(o) = tether_core::Error::from_object(obj) {
+        panic!("{what} raised a non-Error {o:?}");
+    }
 }
 
 /// No error may be left pending after a call that succeeded.

@@ -35,7 +35,7 @@ pub fn run(ctx: &Ctx, quick: bool) -> Result<Vec<Figures>> {
         .hint("the fuzz targets need a nightly toolchain (rustup toolchain install nightly) and a C++ compiler")
         .run()?;
     println!("    fuzz build: {}", secs(started.elapsed().as_millis()));
-    let seconds = if quick { 8 } else { 150 };
+    let seconds = if quick { 8 } else { 120 };
     let bin_dir = target_dir.join(TARGET).join("release");
     TARGETS.iter().map(|(name, asan)| run_target(ctx, &bin_dir, name, asan, seconds)).collect()
 }
