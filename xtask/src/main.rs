@@ -3,6 +3,7 @@
 mod bench;
 mod dist;
 mod examples;
+mod harden;
 mod java;
 mod json;
 mod miri;
@@ -27,6 +28,8 @@ commands:
   miri                             run tether-core's tests under Miri (nightly)
   build-all                        release-build the wheel, npm tarball, jar, plugin and tether.h into target/dist
   bench [--quick]                  run the benchmarks against the peers (--quick: CI smoke run)
+  harden [--quick]                 fuzz the C ABI and the slot state machine, run tether-core's tests
+                                   under ASan and TSan (nightly); the full run writes docs/reliability.md
   help                             show this text";
 
 type Suite = fn(&Ctx) -> Result<Status>;
@@ -53,6 +56,7 @@ fn main() -> ExitCode {
         "miri" => no_args(rest).and_then(|()| single("miri", miri::run)),
         "build-all" => no_args(rest).and_then(|()| Ctx::load()).and_then(|ctx| dist::build_all(&ctx)),
         "bench" => parse_bench(rest).and_then(bench::run),
+        "harden" => parse_bench(rest).and_then(harden::run),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -108,6 +112,7 @@ fn parse_only(rest: &[String]) -> Result<Vec<&'static str>> {
     Ok(only)
 }
 
+/// `[--quick]` (bench, harden).
 fn parse_bench(rest: &[String]) -> Result<bool> {
     match rest {
         [] => Ok(false),

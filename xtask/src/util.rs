@@ -209,6 +209,27 @@ impl Cmd {
         Ok(text)
     }
 
+    /// Runs capturing stdout and stderr, for logs that are parsed afterwards; returns the exit
+    /// code (None = signal) and the text: stdout, then stderr.
+    pub fn run_combined(&self) -> Result<(Option<i32>, String)> {
+        let display = self.display();
+        let mut child =
+            self.command().stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| self.spawn_error(e))?;
+        let mut stderr = child.stderr.take().expect("piped stderr");
+        let err_reader = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            std::io::Read::read_to_end(&mut stderr, &mut buf).map(|_| buf)
+        });
+        let mut text = Vec::new();
+        let mut stdout = child.stdout.take().expect("piped stdout");
+        std::io::Read::read_to_end(&mut stdout, &mut text)
+            .map_err(|e| fail(format!("reading the output of `{display}`: {e}")))?;
+        let err = err_reader.join().ok().and_then(|r| r.ok()).unwrap_or_default();
+        text.extend_from_slice(&err);
+        let status = child.wait().map_err(|e| fail(format!("waiting for `{display}`: {e}")))?;
+        Ok((status.code(), strip_ansi(&String::from_utf8_lossy(&text))))
+    }
+
     /// Runs capturing stdout and stderr; Ok(None) when it fails or cannot start.
     pub fn probe(&self) -> Option<String> {
         let out = self.command().stderr(Stdio::null()).output().ok()?;

@@ -157,6 +157,12 @@ unsafe extern "C" fn api_publish_type_info(info: *const TypeInfo) -> i32 {
         set_last_error(Error::value("publish_type_info: null info"));
         return -1;
     };
+    // SAFETY: the info's arrays are as long as its counts and its object pointers are live
+    // (ABI contract); everything else in it is checked.
+    if let Err(e) = unsafe { check_published(info) } {
+        set_last_error(e);
+        return -1;
+    }
     match catch_panic(|| types::local_publish_type_info(info)) {
         Ok(i) => i,
         Err(e) => {
@@ -165,6 +171,89 @@ unsafe extern "C" fn api_publish_type_info(info: *const TypeInfo) -> i32 {
         }
     }
 }
+/// The bytes of a slice that came from C, checked to be UTF-8 (the registry hands its strings
+/// out as `&str`).
+///
+/// # Safety
+/// `s` points to `len` readable bytes (or `len == 0`).
+unsafe fn utf8_slice(what: &str, key: &str, s: &ByteSlice) -> crate::Result<()> {
+    if s.len == 0 || s.ptr.is_null() {
+        return Ok(());
+    }
+    // SAFETY: readable for the call (this function's contract).
+    let bytes = unsafe { std::slice::from_raw_parts(s.ptr, s.len) };
+    std::str::from_utf8(bytes)
+        .map(drop)
+        .map_err(|e| Error::value(format!("publish_type_info: the {what} of {key:?} is not UTF-8 ({e})")))
+}
+
+/// `obj` is a Function (or null when `may_be_null`).
+///
+/// # Safety
+/// `obj` is null or a live object.
+unsafe fn function_member(what: &str, key: &str, obj: *mut ObjectHeader, may_be_null: bool) -> crate::Result<()> {
+    if obj.is_null() {
+        return match may_be_null {
+            true => Ok(()),
+            false => Err(Error::value(format!("publish_type_info: the {what} of {key:?} is null"))),
+        };
+    }
+    // SAFETY: a live object (this function's contract), so its header is readable.
+    let type_index = unsafe { (*obj).type_index };
+    match type_index == crate::any::TypeIndex::FUNCTION {
+        true => Ok(()),
+        false => Err(Error::type_error(format!(
+            "publish_type_info: the {what} of {key:?} is a {}, not a Function",
+            types::kind_name(type_index)
+        ))),
+    }
+}
+
+/// What a published info must agree with before the registry takes it (found by the
+/// `type_info` fuzz target, `cargo xtask harden`): the lineage its index was registered with
+/// (frontends and `is_instance` read `depth` ancestors), UTF-8 strings (handed out as `&str`),
+/// and Functions wherever the ABI promises one (reflection calls them).
+///
+/// # Safety
+/// The info's arrays are as long as its counts (for the reserved depth) and its object
+/// pointers are null or live (ABI contract).
+unsafe fn check_published(info: &TypeInfo) -> crate::Result<()> {
+    let reserved = types::local_type_info(info.index)
+        .ok_or_else(|| Error::value(format!("publish_type_info: type index {} was never reserved", info.index)))?;
+    // SAFETY: the slices and objects of `info` are valid per this function's contract; the
+    // ancestors are read only once `depth` is known to be the reserved one.
+    unsafe {
+        let key = info.key.to_str_lossy();
+        utf8_slice("key", &key, &info.key)?;
+        let depth = usize::try_from(info.depth).unwrap_or(0);
+        let ancestors: &[i32] = if info.ancestors.is_null() || depth == 0 {
+            &[]
+        } else {
+            std::slice::from_raw_parts(info.ancestors, depth)
+        };
+        if info.depth != reserved.depth || info.parent != reserved.parent || ancestors != reserved.ancestors() {
+            return Err(Error::value(format!(
+                "publish_type_info: {key:?} claims depth {} and parent {}, but was registered at depth {} under parent {}",
+                info.depth, info.parent, reserved.depth, reserved.parent
+            )));
+        }
+        utf8_slice("doc", &key, &info.doc)?;
+        for f in info.fields() {
+            utf8_slice("field name", &key, &f.name)?;
+            utf8_slice("field doc", &key, &f.doc)?;
+            utf8_slice("field type hint", &key, &f.type_hint)?;
+            function_member("field getter", &key, f.getter, false)?;
+            function_member("field setter", &key, f.setter, true)?;
+        }
+        for m in info.methods() {
+            utf8_slice("method name", &key, &m.name)?;
+            utf8_slice("method doc", &key, &m.doc)?;
+            function_member("method", &key, m.func, false)?;
+        }
+        function_member("constructor", &key, info.constructor, true)
+    }
+}
+
 /// # Safety
 /// `func` is null or a live object the caller keeps its own reference to.
 unsafe fn borrowed_function(func: *mut ObjectHeader) -> crate::Result<Function> {

@@ -103,10 +103,24 @@ pub unsafe fn dec_ref_n(obj: *mut ObjectHeader, n: u32) {
     unsafe { drop_last_strong(obj, old - (n as u64 - 1)) };
 }
 
+/// Synchronise with every earlier release decrement of `count` before destroying. A fence,
+/// except under ThreadSanitizer (`cargo xtask harden` builds with `--cfg tether_tsan`), which
+/// does not model fences and would report every destruction as a race: there an acquire load
+/// of the same word does the same job (as std's `Arc` does under TSan).
+#[inline(always)]
+fn acquire_after_last(count: &AtomicU64) {
+    if cfg!(tether_tsan) {
+        count.load(Ordering::Acquire);
+    } else {
+        let _ = count;
+        fence(Ordering::Acquire);
+    }
+}
+
 #[cold]
 unsafe fn drop_last_strong(obj: *mut ObjectHeader, old: u64) {
-    // Synchronise with every earlier release decrement before destroying.
-    fence(Ordering::Acquire);
+    // SAFETY: the header stays readable: the strong references' shared weak one is still held.
+    acquire_after_last(unsafe { &(*obj).combined_ref_count });
     // SAFETY: the value is no longer reachable through a strong reference; the header stays
     // readable because the strong references' shared weak reference is still held.
     let deleter = unsafe { (*obj).deleter };
@@ -141,7 +155,8 @@ pub unsafe fn dec_weak(obj: *mut ObjectHeader) {
     // SAFETY: the caller owns a weak reference, so the memory is live.
     let old = unsafe { (*obj).combined_ref_count.fetch_sub(WEAK_ONE, Ordering::Release) };
     if old >> 32 == 1 {
-        fence(Ordering::Acquire);
+        // SAFETY: the memory is freed only below, after this.
+        acquire_after_last(unsafe { &(*obj).combined_ref_count });
         // SAFETY: the last reference of any kind is gone; the value was dropped when strong
         // reached zero (a weak reference never outlives strong ones with a live value unseen).
         unsafe { ((*obj).deleter)(obj, DELETE_MEMORY) };

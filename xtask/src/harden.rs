@@ -1,0 +1,101 @@
+//! `cargo xtask harden [--quick]`: what tether survives, measured. Fuzzing (libFuzzer targets
+//! in fuzz/ over the C ABI and the slot state machine) and tether-core's tests under
+//! AddressSanitizer and ThreadSanitizer, each printing its figures; the full run also writes
+//! them into docs/reliability.md between its markers. Every figure comes from this run.
+//!
+//! `--quick` (a few seconds per fuzz target, the sanitizers on tree already built) fits in well
+//! under three minutes on top of built trees; the full run takes minutes per part.
+
+mod fuzz;
+mod report;
+mod sanitizers;
+
+use std::time::Instant;
+
+use crate::util::{fail, step, which, Cmd, Result};
+use crate::workspace::Ctx;
+
+pub const SUITE: &str = "harden";
+
+/// One part's figures: a name and `key = value` pairs, as printed and as written to the doc.
+pub struct Figures {
+    pub part: String,
+    pub values: Vec<(String, String)>,
+    /// Unexplained findings or reports: the run fails.
+    pub failed: bool,
+}
+
+impl Figures {
+    fn print(&self) {
+        let values: Vec<String> = self.values.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let verdict = if self.failed { "FAILED" } else { "ok" };
+        println!("    {:<28} {verdict}: {}", self.part, values.join(", "));
+    }
+}
+
+pub fn run(quick: bool) -> Result {
+    let ctx = Ctx::load()?;
+    let started = Instant::now();
+    let nightly = nightly()?;
+    let mut all: Vec<Figures> = Vec::new();
+    let mut skipped: Vec<String> = Vec::new();
+
+    step(SUITE, format!("fuzzing ({})", if quick { "quick" } else { "full" }));
+    all.extend(fuzz::run(&ctx, quick)?);
+    step(SUITE, "sanitizers");
+    let (figures, why) = sanitizers::run(&ctx, quick)?;
+    all.extend(figures);
+    skipped.extend(why);
+
+    let elapsed = started.elapsed().as_secs();
+    println!("==> harden figures ({} run, {elapsed} s, {nightly})", if quick { "quick" } else { "full" });
+    all.iter().for_each(Figures::print);
+    skipped.iter().for_each(|s| println!("    skipped: {s}"));
+    if !quick {
+        report::write(&ctx, &all, &skipped, elapsed, &nightly)?;
+    }
+    let failed: Vec<&str> = all.iter().filter(|f| f.failed).map(|f| f.part.as_str()).collect();
+    let (n_failed, n_passed) = (failed.len(), all.len() - failed.len());
+    println!("harden: {n_passed} passed, {n_failed} failed, {} skipped", skipped.len());
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(fail(format!("harden: findings or reports in {}", failed.join(", "))))
+    }
+}
+
+/// The nightly toolchain's version line (fuzzing and sanitizers need nightly).
+fn nightly() -> Result<String> {
+    if which("rustup").is_none() {
+        return Err(fail("harden needs rustup with a nightly toolchain").hint("install Rust through rustup"));
+    }
+    Cmd::new("rustc")
+        .args(["+nightly", "--version"])
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .probe()
+        .map(|v| v.trim().to_string())
+        .ok_or_else(|| fail("no nightly toolchain").hint("rustup toolchain install nightly --component rust-src"))
+}
+
+/// `cargo +nightly` through the rustup proxy (not $CARGO, the stable toolchain's binary).
+pub fn nightly_cargo() -> Cmd {
+    Cmd::new("cargo").arg("+nightly").env_remove("CARGO").env_remove("RUSTUP_TOOLCHAIN")
+}
+
+/// The host target triple (sanitizer and fuzz builds name it so build scripts stay plain).
+pub const TARGET: &str = "x86_64-unknown-linux-gnu";
+
+/// Runs `cmd` capturing stdout and stderr together into `log`; returns (exit code, text).
+pub fn run_logged(cmd: &Cmd, log: &std::path::Path) -> Result<(Option<i32>, String)> {
+    let (code, text) = cmd.run_combined()?;
+    if let Some(dir) = log.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| fail(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    std::fs::write(log, &text).map_err(|e| fail(format!("cannot write {}: {e}", log.display())))?;
+    Ok((code, text))
+}
+
+/// `ms` as seconds with one decimal.
+pub fn secs(ms: u128) -> String {
+    format!("{}.{} s", ms / 1000, (ms % 1000) / 100)
+}

@@ -1,0 +1,97 @@
+//! tether-core's tests (the C plugin test, tests/c_plugin.rs, among them) under
+//! AddressSanitizer (with LeakSanitizer) and ThreadSanitizer: nightly `-Zsanitizer`, the
+//! standard library rebuilt with it (`-Zbuild-std`), each in its own target dir (target/asan,
+//! target/tsan) so the ordinary builds stay as they are. The Rust test plugins are built plainly
+//! and passed in (TETHER_TEST_PLUGIN*): an uninstrumented library loads into a sanitized
+//! process, while one built with the flag would need the runtime's symbols exported.
+
+use std::time::Instant;
+
+use super::{nightly_cargo, run_logged, secs, Figures, SUITE, TARGET};
+use crate::util::{cdylib_file_name, step, Cmd, Result};
+use crate::workspace::Ctx;
+
+/// (name, RUSTFLAGS, lines that start a report). ThreadSanitizer does not model fences, so the
+/// core's refcount uses an acquire load there instead (`--cfg tether_tsan`, crates/core/src/object.rs).
+const SANITIZERS: [(&str, &str, &[&str]); 2] = [
+    ("asan", "-Zsanitizer=address", &["ERROR: AddressSanitizer", "ERROR: LeakSanitizer"]),
+    ("tsan", "-Zsanitizer=thread --cfg tether_tsan", &["WARNING: ThreadSanitizer"]),
+];
+
+/// The quick run's ThreadSanitizer subset: the test binaries whose threads share objects.
+const TSAN_QUICK: [&str; 3] = ["concurrency", "thread_spares", "tying"];
+
+pub fn run(ctx: &Ctx, quick: bool) -> Result<(Vec<Figures>, Vec<String>)> {
+    step(SUITE, "cargo build -p tether-test-plugin -p tether-test-plugin-bad-abi");
+    Cmd::cargo()
+        .args(["build", "-p", "tether-test-plugin", "-p", "tether-test-plugin-bad-abi"])
+        .cwd(&ctx.root)
+        .run()?;
+    let plugin = ctx.target_dir.join("debug").join(cdylib_file_name("tether-test-plugin"));
+    let bad_abi = ctx.target_dir.join("debug").join(cdylib_file_name("tether-test-plugin-bad-abi"));
+    let mut figures = Vec::new();
+    let mut skipped = Vec::new();
+    for (name, flag, markers) in SANITIZERS {
+        let mut cmd = nightly_cargo()
+            .args(["test", "-Zbuild-std", "--target", TARGET, "-p", "tether-core", "--no-fail-fast", "--target-dir"])
+            .arg(ctx.target_dir.join(name))
+            .env("RUSTFLAGS", flag)
+            .env("TETHER_TEST_PLUGIN", &plugin)
+            .env("TETHER_TEST_PLUGIN_BAD_ABI", &bad_abi)
+            .env("ASAN_OPTIONS", "detect_leaks=1")
+            .env("TSAN_OPTIONS", "halt_on_error=0")
+            .cwd(&ctx.root);
+        let scope = if quick && name == "tsan" {
+            for t in TSAN_QUICK {
+                cmd = cmd.args(["--test", t]);
+            }
+            skipped
+                .push(format!("tsan: the quick run has only {} (the full run has every test)", TSAN_QUICK.join(", ")));
+            TSAN_QUICK.join("+")
+        } else {
+            cmd = cmd.arg("--tests");
+            "every test".to_string()
+        };
+        step(SUITE, format!("tether-core tests under {flag} ({scope})"));
+        let started = Instant::now();
+        let (code, log) = run_logged(&cmd, &ctx.target_dir.join("harden").join(format!("{name}.log")))?;
+        let elapsed = started.elapsed().as_millis();
+        let (passed, failed, binaries) = test_counts(&log);
+        let reports = log.lines().filter(|l| markers.iter().any(|m| l.contains(m))).count();
+        for l in log.lines().filter(|l| markers.iter().any(|m| l.contains(m)) || l.starts_with("test result: FAILED")) {
+            println!("    {l}");
+        }
+        figures.push(Figures {
+            part: format!("{name} tether-core"),
+            values: vec![
+                ("test binaries".into(), binaries.to_string()),
+                ("tests passed".into(), passed.to_string()),
+                ("failed".into(), failed.to_string()),
+                ("reports".into(), reports.to_string()),
+                ("time".into(), secs(elapsed)),
+            ],
+            failed: code != Some(0) || reports > 0 || failed > 0 || binaries == 0,
+        });
+    }
+    Ok((figures, skipped))
+}
+
+/// (passed, failed, test binaries) summed over libtest's `test result:` lines.
+fn test_counts(log: &str) -> (u64, u64, u64) {
+    let number_before = |line: &str, word: &str| -> u64 {
+        let Some(end) = line.find(word) else { return 0 };
+        line[..end].split_whitespace().last().and_then(|n| n.parse().ok()).unwrap_or(0)
+    };
+    log.lines()
+        .filter(|l| l.starts_with("test result:"))
+        .fold((0, 0, 0), |(p, f, b), l| (p + number_before(l, " passed"), f + number_before(l, " failed"), b + 1))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sums_test_results() {
+        let log = "test result: ok. 12 passed; 0 failed; 0 ignored\nnoise\ntest result: FAILED. 3 passed; 2 failed; 1 ignored\n";
+        assert_eq!(super::test_counts(log), (15, 2, 2));
+    }
+}
