@@ -289,14 +289,6 @@ impl<const S: bool> FuzzHost<S> {
                 f.object, f.generation, m.tied
             );
         }
-        if !current && !m.prefixed && m.tied == Some(f.generation) && avoid_known() {
-            // KNOWN FINDING (docs/reliability.md, crates/core/tests/harden_regressions.rs): a
-            // side-table entry pruned and made again restarts its generations, so this late
-            // finalizer of an older wrapper names the live wrapper's generation and would untie
-            // it. Left pending instead, so the run goes on to look for other bugs.
-            self.pending.lock().unwrap().push(f);
-            return;
-        }
         let cache = cache && m.prefixed; // side entries are never cached (no free hook for them)
         let replacement = if cache { new_block() | TAG_INACTIVE } else { 0 };
         // SAFETY: the finalizer still holds its +1, so the object is live.
@@ -313,13 +305,6 @@ impl<const S: bool> FuzzHost<S> {
         }
         drop(f.obj);
     }
-}
-
-/// `TETHER_FUZZ_AVOID_KNOWN=1` (what `cargo xtask harden` sets) steers around the known finding
-/// instead of stopping at it.
-fn avoid_known() -> bool {
-    static AVOID: OnceLock<bool> = OnceLock::new();
-    *AVOID.get_or_init(|| std::env::var_os("TETHER_FUZZ_AVOID_KNOWN").is_some())
 }
 
 /// `TETHER_FUZZ_TRACE=1` prints each step (for reading a crash input).

@@ -84,7 +84,6 @@ impl LateHost {
 /// tables (Node, the JVM: objects made by another allocator, T14) can meet it when two
 /// finalizers run out of order, which the JVM's Cleaner allows.
 #[test]
-#[ignore = "known bug, docs/reliability.md: side-table generations restart after a prune (fix in tying/side_table.rs)"]
 fn a_late_finalizer_leaves_a_newer_side_table_wrapper_tied() {
     let _g = common::serial();
     let host = LateHost { side: SideTable::new(), releases: Mutex::new(Vec::new()) };
