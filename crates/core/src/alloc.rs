@@ -181,7 +181,8 @@ pub unsafe fn free_object(obj: *mut ObjectHeader, size: usize, align: usize) {
         unsafe { (api.free_object)(obj, size, align) };
         return;
     }
-    // SAFETY: forwarded caller guarantees.
+    // SAFETY: `obj` came from this process's `alloc_object` with this size and alignment and
+    // is freed once (this function's contract).
     unsafe { local_free_object(obj, size, align) }
 }
 

@@ -265,7 +265,8 @@ unsafe impl Sync for AnyView<'_> {}
 // and every object is Send + Sync by the object contract (see `ObjectRef`). Views (which
 // borrow) are never stored in an `Any`: `to_owned_any` copies them.
 unsafe impl Send for Any {}
-// SAFETY: as above; `&Any` only reads.
+// SAFETY: what a shared `&Any` reaches (plain values, inline bytes, a Send + Sync object) may
+// be read from many threads at once; `&Any` only reads.
 unsafe impl Sync for Any {}
 
 impl Default for Any {

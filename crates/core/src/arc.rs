@@ -212,7 +212,8 @@ impl<T: Object> ObjectArc<T> {
 /// # Safety
 /// `obj` is fresh object memory from `alloc_object`.
 pub(crate) unsafe fn init_header(obj: *mut ObjectHeader, type_index: i32, deleter: crate::object::Deleter) {
-    // SAFETY: forwarded; `alloc_tag` was written by the allocator and is left alone.
+    // SAFETY: `obj` is fresh object memory from `alloc_object` (this function's contract), ours
+    // to write; `alloc_tag` was written by the allocator and is left alone.
     unsafe {
         std::ptr::addr_of_mut!((*obj).combined_ref_count).write(ObjectHeader::INITIAL_COUNT.into());
         std::ptr::addr_of_mut!((*obj).type_index).write(type_index);

@@ -33,7 +33,8 @@ pub struct AnyCell {
 // SAFETY: the payload is only reached while the cell is held, so at most one thread touches it
 // at a time; `Any` may move between threads (objects are `Send + Sync` by the object contract).
 unsafe impl Sync for AnyCell {}
-// SAFETY: as above; the raw payload pointer is an owned `Any`'s.
+// SAFETY: the raw payload pointer is an owned `Any`'s, and an `Any` may move between threads
+// (objects are `Send + Sync` by the object contract).
 unsafe impl Send for AnyCell {}
 
 const _: () = {

@@ -147,7 +147,8 @@ pub unsafe fn plugin_init(
     module: *mut c_void,
     body: impl FnOnce(&mut ModuleBuilder) -> Result<()>,
 ) -> i32 {
-    // SAFETY: forwarded; the first three fields are fixed for every ABI version.
+    // SAFETY: `api` is null or the host's `'static` table (this function's contract); its
+    // first three fields are fixed for every ABI version.
     let Some(table) = (unsafe { api.as_ref() }) else { return -2 };
     if table.abi_major != ABI_MAJOR || (table.size as usize) < std::mem::size_of::<ApiTable>() {
         return -2;

@@ -615,3 +615,22 @@ fn the_call_driver_returns_the_claimed_argument_names_failing_arguments_and_give
     assert_eq!(obj.header().strong_count(), 1);
     assert_eq!(other.header().strong_count(), 1);
 }
+
+#[test]
+#[cfg_attr(miri, ignore = "reads the sources")]
+fn safety_comments_give_their_reason() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut offenders = Vec::new();
+    for dir in ["crates/core/src", "crates/python/src", "crates/node/src", "crates/java/src"] {
+        for entry in walk(&root.join(dir)) {
+            let text = std::fs::read_to_string(&entry).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                let line = line.trim();
+                if line.starts_with("// SAFETY: forwarded") || line.starts_with("// SAFETY: as above") {
+                    offenders.push(format!("{}:{}: {line}", entry.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "say the reason, not \"forwarded\" / \"as above\":\n{}", offenders.join("\n"));
+}

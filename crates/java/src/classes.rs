@@ -37,7 +37,8 @@ pub const SMALL_LONG_MAX: i64 = 127;
 // SAFETY: the class handles are JNI global references and the method IDs are VM-wide
 // constants; both are valid on every thread.
 unsafe impl Send for Classes {}
-// SAFETY: as above; nothing here is mutated after `init`.
+// SAFETY: global references and method IDs may be used from any thread at once, and nothing
+// here is mutated after `init`.
 unsafe impl Sync for Classes {}
 
 static CLASSES: OnceLock<Classes> = OnceLock::new();

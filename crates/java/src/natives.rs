@@ -155,7 +155,8 @@ unsafe fn call_encoded(
         // Objects and ints are written in place: a view returned by `decode` is stored in
         // pieces and reloaded whole, a store-forwarding stall per argument.
         match k {
-            // SAFETY: forwarded (Java keeps the wrapper, and so its handle, alive).
+            // SAFETY: Java encoded this argument with `Marshal` and keeps its wrapper, and so
+            // the object behind the handle, alive for the call (this function's contract).
             convert::KIND_OBJECT => *view = unsafe { AnyView::from_object_ptr(b as *mut ObjectHeader) },
             convert::KIND_INT => *view = AnyView::int(b),
             // SAFETY: Java encoded `(k, b, r)` with `Marshal` and keeps `r` reachable (this function's contract).
@@ -187,7 +188,8 @@ unsafe fn call_encoded(
             }
         }
     }
-    // SAFETY: forwarded; lent views only for an adopting `f`.
+    // SAFETY: `f` is `func`'s body and Java keeps it and every argument alive (this
+    // function's contract); lent views only for an adopting `f`.
     unsafe { invoke(func, f, &views[..args.len()], result) }?;
     // A function returning one of its object arguments gets that argument's wrapper back
     // without a tie: a wrapper Java can still pass is strongly reachable and not closed, so
@@ -247,7 +249,8 @@ thread_local! {
 #[inline(always)]
 unsafe fn call_encoded_long(env: Env, func: jlong, args: &[(jint, jlong, jobject)]) -> Result<jlong> {
     let mut result = Any::none();
-    // SAFETY: forwarded. An argument coming back is parked as the object itself (not the
+    // SAFETY: Marshal-encoded arguments whose refs and Function Java keeps reachable (this
+    // function's contract). An argument coming back is parked as the object itself (not the
     // local reference, which dies with this frame); the take ties it to the same wrapper.
     unsafe { call_encoded(env, func, args, false, &mut result) }?;
     if let Some(i) = result.view().as_int() {
@@ -291,7 +294,8 @@ unsafe fn borrowed(handle: jlong) -> Result<ObjectRef> {
 /// `handle` is live and of type `T` (`index`).
 unsafe fn body<'a, T>(handle: jlong, index: i32, what: &str) -> Result<&'a T> {
     let h = handle as *mut ObjectHeader;
-    // SAFETY: forwarded: live header.
+    // SAFETY: a non-null `handle` is a live object (this function's contract): its header is
+    // readable.
     if h.is_null() || unsafe { (*h).type_index } != index {
         return Err(Error::type_error(format!("not a tether {what} handle")));
     }

@@ -42,7 +42,9 @@ macro_rules! cold_exports {
     ($($js:literal => $body:ident),* $(,)?) => {
         const COLD: &[(&str, sys::napi_callback)] = &[$(
             ($js, {
-                unsafe extern "C" fn entry(env: Env, info: sys::napi_callback_info) -> Value {
+                unsafe extern "C" fn entry(raw_env: sys::napi_env, info: sys::napi_callback_info) -> Value {
+    // SAFETY: Node passes the env of the running callback, live for it, on its JS thread.
+    let env = unsafe { Env::from_raw(raw_env) };
                     run_cold(env, info, $body)
                 }
                 Some(entry)

@@ -103,7 +103,9 @@ enum Outcome {
 
 /// The Node-API callback of every native function, called by its shim only, with the
 /// function's [`CallFrame`] filled in.
-unsafe extern "C" fn native_function_callback(env: Env, info: sys::napi_callback_info) -> Value {
+unsafe extern "C" fn native_function_callback(raw_env: sys::napi_env, info: sys::napi_callback_info) -> Value {
+    // SAFETY: Node passes the env of the running callback, live for it, on its JS thread.
+    let env = unsafe { Env::from_raw(raw_env) };
     // SAFETY: called by Node on this env's JS thread after init.
     let state = unsafe { crate::env::state_of(env) };
     let frame = state.frame;
@@ -162,18 +164,23 @@ unsafe fn call_counted(
         let mut argc = count;
         raw::napi_call!(
             env,
-            napi_get_cb_info(env, info, &mut argc, heap.as_mut_ptr(), ptr::null_mut(), ptr::null_mut())
+            napi_get_cb_info(env.raw(), info, &mut argc, heap.as_mut_ptr(), ptr::null_mut(), ptr::null_mut())
         )?;
-        // SAFETY: forwarded; every slot was filled (with `undefined` past the JS count).
+        // SAFETY: `frame` is this env's, filled by the shim that made this call, and `mask`
+        // came from it (this function's contract); every slot of `heap` was filled (with
+        // `undefined` past the JS count).
         return unsafe { call_native::<STACK_ARGS>(state, wrapper, frame, mask, &heap) };
     }
     let mut argv: [Value; STACK_ARGS] = [ptr::null_mut(); STACK_ARGS];
     if u64::from(mask) != (1u64 << count) - 1 {
         let mut argc = count;
         // SAFETY: the buffer holds `count` (<= STACK_ARGS) values; all are filled in.
-        unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
+        unsafe {
+            sys::napi_get_cb_info(env.raw(), info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut())
+        };
     }
-    // SAFETY: forwarded, for every arm.
+    // SAFETY: for every arm: `frame` is this env's, filled by the shim that made this call, and
+    // `mask` came from it (this function's contract); `argv` holds `count` filled values.
     unsafe {
         match count {
             1 => call_native::<1>(state, wrapper, frame, mask, &argv[..1]),
@@ -365,7 +372,9 @@ struct AsyncCall {
 }
 
 /// `fn.callAsync(...args)`: run on the libuv pool, resolve with the result.
-pub unsafe extern "C" fn call_async_callback(env: Env, info: sys::napi_callback_info) -> Value {
+pub unsafe extern "C" fn call_async_callback(raw_env: sys::napi_env, info: sys::napi_callback_info) -> Value {
+    // SAFETY: Node passes the env of the running callback, live for it, on its JS thread.
+    let env = unsafe { Env::from_raw(raw_env) };
     // SAFETY: called by Node on this env's JS thread after init.
     let state = unsafe { crate::env::state_of(env) };
     match start_async(state, env, info) {
@@ -391,14 +400,14 @@ fn start_async(state: &EnvState, env: Env, info: sys::napi_callback_info) -> JsR
     let values = args.argv.iter().map(|&v| js_to_any(state, v)).collect::<JsResult<Vec<Any>>>()?;
     let mut deferred = ptr::null_mut();
     let mut promise = ptr::null_mut();
-    napi_call!(env, napi_create_promise(env, &mut deferred, &mut promise))?;
+    napi_call!(env, napi_create_promise(env.raw(), &mut deferred, &mut promise))?;
     let job = Box::into_raw(Box::new(AsyncCall { func, args: values, outcome: None, deferred, work: ptr::null_mut() }));
     let name = raw::string(env, "tether.callAsync")?;
     let mut work = ptr::null_mut();
     // SAFETY: `job` is handed to the work callbacks, which free it in `complete_async`.
     let status = unsafe {
         sys::napi_create_async_work(
-            env,
+            env.raw(),
             ptr::null_mut(),
             name,
             Some(execute_async),
@@ -414,11 +423,11 @@ fn start_async(state: &EnvState, env: Env, info: sys::napi_callback_info) -> JsR
     }
     // SAFETY: the job is not shared with any thread yet.
     unsafe { (*job).work = work };
-    napi_call!(env, napi_queue_async_work(env, work))?;
+    napi_call!(env, napi_queue_async_work(env.raw(), work))?;
     Ok(promise)
 }
 
-unsafe extern "C" fn execute_async(_env: Env, data: *mut c_void) {
+unsafe extern "C" fn execute_async(_env: sys::napi_env, data: *mut c_void) {
     // SAFETY: the job is owned by the work until `complete_async`; only this pool thread
     // touches it meanwhile.
     let job = unsafe { &mut *(data as *mut AsyncCall) };
@@ -437,13 +446,15 @@ unsafe extern "C" fn execute_async(_env: Env, data: *mut c_void) {
     job.outcome = Some(outcome);
 }
 
-unsafe extern "C" fn complete_async(env: Env, status: sys::napi_status, data: *mut c_void) {
+unsafe extern "C" fn complete_async(raw_env: sys::napi_env, status: sys::napi_status, data: *mut c_void) {
+    // SAFETY: Node passes the env of the running callback, live for it, on its JS thread.
+    let env = unsafe { Env::from_raw(raw_env) };
     // SAFETY: the job made in `start_async`, freed here once.
     let job = unsafe { Box::from_raw(data as *mut AsyncCall) };
     // SAFETY: called on the JS thread of a live env.
     let state = unsafe { crate::env::state_of(env) };
     // SAFETY: our work, completed.
-    unsafe { sys::napi_delete_async_work(env, job.work) };
+    unsafe { sys::napi_delete_async_work(env.raw(), job.work) };
     let AsyncCall { func, args, outcome, deferred, .. } = *job;
     drop(args);
     drop(func);
@@ -462,9 +473,9 @@ unsafe extern "C" fn complete_async(env: Env, status: sys::napi_status, data: *m
     // SAFETY: the promise's deferred, settled exactly once.
     unsafe {
         if resolve {
-            sys::napi_resolve_deferred(env, deferred, value);
+            sys::napi_resolve_deferred(env.raw(), deferred, value);
         } else {
-            sys::napi_reject_deferred(env, deferred, value);
+            sys::napi_reject_deferred(env.raw(), deferred, value);
         }
     }
 }

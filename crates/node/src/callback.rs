@@ -25,7 +25,7 @@ use tether_core::{Any, AnyView, Error, Function, ObjectArc, ObjectRef};
 use crate::convert::{any_to_js, js_to_any};
 use crate::env::EnvState;
 use crate::errors::fail_to_error;
-use crate::raw::{self, napi_call, Env, JsResult, Ref, Value};
+use crate::raw::{self, napi_call, JsResult, Ref, Value};
 use crate::tie::arc_of;
 
 /// First word of the wrap payload on a JS function that has a native Function.
@@ -51,7 +51,7 @@ unsafe extern "C" fn drop_js_callback(data: *mut c_void) {
     cb.state.delete_reference_anywhere(cb.func);
 }
 
-unsafe extern "C" fn finalize_link(_env: Env, data: *mut c_void, _hint: *mut c_void) {
+unsafe extern "C" fn finalize_link(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
     // SAFETY: the Link box wrapped onto a JS function, finalized once.
     drop(unsafe { Box::from_raw(data as *mut Link) });
 }
@@ -82,7 +82,7 @@ pub fn function_from_js(state: &EnvState, f: Value) -> JsResult<Any> {
     let mut data: *mut c_void = ptr::null_mut();
     // SAFETY: `f` is a function handle of this call; unwrapped payloads start with a magic.
     let link = unsafe {
-        let ok = sys::napi_unwrap(env, f, &mut data) == sys::Status::napi_ok && !data.is_null();
+        let ok = sys::napi_unwrap(env.raw(), f, &mut data) == sys::Status::napi_ok && !data.is_null();
         (ok && *(data as *const u64) == LINK_MAGIC).then(|| &*(data as *const Link))
     };
     if let Some(func) = link.and_then(|l| l.func.borrow().as_ref().and_then(WeakObjectArc::upgrade)) {
@@ -103,7 +103,14 @@ pub fn function_from_js(state: &EnvState, f: Value) -> JsResult<Any> {
             // SAFETY: the finalizer frees the box; if `f` is already wrapped by someone
             // else the wrap fails and we free it here (identity then is per call only).
             let status = unsafe {
-                sys::napi_wrap(env, f, boxed as *mut c_void, Some(finalize_link), ptr::null_mut(), ptr::null_mut())
+                sys::napi_wrap(
+                    env.raw(),
+                    f,
+                    boxed as *mut c_void,
+                    Some(finalize_link),
+                    ptr::null_mut(),
+                    ptr::null_mut(),
+                )
             };
             if status != sys::Status::napi_ok {
                 // SAFETY: not wrapped, still ours.
@@ -149,7 +156,7 @@ fn invoke_on_js_thread(state: &EnvState, func: Ref, args: &[AnyView<'_>]) -> Res
     let env = state.env;
     let mut scope = ptr::null_mut();
     // SAFETY: on the env's JS thread; closed below.
-    unsafe { sys::napi_open_handle_scope(env, &mut scope) };
+    unsafe { sys::napi_open_handle_scope(env.raw(), &mut scope) };
     let outcome = (|| -> JsResult<Any> {
         let f = raw::reference_value(env, func)?;
         let argv = args.iter().map(|a| any_to_js(state, a.to_owned_any())).collect::<JsResult<Vec<Value>>>()?;
@@ -159,7 +166,7 @@ fn invoke_on_js_thread(state: &EnvState, func: Ref, args: &[AnyView<'_>]) -> Res
     })();
     let outcome = outcome.map_err(|fail| fail_to_error(state, fail));
     // SAFETY: the scope opened above.
-    unsafe { sys::napi_close_handle_scope(env, scope) };
+    unsafe { sys::napi_close_handle_scope(env.raw(), scope) };
     outcome
 }
 
@@ -246,12 +253,12 @@ pub fn poke(state: &EnvState) {
     }
 }
 
-unsafe extern "C" fn call_js(env: Env, _js_callback: Value, context: *mut c_void, data: *mut c_void) {
+unsafe extern "C" fn call_js(raw_env: sys::napi_env, _js_callback: Value, context: *mut c_void, data: *mut c_void) {
     // SAFETY: every queued item is a boxed Job, consumed once.
     let job = unsafe { Box::from_raw(data as *mut Job) };
     // SAFETY: the context is the state's Arc pointer, released only in `finalize_tsfn`.
     let state = unsafe { &*(context as *const EnvState) };
-    if env.is_null() {
+    if raw_env.is_null() {
         // The tsfn is being torn down with the env.
         if let Job::Call(p) = *job {
             p.finish(Err(shut_down()));
@@ -267,7 +274,7 @@ unsafe extern "C" fn call_js(env: Env, _js_callback: Value, context: *mut c_void
     }
 }
 
-unsafe extern "C" fn finalize_tsfn(_env: Env, data: *mut c_void, _hint: *mut c_void) {
+unsafe extern "C" fn finalize_tsfn(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
     // SAFETY: the Arc count given to the tsfn in `create_tsfn`.
     drop(unsafe { Arc::from_raw(data as *const EnvState) });
 }
@@ -281,7 +288,7 @@ pub fn create_tsfn(state: &Arc<EnvState>) -> JsResult<()> {
     napi_call!(
         env,
         napi_create_threadsafe_function(
-            env,
+            env.raw(),
             ptr::null_mut(),
             ptr::null_mut(),
             name,
@@ -294,7 +301,7 @@ pub fn create_tsfn(state: &Arc<EnvState>) -> JsResult<()> {
             &mut tsfn
         )
     )?;
-    napi_call!(env, napi_unref_threadsafe_function(env, tsfn))?;
+    napi_call!(env, napi_unref_threadsafe_function(env.raw(), tsfn))?;
     state.tsfn.0.store(tsfn, std::sync::atomic::Ordering::Release);
     Ok(())
 }

@@ -62,7 +62,7 @@ pub fn arg_view<'w>(
     // Numbers first, in one Node-API call: it fails (with no exception) for anything else.
     let mut x = 0.0;
     // SAFETY: `v` is a value of the current call.
-    if unsafe { sys::napi_get_value_double(env, v, &mut x) } == sys::Status::napi_ok {
+    if unsafe { sys::napi_get_value_double(env.raw(), v, &mut x) } == sys::Status::napi_ok {
         let a = number_to_any(x);
         // SAFETY: ints and floats are plain values.
         return Ok((unsafe { plain_view(&a) }, None));
@@ -133,12 +133,12 @@ fn convert(state: &EnvState, v: Value, t: sys::napi_valuetype, open: &mut Open) 
         ValueType::napi_undefined | ValueType::napi_null => Ok(Any::none()),
         ValueType::napi_boolean => {
             let mut b = false;
-            napi_call!(env, napi_get_value_bool(env, v, &mut b))?;
+            napi_call!(env, napi_get_value_bool(env.raw(), v, &mut b))?;
             Ok(Any::bool(b))
         }
         ValueType::napi_number => {
             let mut x = 0.0;
-            napi_call!(env, napi_get_value_double(env, v, &mut x))?;
+            napi_call!(env, napi_get_value_double(env.raw(), v, &mut x))?;
             Ok(number_to_any(x))
         }
         ValueType::napi_string => {
@@ -149,7 +149,7 @@ fn convert(state: &EnvState, v: Value, t: sys::napi_valuetype, open: &mut Open) 
         ValueType::napi_bigint => {
             let mut i = 0i64;
             let mut lossless = false;
-            napi_call!(env, napi_get_value_bigint_int64(env, v, &mut i, &mut lossless))?;
+            napi_call!(env, napi_get_value_bigint_int64(env.raw(), v, &mut i, &mut lossless))?;
             if !lossless {
                 return Err(Error::value("BigInt out of the 64-bit signed integer range").into());
             }
@@ -192,7 +192,7 @@ fn is(
 ) -> bool {
     let mut out = false;
     // SAFETY: a type predicate on a handle of the current call.
-    unsafe { f(state.env, v, &mut out) };
+    unsafe { f(state.env.raw(), v, &mut out) };
     out
 }
 
@@ -200,12 +200,12 @@ fn convert_plain_object(state: &EnvState, v: Value, open: &mut Open) -> JsResult
     let env = state.env;
     if is(state, v, sys::napi_is_array) {
         let mut len = 0u32;
-        napi_call!(env, napi_get_array_length(env, v, &mut len))?;
+        napi_call!(env, napi_get_array_length(env.raw(), v, &mut len))?;
         nesting::check_items(len as usize)?;
         let mut items = Vec::with_capacity(len as usize);
         for i in 0..len {
             let mut item = ptr::null_mut();
-            napi_call!(env, napi_get_element(env, v, i, &mut item))?;
+            napi_call!(env, napi_get_element(env.raw(), v, i, &mut item))?;
             let t = raw::type_of(env, item)?;
             items.push(convert(state, item, t, open)?);
         }
@@ -221,7 +221,7 @@ fn convert_plain_object(state: &EnvState, v: Value, open: &mut Open) -> JsResult
     napi_call!(
         env,
         napi_get_all_property_names(
-            env,
+            env.raw(),
             v,
             sys::KeyCollectionMode::own_only,
             sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
@@ -230,14 +230,14 @@ fn convert_plain_object(state: &EnvState, v: Value, open: &mut Open) -> JsResult
         )
     )?;
     let mut n = 0u32;
-    napi_call!(env, napi_get_array_length(env, keys, &mut n))?;
+    napi_call!(env, napi_get_array_length(env.raw(), keys, &mut n))?;
     nesting::check_items(n as usize)?;
     let mut entries = Vec::with_capacity(n as usize);
     for i in 0..n {
         let mut key = ptr::null_mut();
-        napi_call!(env, napi_get_element(env, keys, i, &mut key))?;
+        napi_call!(env, napi_get_element(env.raw(), keys, i, &mut key))?;
         let mut value = ptr::null_mut();
-        napi_call!(env, napi_get_property(env, v, key, &mut value))?;
+        napi_call!(env, napi_get_property(env.raw(), v, key, &mut value))?;
         let mut k = String::new();
         raw::read_string(env, key, &mut k)?;
         let t = raw::type_of(env, value)?;
@@ -260,16 +260,16 @@ fn convert_collection(state: &EnvState, v: Value, open: &mut Open) -> JsResult<O
     }
     let element = |array: Value, i: u32| -> JsResult<Value> {
         let mut item = ptr::null_mut();
-        napi_call!(env, napi_get_element(env, array, i, &mut item))?;
+        napi_call!(env, napi_get_element(env.raw(), array, i, &mut item))?;
         Ok(item)
     };
     let length = |array: Value| -> JsResult<u32> {
         let mut n = 0u32;
-        napi_call!(env, napi_get_array_length(env, array, &mut n))?;
+        napi_call!(env, napi_get_array_length(env.raw(), array, &mut n))?;
         Ok(n)
     };
     let mut is_map = false;
-    napi_call!(env, napi_get_value_bool(env, element(out, 0)?, &mut is_map))?;
+    napi_call!(env, napi_get_value_bool(env.raw(), element(out, 0)?, &mut is_map))?;
     let items = element(out, 1)?;
     let n = length(items)?;
     nesting::check_items(n as usize)?;
@@ -297,22 +297,27 @@ fn byte_view<'a>(state: &EnvState, v: Value) -> JsResult<Option<&'a [u8]>> {
         let mut count = 0usize;
         let mut buffer = ptr::null_mut();
         let mut offset = 0usize;
-        napi_call!(env, napi_get_typedarray_info(env, v, &mut kind, &mut count, &mut data, &mut buffer, &mut offset))?;
+        napi_call!(
+            env,
+            napi_get_typedarray_info(env.raw(), v, &mut kind, &mut count, &mut data, &mut buffer, &mut offset)
+        )?;
         len = count * element_size(kind);
         let mut ab_len = 0usize;
         let mut ab_data = ptr::null_mut();
         // A view of a SharedArrayBuffer has no ArrayBuffer info (the call reports an invalid
         // argument and throws nothing): its `count` elements at `data` are the bytes.
         // SAFETY: `buffer` is a handle of this call; the outputs are written on success only.
-        if unsafe { sys::napi_get_arraybuffer_info(env, buffer, &mut ab_data, &mut ab_len) } == sys::Status::napi_ok {
+        if unsafe { sys::napi_get_arraybuffer_info(env.raw(), buffer, &mut ab_data, &mut ab_len) }
+            == sys::Status::napi_ok
+        {
             len = ab_len.saturating_sub(offset).min(len);
         }
     } else if is(state, v, sys::napi_is_dataview) {
         let mut buffer = ptr::null_mut();
         let mut offset = 0usize;
-        napi_call!(env, napi_get_dataview_info(env, v, &mut len, &mut data, &mut buffer, &mut offset))?;
+        napi_call!(env, napi_get_dataview_info(env.raw(), v, &mut len, &mut data, &mut buffer, &mut offset))?;
     } else if is(state, v, sys::napi_is_arraybuffer) {
-        napi_call!(env, napi_get_arraybuffer_info(env, v, &mut data, &mut len))?;
+        napi_call!(env, napi_get_arraybuffer_info(env.raw(), v, &mut data, &mut len))?;
     } else {
         return Ok(None);
     }
@@ -346,7 +351,7 @@ pub fn any_to_js(state: &EnvState, a: Any) -> JsResult<Value> {
                 raw::number(env, i as f64)
             } else {
                 let mut out = ptr::null_mut();
-                napi_call!(env, napi_create_bigint_int64(env, i, &mut out))?;
+                napi_call!(env, napi_create_bigint_int64(env.raw(), i, &mut out))?;
                 Ok(out)
             }
         }
@@ -359,14 +364,14 @@ pub fn any_to_js(state: &EnvState, a: Any) -> JsResult<Value> {
             let mut data = ptr::null_mut();
             napi_call!(
                 env,
-                napi_create_buffer_copy(env, bytes.len(), bytes.as_ptr() as *const c_void, &mut data, &mut out)
+                napi_create_buffer_copy(env.raw(), bytes.len(), bytes.as_ptr() as *const c_void, &mut data, &mut out)
             )?;
             Ok(out)
         }
         TypeIndex::OPAQUE_PTR => {
             let mut out = ptr::null_mut();
             let p = view.as_opaque_ptr().unwrap_or(ptr::null_mut()) as u64;
-            napi_call!(env, napi_create_bigint_uint64(env, p, &mut out))?;
+            napi_call!(env, napi_create_bigint_uint64(env.raw(), p, &mut out))?;
             Ok(out)
         }
         t if t >= TypeIndex::OBJECT => tie_object(state, a.into_object().expect("object kind"), None),

@@ -50,7 +50,9 @@ pub struct JsRefs {
 }
 
 pub struct EnvState {
-    pub env: Env,
+    /// This env, live as long as the state is reachable: the env's cleanup hook retires the
+    /// state before the env goes.
+    pub env: Env<'static>,
     pub is_main: bool,
     /// Where this env's wrappers are tied: the process allocator's slots (main env only) and
     /// a side table.
@@ -78,7 +80,8 @@ pub struct AtomicTsfn(pub std::sync::atomic::AtomicPtr<sys::napi_threadsafe_func
 // SAFETY: `refs` (a RefCell) is only touched on the env's JS thread (every path that reaches it
 // is a Node-API callback of this env); everything else is atomic or locked.
 unsafe impl Sync for EnvState {}
-// SAFETY: as above; the raw `env` is only used on the JS thread.
+// SAFETY: the state moves between threads only inside an `Arc` (tsfn contexts, instance
+// data); `refs` and the raw `env` are used on the env's JS thread alone, as for `Sync`.
 unsafe impl Send for EnvState {}
 
 impl EnvState {
@@ -101,7 +104,7 @@ impl EnvState {
         let queued = std::mem::take(&mut *self.pending_deletes.lock().unwrap_or_else(|e| e.into_inner()));
         for r in queued {
             // SAFETY: a strong reference of this env, queued for deletion exactly once.
-            unsafe { sys::napi_delete_reference(self.env, r as Ref) };
+            unsafe { sys::napi_delete_reference(self.env.raw(), r as Ref) };
         }
     }
 
@@ -111,7 +114,7 @@ impl EnvState {
         if self.on_js_thread() {
             if *self.alive.read().unwrap_or_else(|e| e.into_inner()) {
                 // SAFETY: our own live env, on its thread.
-                unsafe { sys::napi_delete_reference(self.env, r) };
+                unsafe { sys::napi_delete_reference(self.env.raw(), r) };
             }
             return;
         }
@@ -135,7 +138,7 @@ static MAIN_STATE: AtomicPtr<EnvState> = AtomicPtr::new(ptr::null_mut());
 /// Called on `env`'s JS thread after [`init_env`].
 #[inline]
 pub unsafe fn state_of<'a>(env: Env) -> &'a EnvState {
-    if env == MAIN_ENV.load(Ordering::Relaxed) {
+    if env.raw() == MAIN_ENV.load(Ordering::Relaxed) {
         // SAFETY: the main env is live (it is calling us), so its cleanup hook has not run and
         // the state its instance data holds is alive.
         return unsafe { &*MAIN_STATE.load(Ordering::Relaxed) };
@@ -143,12 +146,12 @@ pub unsafe fn state_of<'a>(env: Env) -> &'a EnvState {
     let mut data = ptr::null_mut();
     // SAFETY: the caller's guarantee; instance data is an `Arc<EnvState>` raw pointer.
     unsafe {
-        sys::napi_get_instance_data(env, &mut data);
+        sys::napi_get_instance_data(env.raw(), &mut data);
         &*(data as *const EnvState)
     }
 }
 
-unsafe extern "C" fn finalize_instance(_env: Env, data: *mut c_void, _hint: *mut c_void) {
+unsafe extern "C" fn finalize_instance(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
     // SAFETY: the `Arc` leaked in `init_env`, released once.
     drop(unsafe { Arc::from_raw(data as *const EnvState) });
 }
@@ -180,7 +183,9 @@ pub fn init_env(env: Env) -> JsResult<Arc<EnvState>> {
     let is_main = !MAIN_CLAIMED.swap(true, Ordering::AcqRel);
     let (frame, frame_buffer) = call_frame(env)?;
     let state = Arc::new(EnvState {
-        env,
+        // SAFETY: the state is reachable only while the env lives: the env's cleanup hook
+        // (`cleanup_env`) retires it, and every other way in is a callback of this env.
+        env: unsafe { Env::from_raw(env.raw()) },
         is_main,
         frontend: Frontend::new(),
         js_thread: thread_token(),
@@ -195,16 +200,16 @@ pub fn init_env(env: Env) -> JsResult<Arc<EnvState>> {
         state.frontend.adopt_allocator(tag);
     }
     let raw_state = Arc::into_raw(state.clone()) as *mut c_void;
-    napi_call!(env, napi_set_instance_data(env, raw_state, Some(finalize_instance), ptr::null_mut()))?;
+    napi_call!(env, napi_set_instance_data(env.raw(), raw_state, Some(finalize_instance), ptr::null_mut()))?;
     // The tsfn first: its own cleanup hook must run after ours (hooks run in reverse order),
     // so that no thread uses it once ours marked the env dead.
     crate::callback::create_tsfn(&state)?;
     let hook_state = Arc::into_raw(state.clone()) as *mut c_void;
-    napi_call!(env, napi_add_env_cleanup_hook(env, Some(cleanup_env), hook_state))?;
+    napi_call!(env, napi_add_env_cleanup_hook(env.raw(), Some(cleanup_env), hook_state))?;
     if is_main {
         // The cleanup hook's Arc keeps the state alive until the hook clears these.
         MAIN_STATE.store(Arc::as_ptr(&state) as *mut EnvState, Ordering::Relaxed);
-        MAIN_ENV.store(env, Ordering::Relaxed);
+        MAIN_ENV.store(env.raw(), Ordering::Relaxed);
     }
     Ok(state)
 }
@@ -214,7 +219,7 @@ pub fn init_env(env: Env) -> JsResult<Arc<EnvState>> {
 fn call_frame(env: Env) -> JsResult<(*mut CallFrame, Ref)> {
     let mut data = ptr::null_mut();
     let mut buffer = ptr::null_mut();
-    napi_call!(env, napi_create_arraybuffer(env, std::mem::size_of::<CallFrame>(), &mut data, &mut buffer))?;
+    napi_call!(env, napi_create_arraybuffer(env.raw(), std::mem::size_of::<CallFrame>(), &mut data, &mut buffer))?;
     if data.is_null() || (data as usize) % std::mem::align_of::<CallFrame>() != 0 {
         return Err(tether_core::Error::runtime("the call frame buffer is not aligned for its fields").into());
     }

@@ -54,7 +54,7 @@ pub fn error_to_js(state: &EnvState, e: &Error) -> JsResult<Value> {
             return Ok(held);
         }
         let mut value = ptr::null_mut();
-        raw::napi_call!(env, napi_get_element(env, held, 0, &mut value))?;
+        raw::napi_call!(env, napi_get_element(env.raw(), held, 0, &mut value))?;
         return Ok(value);
     }
     let factory = state.refs.borrow().error_factory.expect("error factory set at init");
@@ -76,13 +76,13 @@ pub fn throw(state: &EnvState, fail: Fail) {
         match error_to_js(state, &e) {
             // SAFETY: on the JS thread with no exception pending.
             Ok(v) => unsafe {
-                sys::napi_throw(env, v);
+                sys::napi_throw(env.raw(), v);
             },
             Err(_) => {
                 let msg = std::ffi::CString::new(format!("{}: {}", e.kind(), e.message()).replace('\0', " "))
                     .unwrap_or_default();
                 // SAFETY: a NUL-terminated message.
-                unsafe { sys::napi_throw_error(env, ptr::null(), msg.as_ptr()) };
+                unsafe { sys::napi_throw_error(env.raw(), ptr::null(), msg.as_ptr()) };
             }
         }
     }
@@ -92,7 +92,7 @@ pub fn throw(state: &EnvState, fail: Fail) {
 fn take_exception(state: &EnvState) -> Option<Value> {
     let mut exc = ptr::null_mut();
     // SAFETY: on the JS thread.
-    let status = unsafe { sys::napi_get_and_clear_last_exception(state.env, &mut exc) };
+    let status = unsafe { sys::napi_get_and_clear_last_exception(state.env.raw(), &mut exc) };
     (status == sys::Status::napi_ok && !exc.is_null()).then_some(exc)
 }
 
@@ -142,7 +142,7 @@ pub fn error_from_exception(state: &EnvState, exc: Value) -> Error {
         let mut s = String::new();
         let mut as_string = ptr::null_mut();
         // SAFETY: on the JS thread; a failure leaves the message empty.
-        if unsafe { sys::napi_coerce_to_string(env, exc, &mut as_string) } == sys::Status::napi_ok {
+        if unsafe { sys::napi_coerce_to_string(env.raw(), exc, &mut as_string) } == sys::Status::napi_ok {
             let _ = raw::read_string(env, as_string, &mut s);
         } else {
             let _ = take_exception(state);

@@ -28,7 +28,8 @@ use napi_derive::napi;
 /// Sets up this env's state and adds the raw exports (called by napi-rs at module load).
 #[napi(module_exports)]
 pub fn init(exports: napi::bindgen_prelude::Object, env: napi::Env) -> napi::Result<()> {
-    let raw_env = env.raw();
+    // SAFETY: napi-rs passes the env loading this module, live for the call, on its JS thread.
+    let raw_env = unsafe { raw::Env::from_raw(env.raw()) };
     let setup = env::init_env(raw_env).and_then(|state| api::export_all(&state, raw_env, exports.raw()));
     setup.map_err(|fail| match fail {
         raw::Fail::Native(e) => napi::Error::from_reason(format!("tether-node could not initialise: {e}")),

@@ -69,7 +69,7 @@ pub fn wrapper_of<'a>(env: Env, v: Value) -> Option<&'a Wrapper> {
     let mut data: *mut c_void = ptr::null_mut();
     // SAFETY: `v` is an object handle of the current call; a non-wrapped object reports an
     // error status and leaves `data` null.
-    let status = unsafe { sys::napi_unwrap(env, v, &mut data) };
+    let status = unsafe { sys::napi_unwrap(env.raw(), v, &mut data) };
     if status != sys::Status::napi_ok || data.is_null() {
         return None;
     }
@@ -145,7 +145,7 @@ unsafe impl TieHost for EnvState {
         let mut v = ptr::null_mut();
         // SAFETY: an Active word is a live wrap reference of this env (the finalizer deletes it
         // only after clearing the slot or seeing a newer generation there).
-        unsafe { sys::napi_get_reference_value(self.env, word as Ref, &mut v) };
+        unsafe { sys::napi_get_reference_value(self.env.raw(), word as Ref, &mut v) };
         (!v.is_null()).then_some(v)
     }
 
@@ -199,7 +199,7 @@ fn make_wrapper(state: &EnvState, shell: Shell, obj: ObjectRef, generation: u64)
     let mut reference = ptr::null_mut();
     // SAFETY: `js` is a fresh object of this call; the finalizer takes the box.
     let status = unsafe {
-        sys::napi_wrap(env, js, wrapper as *mut c_void, Some(finalize_wrapper), ptr::null_mut(), &mut reference)
+        sys::napi_wrap(env.raw(), js, wrapper as *mut c_void, Some(finalize_wrapper), ptr::null_mut(), &mut reference)
     };
     if let Err(fail) = raw::check(env, status, "napi_wrap") {
         // SAFETY: the wrap failed, so the box is still ours.
@@ -221,7 +221,7 @@ fn shell_value(state: &EnvState, shell: Shell, wrapper: *mut Wrapper) -> JsResul
             // SAFETY: the box is live; its handle is only read while the instance lives.
             let args = [state.token()?, handle(env, unsafe { &*wrapper })?];
             let mut out = ptr::null_mut();
-            napi_call!(env, napi_new_instance(env, ctor, 2, args.as_ptr(), &mut out))?;
+            napi_call!(env, napi_new_instance(env.raw(), ctor, 2, args.as_ptr(), &mut out))?;
             Ok(out)
         }
     }
@@ -243,7 +243,9 @@ unsafe fn free_wrapper(wrapper: *mut Wrapper) {
     }
 }
 
-unsafe extern "C" fn finalize_wrapper(env: Env, data: *mut c_void, _hint: *mut c_void) {
+unsafe extern "C" fn finalize_wrapper(raw_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
+    // SAFETY: Node passes the env of the running callback, live for it, on its JS thread.
+    let env = unsafe { Env::from_raw(raw_env) };
     // SAFETY: the box this addon wrapped; the finalizer runs once.
     let w = unsafe { Box::from_raw(data as *mut Wrapper) };
     // SAFETY: the wrapper owns one count on its state.
@@ -254,7 +256,7 @@ unsafe extern "C" fn finalize_wrapper(env: Env, data: *mut c_void, _hint: *mut c
         unsafe { release(&state, obj, w.generation) };
     }
     // SAFETY: the wrap's own reference, deleted once, here (the documented napi_wrap pattern).
-    unsafe { sys::napi_delete_reference(env, w.reference.get()) };
+    unsafe { sys::napi_delete_reference(env.raw(), w.reference.get()) };
 }
 
 /// Release the wrapper of `generation`'s +1 on `obj` (see `Frontend::release`).
@@ -295,7 +297,7 @@ fn ensure_class(state: &EnvState, type_index: i32) -> JsResult<Ref> {
     }
     if let Some(old) = classes[type_index as usize].replace(r) {
         // SAFETY: a strong reference of this env we no longer need.
-        unsafe { sys::napi_delete_reference(env, old) };
+        unsafe { sys::napi_delete_reference(env.raw(), old) };
     }
     Ok(r)
 }

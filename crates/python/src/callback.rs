@@ -142,7 +142,8 @@ unsafe fn vectorcall_or_hang(
     nargsf: usize,
 ) -> *mut ffi::PyObject {
     let guard = HangOnForcedUnwind;
-    // SAFETY: forwarded; the symbol is CPython's PyObject_Vectorcall, declared as "C-unwind".
+    // SAFETY: the caller holds the GIL and passes live `callable` and `args` (this function's
+    // contract); the symbol is CPython's PyObject_Vectorcall, declared as "C-unwind".
     let r = unsafe { PyObject_Vectorcall_unwinding(callable, args, nargsf, null_mut()) };
     std::mem::forget(guard);
     r

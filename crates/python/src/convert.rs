@@ -315,7 +315,8 @@ unsafe fn item_to_any(o: *mut ffi::PyObject, nesting: &mut Nesting<usize>) -> Re
 /// GIL held; `o` live.
 pub unsafe fn to_any(o: *mut ffi::PyObject) -> Result<Any, PyErrSet> {
     let mut arena = Arena::new();
-    // SAFETY: forwarded; the view is copied before the arena goes.
+    // SAFETY: GIL held and `o` live (this function's contract); the view is copied before the
+    // arena it may borrow from goes.
     let view = unsafe { to_view(o, &mut arena, false) }?;
     Ok(view.to_owned_any())
 }

@@ -368,7 +368,8 @@ pub unsafe fn return_object(obj: ObjectRef) -> *mut ffi::PyObject {
 /// GIL held; `cell` is in a live object.
 #[inline]
 pub unsafe fn live_wrapper_in(cell: &tether_core::cell::AnyCell) -> *mut ffi::PyObject {
-    // SAFETY: forwarded; `revive` only increments a reference count.
+    // SAFETY: GIL held (PyHost is serialized by it) and `cell` is in a live object (this
+    // function's contract); `revive` only increments a reference count.
     match unsafe { state::frontend().live_in_cell(&PyHost, cell, tether_core::TypeIndex::returns_as_wrapper) } {
         Some(o) => o,
         None => null_mut(),

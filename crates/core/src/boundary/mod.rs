@@ -189,7 +189,8 @@ impl<H: TieHost> Frontend<H> {
     /// The caller owns the wrapper's +1 on the live `obj` and gives it up; every call that
     /// used this wrapper has finished (its release is ordered after them).
     pub unsafe fn release(&self, obj: *mut ObjectHeader, ticket: u64, replacement: usize) -> Option<usize> {
-        // SAFETY: forwarded; the +1 keeps `obj` alive until the `dec_ref`.
+        // SAFETY: the caller owns the wrapper's +1 on the live `obj` (this method's contract),
+        // which keeps it alive until the `dec_ref` below.
         let removed = unsafe { self.untie(obj, ticket, replacement) };
         // SAFETY: giving up the wrapper's strong reference, once.
         unsafe { dec_ref(obj) };

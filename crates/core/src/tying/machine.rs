@@ -16,7 +16,8 @@ use crate::spin::backoff;
 /// `obj` is a live object.
 #[inline(always)]
 pub unsafe fn slot_of<'a, H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> Option<Slot<'a>> {
-    // SAFETY: forwarded; `H`'s allocator lays its slots out as `H::LAYOUT`.
+    // SAFETY: `obj` is live (this function's contract); `H`'s allocator lays its slots out as
+    // `H::LAYOUT`.
     unsafe { slot_in(obj, tag, H::LAYOUT) }
 }
 

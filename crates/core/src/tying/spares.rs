@@ -89,7 +89,8 @@ pub unsafe fn keep_if_tied_to<H: TieHost>(obj: ObjectRef, tag: u32, word: usize)
 /// As [`take_spare`]; `obj` outlives the call.
 #[inline(always)]
 pub unsafe fn argument_view<'a, H: TieHost>(obj: *mut ObjectHeader, tag: u32, lend: bool) -> crate::AnyView<'a> {
-    // SAFETY: forwarded; a spare taken is handed to the view, which carries it to the callee.
+    // SAFETY: as `take_spare` requires (this function's contract: the host's lock is held,
+    // `obj` outlives the call); a spare taken is handed to the view, which carries it to the callee.
     unsafe {
         if lend && take_spare::<H>(obj, tag) {
             crate::AnyView::lent_object(obj)
@@ -149,7 +150,8 @@ impl SpareClaim {
         word: usize,
         lend: bool,
     ) -> crate::AnyView<'a> {
-        // SAFETY: forwarded; the wrapper's +1 keeps `obj` alive for the call.
+        // SAFETY: the host is serialized and locked for the call (this method's contract); the
+        // wrapper's +1 keeps `obj` alive for it.
         unsafe {
             if lend && self.obj.is_null() && has_spare_for::<H>(obj, tag, word) {
                 *self = SpareClaim { obj, index, word, claimed: true };
@@ -249,9 +251,10 @@ pub unsafe fn generation_of<H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> Opt
     if H::WORD_ONLY {
         return None;
     }
-    // SAFETY: forwarded; a host with generations has SlotPrefix slots.
+    // SAFETY: `obj` is live (this function's contract); a host with generations has
+    // SlotPrefix slots.
     let slot = unsafe { slot_of::<H>(obj, tag) }?;
-    // SAFETY: as above. Relaxed: the wrapper reached this thread after its tie stored the
+    // SAFETY: the slot is a SlotPrefix of the live `obj`, so `aux` follows its word. Relaxed: the wrapper reached this thread after its tie stored the
     // generation (the language's publication orders them).
     Some(unsafe { aux_of(slot) }.load(Ordering::Relaxed) & GENERATION_MASK)
 }
