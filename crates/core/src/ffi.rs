@@ -203,13 +203,17 @@ unsafe fn check_published(info: &TypeInfo) -> crate::Result<()> {
     unsafe {
         let key = info.key.to_str_lossy();
         utf8_slice("key", &key, &info.key)?;
-        let depth = usize::try_from(info.depth).unwrap_or(0);
-        let ancestors: &[i32] = if info.ancestors.is_null() || depth == 0 {
-            &[]
-        } else {
-            std::slice::from_raw_parts(info.ancestors, depth)
+        let lineage_matches = info.depth == reserved.depth && info.parent == reserved.parent && {
+            // Only now is `depth` known to be the reserved one, so the array is that long.
+            let depth = usize::try_from(info.depth).unwrap_or(0);
+            let ancestors: &[i32] = if info.ancestors.is_null() || depth == 0 {
+                &[]
+            } else {
+                std::slice::from_raw_parts(info.ancestors, depth)
+            };
+            ancestors == reserved.ancestors()
         };
-        if info.depth != reserved.depth || info.parent != reserved.parent || ancestors != reserved.ancestors() {
+        if !lineage_matches {
             return Err(Error::value(format!(
                 "publish_type_info: {key:?} claims depth {} and parent {}, but was registered at depth {} under parent {}",
                 info.depth, info.parent, reserved.depth, reserved.parent

@@ -541,21 +541,25 @@ unsafe impl<const AT_ONCE: bool> ArgumentSource<Lang<AT_ONCE>> for LangArguments
     }
 }
 
+/// What a driven call saw: how many arguments converted, how many times it ran unlocked.
+struct Seen {
+    converted: usize,
+    unlocked_calls: usize,
+}
+
 /// Call `function` through the driver with `args`.
 fn drive<const AT_ONCE: bool>(
     f: &Frontend<Lang<AT_ONCE>>,
     function: &Function,
     args: &[Result<&Rc<Wrapper>, &'static str>],
-) -> (Result<Called, String>, Any, LangArguments<'static>) {
+) -> (Result<Called, String>, Any, Seen) {
     let mut result = Any::none();
     let leaf = function.flags() & FUNC_LEAF != 0;
-    // SAFETY: one thread (the host's "lock"); the function and the wrappers outlive the call.
-    let args: &'static [Result<&Rc<Wrapper>, &'static str>] = unsafe { std::mem::transmute(args) };
     let mut source = LangArguments { args, converted: 0, unlocked_calls: 0 };
     let func = tether_core::ObjectArc::as_ptr(&function.0);
-    // SAFETY: as above; `func` is live.
+    // SAFETY: one thread (the host's "lock"); `func` is live and the wrappers outlive the call.
     let called = unsafe { f.call::<2, _>(func, &function.0, args.len(), leaf, &mut source, &mut result) };
-    (called, result, source)
+    (called, result, Seen { converted: source.converted, unlocked_calls: source.unlocked_calls })
 }
 
 #[test]

@@ -142,8 +142,9 @@ fn publish_type_info_refuses_metadata_that_disagrees_with_the_registry() {
     let not_a_function = ObjectRef::from(tether_core::StrObj::new("not a function")).into_raw();
     // A refused info is not kept, so it is freed here; an accepted one is the registry's.
     let publish = |depth: i32, fields: Vec<FieldInfo>, constructor| -> (i32, String) {
-        let fields = fields.into_boxed_slice();
-        let info = Box::new(TypeInfo {
+        // Raw from the start: the registry keeps pointers into an accepted info.
+        let fields = Box::into_raw(fields.into_boxed_slice());
+        let info = Box::into_raw(Box::new(TypeInfo {
             index,
             depth,
             parent: reserved.parent,
@@ -151,19 +152,19 @@ fn publish_type_info_refuses_metadata_that_disagrees_with_the_registry() {
             doc: ByteSlice::empty(),
             ancestors: reserved.ancestors().as_ptr(),
             n_fields: fields.len(),
-            fields: fields.as_ptr(),
+            fields: fields as *const FieldInfo,
             methods: std::ptr::null(),
             n_methods: 0,
             constructor,
-        });
+        }));
         // SAFETY: an info whose arrays match its counts and whose objects are live; it and its
-        // fields are leaked below if the registry takes them.
-        let rc = unsafe { (api.publish_type_info)(&*info) };
+        // fields stay the registry's (never freed) if it takes them.
+        let rc = unsafe { (api.publish_type_info)(info) };
         if rc < 0 {
+            // SAFETY: refused, so nobody else holds them: ours to free, once.
+            unsafe { drop((Box::from_raw(info), Box::from_raw(fields))) };
             return (rc, tether_core::error::take_last_error().to_string());
         }
-        Box::leak(fields);
-        Box::leak(info);
         (rc, String::new())
     };
     let cases: [(i32, Vec<FieldInfo>, *mut tether_core::ObjectHeader, &str); 4] = [
