@@ -432,6 +432,15 @@ pub(crate) fn local_publish_type_info(info: &'static TypeInfo) -> Result<i32> {
     Ok(info.index)
 }
 
+/// A second registration's `shape` has the layout of the reflected `current`.
+fn same_layout(current: &TypeInfo, shape: &TypeInfo) -> Result<()> {
+    let _guard = WRITER.lock().unwrap_or_else(|e| e.into_inner());
+    match layout_difference(current, shape) {
+        Some(why) => Err(rejected(Error::value(why))),
+        None => Ok(()),
+    }
+}
+
 /// Every accessor of an info about to be published is a live Function (C builds these by hand:
 /// a null getter would crash the first read of the field, not the publication).
 fn check_members(info: &TypeInfo) -> Result<()> {
@@ -799,11 +808,12 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
             }
             return Ok(index);
         }
+        // Borrowed names: the shape is compared, never kept (the key is reflected already).
         let names: Vec<FieldInfo> = self
             .fields
             .iter()
             .map(|f| FieldInfo {
-                name: leak_str(&f.name),
+                name: ByteSlice::of(&f.name),
                 doc: ByteSlice::empty(),
                 type_hint: ByteSlice::empty(),
                 getter: std::ptr::null_mut(),
@@ -818,13 +828,22 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
             doc: ByteSlice::empty(),
             ancestors: current.ancestors,
             n_fields: names.len(),
-            fields: leak_slice(names),
+            fields: names.as_ptr(),
             n_methods: 0,
             methods: std::ptr::null(),
             constructor: std::ptr::null_mut(),
         };
         // The functions this builder made are dropped with it: only the first registration's live.
-        publish_type_info(shape)
+        match plugin::host_api() {
+            // A plugin's registry is the host's, reached only through publication, whose
+            // contract is a leaked info: one small leak per repeated registration in a plugin.
+            Some(_) => {
+                let leaked: Vec<FieldInfo> =
+                    self.fields.iter().map(|f| FieldInfo { name: leak_str(&f.name), ..names[0] }).collect();
+                publish_type_info(TypeInfo { fields: leak_slice(leaked), ..shape })
+            }
+            None => same_layout(current, &shape).map(|()| index),
+        }
     }
 }
 
