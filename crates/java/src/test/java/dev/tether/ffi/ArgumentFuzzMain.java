@@ -27,8 +27,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * random nested List (ArrayList, LinkedList, immutable, unmodifiable views), Map (HashMap,
  * TreeMap, LinkedHashMap, null and non-String keys), Object[] and its subtypes, Long, Integer,
  * Double (NaN, -0.0, infinities), String (lone surrogates), byte[], null, tether objects, callbacks
- * and unsupported objects (Object, BigInteger, int[], Optional, ...), with cycles and chains around
- * MAX_NESTING_DEPTH, passed to testing.echo, add, sum, make_map, call, stash/take, make_array and
+ * and unsupported objects (Object, BigInteger, int[], Optional, ...), user collections that misbehave (a Map
+ * whose size() lies, a List whose get() throws), with cycles and chains around MAX_NESTING_DEPTH, passed to testing.echo, add, sum, make_map, call, stash/take, make_array and
  * the Pair constructor with random arities.
  *
  * <p>Checked per call: it returns, or throws a {@link TetherError} (every tether exception) or the
@@ -118,7 +118,7 @@ public final class ArgumentFuzzMain {
     }
 
     Object value(int depth) {
-        int kind = rng.nextInt(depth < 4 ? 24 : 13);
+        int kind = rng.nextInt(depth < 4 ? 25 : 13);
         switch (kind) {
             case 0:
                 return null;
@@ -228,8 +228,59 @@ public final class ArgumentFuzzMain {
             }
             case 22: // the same container side by side (no cycle)
                 return Arrays.asList(items, items, new Object[] {items});
+            case 23:
+                return hostile(items);
             default:
                 return Arrays.asList((Object) null, null); // nulls in a List
+        }
+    }
+
+    /** User collections that misbehave: a Map whose size() lies, a List whose get() or iterator throws. */
+    private Object hostile(List<Object> items) {
+        int lie = rng.nextInt(4) == 0 ? Integer.MAX_VALUE - items.size() : rng.nextInt(3) - 1;
+        switch (rng.nextInt(3)) {
+            case 0: {
+                Map<Object, Object> real = new LinkedHashMap<>();
+                for (Object v : items) {
+                    real.put(string(), v);
+                }
+                return new java.util.AbstractMap<Object, Object>() {
+                    @Override
+                    public java.util.Set<Map.Entry<Object, Object>> entrySet() {
+                        return real.entrySet();
+                    }
+
+                    @Override
+                    public int size() {
+                        return real.size() + lie; // one more, one fewer, the truth or billions
+                    }
+                };
+            }
+            case 1:
+                return new java.util.AbstractList<Object>() {
+                    @Override
+                    public Object get(int i) {
+                        throw new Planted();
+                    }
+
+                    @Override
+                    public int size() {
+                        return items.size() + 1;
+                    }
+                };
+            default:
+                return new java.util.AbstractList<Object>() {
+                    @Override
+                    public Object get(int i) {
+                        return i < items.size() ? items.get(i) : null;
+                    }
+
+                    @Override
+                    public int size() {
+                        // One more or one fewer (a List claiming billions fails in its own toArray()).
+                        return Math.max(0, items.size() + Integer.signum(lie));
+                    }
+                };
         }
     }
 
