@@ -2,13 +2,14 @@
 
 Each input builds random nested values of every Python kind (None, bool, small and huge ints,
 odd floats, str with lone surrogates, bytes, bytearray, list/tuple/dict/set/frozenset, cycles,
-deep nesting, tether objects, callables, plain objects) and passes them to testing.echo,
+deep nesting, tether objects, callables, plain objects, subclasses of the built-in kinds and
+user objects whose __iter__, items, __len__, __index__ or __hash__ raise or lie) and passes them to testing.echo,
 testing.add, testing.sum, testing.make_map, testing.call, testing.stash/take and the Pair and
 Triple constructors; it calls `tether_ffi._rebuild` with random keys and field tuples and loads
 mutated pickles of tether objects (through an Unpickler that resolves only `_rebuild`).
 
 Checked per input: every exception is a typed one (TYPED below, or the callback's own
-exception); anything else (SystemError, RecursionError, a RustPanic, ...) is a finding, written
+exception, or what a user method raised); anything else (SystemError, RecursionError, a RustPanic, ...) is a finding, written
 as one line to the findings file; and `testing.live_objects()` is back at its baseline. A crash
 ends the process (libFuzzer writes the input to the artifacts folder).
 
@@ -150,8 +151,72 @@ def value(src, depth: int = 0):
     if kind == 22:
         return testing.Pair(*(items + [0, 0])[:2]) if _converts(items[:2]) else items
     if kind == 23:
-        return range(n)
+        return pick(src, (range(n), hostile(src, items)))
     return {frozenset(): 1} if n else {(): ()}
+
+
+class MyList(list):
+    pass
+
+
+class MyDict(dict):
+    pass
+
+
+class MyInt(int):
+    pass
+
+
+class MyStr(str):
+    pass
+
+
+class MyFloat(float):
+    pass
+
+
+class BadIterList(list):
+    def __iter__(self):
+        raise Boom("iter")
+
+
+class BadItemsDict(dict):
+    def items(self):
+        raise Boom("items")
+
+    def keys(self):
+        raise Boom("keys")
+
+
+class LyingLenList(list):
+    def __len__(self):
+        return 2**62
+
+
+class BadIndex:
+    def __index__(self):
+        raise Boom("index")
+
+    def __int__(self):
+        raise Boom("int")
+
+    def __float__(self):
+        raise Boom("float")
+
+
+class BadHash:
+    def __hash__(self):
+        raise Boom("hash")
+
+    def __eq__(self, other):
+        raise Boom("eq")
+
+
+def hostile(src, items):
+    """Subclasses of the built-in kinds, and user objects whose special methods raise or lie."""
+    return pick(src, (MyList(items), MyDict(enumerate(items)), MyInt(src.ConsumeIntInRange(-5, 5)),
+                      MyInt(2**64), MyStr("sub\ud800"), MyFloat(float("nan")), BadIterList(items),
+                      BadItemsDict({"k": items}), LyingLenList(items), BadIndex(), BadHash(), True))
 
 
 _TETHER: list = []
@@ -269,6 +334,8 @@ class Run:
                 call(src)
         except TYPED:
             pass
+        except Boom:
+            pass  # a user method's own exception came back out as itself
         except Exception as e:  # noqa: BLE001 - an untyped failure is what we look for
             self.finding(f"untyped {type(e).__module__}.{type(e).__qualname__}: {str(e)[:200]}",
                          traceback.format_exc())
