@@ -17,7 +17,11 @@ import { parseArgs } from 'node:util';
 
 import fc from 'fast-check';
 
-import * as tether from '../index.mjs';
+// Every native error captures a backtrace when RUST_BACKTRACE is set; the fuzzer raises errors by
+// the thousand and reads none of them. Set before the addon loads (it reads it once): a dynamic
+// import, as static imports are evaluated first.
+process.env.RUST_LIB_BACKTRACE ??= '0';
+const tether = await import('../index.mjs');
 
 const testing = tether.namespace('testing');
 const { Pair } = testing;

@@ -24,11 +24,17 @@ import argparse
 import gc
 import io
 import json
+import os
 import pickle
 import random
 import sys
 import time
 import traceback
+
+# Every native error captures a backtrace when RUST_BACKTRACE is set (a thousand times slower
+# under libFuzzer); the fuzzer raises errors by the thousand and reads none of them. Set before
+# the extension loads (the standard library reads it once).
+os.environ.setdefault("RUST_LIB_BACKTRACE", "0")
 
 try:
     import atheris
