@@ -313,7 +313,15 @@ def load_mutated_pickle(src):
             del data[at]
         else:
             data[at:at] = src.ConsumeBytes(4)
-    return OnlyRebuild(io.BytesIO(bytes(data))).load()
+    try:
+        return OnlyRebuild(io.BytesIO(bytes(data))).load()
+    except MemoryError as e:
+        # A mutated length field makes CPython's unpickler itself ask for gigabytes. That is the
+        # pickle module's failure, not tether's, when it happened inside load() and not in a
+        # call out of it (`_rebuild` would add its frame).
+        if traceback.extract_tb(e.__traceback__)[-1].name == "load_mutated_pickle":
+            raise pickle.UnpicklingError(f"the unpickler ran out of memory: {e}") from e
+        raise
 
 
 class Run:
