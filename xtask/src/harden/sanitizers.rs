@@ -19,6 +19,9 @@ const SANITIZERS: [(&str, &str, &[&str]); 2] = [
     ("tsan", "-Zsanitizer=thread --cfg tether_tsan", &["WARNING: ThreadSanitizer"]),
 ];
 
+/// The type registry's by-design leaks (append-only, process-wide) and the C test plugin's.
+const LSAN_SUPPRESSIONS: &str = "xtask/src/harden/lsan-suppressions.txt";
+
 /// The quick run's ThreadSanitizer subset: the test binaries whose threads share objects.
 const TSAN_QUICK: [&str; 3] = ["concurrency", "thread_spares", "tying"];
 
@@ -39,6 +42,7 @@ pub fn run(ctx: &Ctx, quick: bool) -> Result<(Vec<Figures>, Vec<String>)> {
             .env("TETHER_TEST_PLUGIN_BAD_ABI", bad_abi)
             .env("TETHER_TEST_PLUGIN_DIR", &plugins.dir)
             .env("ASAN_OPTIONS", "detect_leaks=1")
+            .env("LSAN_OPTIONS", format!("suppressions={}:print_suppressions=0", ctx.path(LSAN_SUPPRESSIONS).display()))
             .env("TSAN_OPTIONS", "halt_on_error=0")
             .cwd(&ctx.root);
         let scope = if quick && name == "tsan" {
