@@ -4,6 +4,7 @@
 // from the native type registry and the error classes the addon throws.
 
 const native = require('./tether.node');
+const { types: nodeTypes } = require('node:util');
 
 /** Passed by the addon to class constructors when it makes a wrapper itself. */
 const TOKEN = Object.freeze(Object.create(null));
@@ -306,11 +307,18 @@ function classFor(typeIndex) {
   return cls;
 }
 
-/** `[isMap, items]` for a JS Map (entries) or Set (values), else undefined. */
+/**
+ * `[isMap, items]` for a JS Map (entries) or Set (values), else undefined. A Proxy of a Map or
+ * Set, or an object that only inherits from their prototype, passes `instanceof` but has no
+ * entries to read (Map.prototype.entries refuses it): a TetherTypeError.
+ */
 function collectionEntries(value) {
-  if (value instanceof Map) return [true, Array.from(value)];
-  if (value instanceof Set) return [false, Array.from(value)];
-  return undefined;
+  const map = value instanceof Map;
+  if (!map && !(value instanceof Set)) return undefined;
+  if (map ? nodeTypes.isMap(value) : nodeTypes.isSet(value)) return [map, Array.from(value)];
+  const what = map ? 'Map' : 'Set';
+  const how = nodeTypes.isProxy(value) ? `a Proxy of a ${what}` : `an object that inherits from ${what}.prototype`;
+  throw new TetherTypeError(`cannot pass ${how}: it is not a real ${what}`);
 }
 
 /**

@@ -1,12 +1,16 @@
-//! `cargo xtask harden [--quick]`: what tether survives, measured. Fuzzing (libFuzzer targets
-//! in fuzz/ over the C ABI and the slot state machine) and tether-core's tests under
-//! AddressSanitizer and ThreadSanitizer, each printing its figures; the full run also writes
-//! them into docs/reliability.md between its markers. Every figure comes from this run.
+//! `cargo xtask harden [--quick] [--only PART,...]`: what tether survives, measured. Fuzzing
+//! (libFuzzer targets in fuzz/ over the C ABI and the slot state machine), tether-core's tests
+//! under AddressSanitizer and ThreadSanitizer, and the language-level fuzzers (atheris, fast-check
+//! and a seeded generator over each frontend's call arguments), each printing its figures; the
+//! full run of every part also writes them into docs/reliability.md between its markers. Every
+//! figure comes from this run.
 //!
 //! `--quick` (a few seconds per fuzz target, the sanitizers on tree already built) fits in well
-//! under three minutes on top of built trees; the full run takes minutes per part.
+//! under three minutes on top of built trees; the full run takes minutes per part. `--only`
+//! runs some of the parts (`fuzz`, `sanitizers`, `lang`); such a run writes no figures.
 
 mod fuzz;
+mod lang;
 mod report;
 mod sanitizers;
 
@@ -33,26 +37,44 @@ impl Figures {
     }
 }
 
-pub fn run(quick: bool) -> Result {
+/// The parts, in the order they run.
+pub const PARTS: [&str; 3] = ["fuzz", "sanitizers", "lang"];
+
+/// Runs the parts in `only` (every part when empty).
+pub fn run(quick: bool, only: &[&str]) -> Result {
     let ctx = Ctx::load()?;
     let started = Instant::now();
-    let nightly = nightly()?;
+    let selected = |part: &str| only.is_empty() || only.contains(&part);
+    // Only the libFuzzer targets and the sanitizers need nightly.
+    let nightly = if selected("fuzz") || selected("sanitizers") { nightly()? } else { stable_rustc() };
     let mut all: Vec<Figures> = Vec::new();
     let mut skipped: Vec<String> = Vec::new();
 
-    step(SUITE, format!("fuzzing ({})", if quick { "quick" } else { "full" }));
-    all.extend(fuzz::run(&ctx, quick)?);
-    step(SUITE, "sanitizers");
-    let (figures, why) = sanitizers::run(&ctx, quick)?;
-    all.extend(figures);
-    skipped.extend(why);
+    if selected("fuzz") {
+        step(SUITE, format!("fuzzing ({})", if quick { "quick" } else { "full" }));
+        all.extend(fuzz::run(&ctx, quick)?);
+    }
+    if selected("sanitizers") {
+        step(SUITE, "sanitizers");
+        let (figures, why) = sanitizers::run(&ctx, quick)?;
+        all.extend(figures);
+        skipped.extend(why);
+    }
+    if selected("lang") {
+        step(SUITE, format!("language-level fuzzers ({})", if quick { "quick" } else { "full" }));
+        let (figures, notes) = lang::run(&ctx, quick)?;
+        all.extend(figures);
+        skipped.extend(notes);
+    }
 
     let elapsed = started.elapsed().as_secs();
     println!("==> harden figures ({} run, {elapsed} s, {nightly})", if quick { "quick" } else { "full" });
     all.iter().for_each(Figures::print);
     skipped.iter().for_each(|s| println!("    skipped: {s}"));
-    if !quick {
+    if !quick && only.is_empty() {
         report::write(&ctx, &all, &skipped, elapsed, &nightly)?;
+    } else if !quick {
+        println!("    docs/reliability.md not written: only the full run of every part writes its figures");
     }
     let failed: Vec<&str> = all.iter().filter(|f| f.failed).map(|f| f.part.as_str()).collect();
     let (n_failed, n_passed) = (failed.len(), all.len() - failed.len());
@@ -75,6 +97,11 @@ fn nightly() -> Result<String> {
         .probe()
         .map(|v| v.trim().to_string())
         .ok_or_else(|| fail("no nightly toolchain").hint("rustup toolchain install nightly --component rust-src"))
+}
+
+/// The default toolchain's version line (for a run without the nightly parts).
+fn stable_rustc() -> String {
+    Cmd::new("rustc").arg("--version").probe().map(|v| v.trim().to_string()).unwrap_or_else(|| "rustc".into())
 }
 
 /// `cargo +nightly` through the rustup proxy (not $CARGO, the stable toolchain's binary).

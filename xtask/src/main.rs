@@ -28,8 +28,10 @@ commands:
   miri                             run tether-core's tests under Miri (nightly)
   build-all                        release-build the wheel, npm tarball, jar, plugin and tether.h into target/dist
   bench [--quick]                  run the benchmarks against the peers (--quick: CI smoke run)
-  harden [--quick]                 fuzz the C ABI and the slot state machine, run tether-core's tests
-                                   under ASan and TSan (nightly); the full run writes docs/reliability.md
+  harden [--quick] [--only PART]   fuzz the C ABI and the slot state machine, run tether-core's tests
+                                   under ASan and TSan (nightly), fuzz each frontend's arguments (atheris,
+                                   fast-check, a seeded Java generator); parts: fuzz, sanitizers, lang;
+                                   the full run of every part writes docs/reliability.md
   help                             show this text";
 
 type Suite = fn(&Ctx) -> Result<Status>;
@@ -56,7 +58,7 @@ fn main() -> ExitCode {
         "miri" => no_args(rest).and_then(|()| single("miri", miri::run)),
         "build-all" => no_args(rest).and_then(|()| Ctx::load()).and_then(|ctx| dist::build_all(&ctx)),
         "bench" => parse_bench(rest).and_then(bench::run),
-        "harden" => parse_bench(rest).and_then(harden::run),
+        "harden" => parse_harden(rest).and_then(|(quick, only)| harden::run(quick, &only)),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -119,6 +121,34 @@ fn parse_bench(rest: &[String]) -> Result<bool> {
         [q] if q == "--quick" => Ok(true),
         [arg, ..] => Err(usage_error(format!("unexpected argument `{arg}`"))),
     }
+}
+
+/// `[--quick] [--only PART[,PART...]]` (harden; parts from `harden::PARTS`).
+fn parse_harden(rest: &[String]) -> Result<(bool, Vec<&'static str>)> {
+    let mut quick = false;
+    let mut only = Vec::new();
+    let mut it = rest.iter();
+    while let Some(arg) = it.next() {
+        let value = if arg == "--quick" {
+            quick = true;
+            continue;
+        } else if arg == "--only" {
+            it.next().ok_or_else(|| usage_error("`--only` needs a part name".into()))?.as_str()
+        } else if let Some(v) = arg.strip_prefix("--only=") {
+            v
+        } else {
+            return Err(usage_error(format!("unexpected argument `{arg}`")));
+        };
+        for part in value.split(',').filter(|p| !p.is_empty()) {
+            let known = harden::PARTS.iter().find(|p| **p == part).ok_or_else(|| {
+                usage_error(format!("unknown harden part `{part}` (parts: {})", harden::PARTS.join(", ")))
+            })?;
+            if !only.contains(known) {
+                only.push(*known);
+            }
+        }
+    }
+    Ok((quick, only))
 }
 
 /// Runs the selected suites (all when `only` is empty), then prints one line per suite.

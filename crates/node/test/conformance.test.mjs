@@ -318,6 +318,18 @@ test('T30 wrong argument type', () => {
     assert.ok(e.message.startsWith('testing.add() argument 2: '), e.message);
     return true;
   });
+  // Found by the fast-check fuzzer (cargo xtask harden): a Proxy of a Map or Set, or an object
+  // that only inherits from Map.prototype, passes `instanceof` but cannot be iterated; it used to
+  // escape as a plain JS TypeError from Map.prototype.entries.
+  for (const fake of [new Proxy(new Map([[1, 2]]), {}), new Proxy(new Set([1]), {}), Object.create(Map.prototype)]) {
+    assert.throws(() => testing.echo(fake), (e) => {
+      assert.ok(e instanceof tether.TetherTypeError, `${e?.constructor?.name}: ${e?.message}`);
+      assert.match(e.message, /not a real (Map|Set)/);
+      return true;
+    });
+    assert.throws(() => testing.echo([1, { k: fake }]), tether.TetherTypeError);
+  }
+  assert.equal(testing.echo(new Map([[1, 2]])).get(1), 2);
 });
 
 test('T31 wrong arity', () => {

@@ -112,6 +112,25 @@ def test_pickle_round_trip_keeps_sharing(testing):
     assert f is tether_ffi.get_global_func("testing.add")
 
 
+def test_rebuild_refuses_what_no_pickle_holds(testing):
+    # Found by the argument fuzzer (cargo xtask harden): `_rebuild` unpacked any fields value, so
+    # a list whose __len__ claims 2**62 items was a MemoryError. A pickle always holds a str key
+    # and a tuple of fields; anything else is a TypeError naming what came instead.
+    class Lying(list):
+        def __len__(self):
+            return 2**62
+
+    for fields in [Lying([1, 2]), [1, 2], "12", None]:
+        with pytest.raises(TypeError, match="fields must be a tuple"):
+            tether_ffi._rebuild("testing.Pair", fields)
+    with pytest.raises(TypeError, match="type key must be a str"):
+        tether_ffi._rebuild(b"testing.Pair", (1, 2))
+    with pytest.raises(ValueError, match="no such native type"):
+        tether_ffi._rebuild("testing.Nope", (1, 2))
+    p = tether_ffi._rebuild("testing.Pair", (1, 2))
+    assert (p.first, p.second) == (1, 2)
+
+
 def test_register_object_adds_python_methods(testing):
     @tether_ffi.register_object("testing.Pair")
     class Pair:

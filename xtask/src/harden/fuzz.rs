@@ -94,7 +94,7 @@ fn files(dir: &Path) -> Vec<String> {
 
 /// The last number after `key` in libFuzzer's output (`stat::...: N`, or `cov: N` of the
 /// last status line).
-fn stat(log: &str, key: &str) -> Option<u64> {
+pub(super) fn stat(log: &str, key: &str) -> Option<u64> {
     log.lines().rev().find_map(|l| {
         let rest = &l[l.find(key)? + key.len()..];
         rest.split_whitespace().next()?.parse().ok()

@@ -1,14 +1,15 @@
 //! tether-core's tests (the C plugin test, tests/c_plugin.rs, among them) under
 //! AddressSanitizer (with LeakSanitizer) and ThreadSanitizer: nightly `-Zsanitizer`, the
 //! standard library rebuilt with it (`-Zbuild-std`), each in its own target dir (target/asan,
-//! target/tsan) so the ordinary builds stay as they are. The Rust test plugins are built plainly
-//! and passed in (TETHER_TEST_PLUGIN*): an uninstrumented library loads into a sanitized
-//! process, while one built with the flag would need the runtime's symbols exported.
+//! target/tsan) so the ordinary builds stay as they are. The test plugins are built plainly and
+//! passed in (TETHER_TEST_PLUGIN, TETHER_TEST_PLUGIN_BAD_ABI, TETHER_TEST_PLUGIN_DIR): an
+//! uninstrumented library loads into a sanitized process, while one built with the flag would
+//! need the runtime's symbols exported.
 
 use std::time::Instant;
 
 use super::{nightly_cargo, run_logged, secs, Figures, SUITE, TARGET};
-use crate::util::{cdylib_file_name, step, Cmd, Result};
+use crate::util::{step, Result};
 use crate::workspace::Ctx;
 
 /// (name, RUSTFLAGS, lines that start a report). ThreadSanitizer does not model fences, so the
@@ -18,17 +19,18 @@ const SANITIZERS: [(&str, &str, &[&str]); 2] = [
     ("tsan", "-Zsanitizer=thread --cfg tether_tsan", &["WARNING: ThreadSanitizer"]),
 ];
 
+/// The type registry's by-design leaks (append-only, process-wide) and the C test plugin's.
+const LSAN_SUPPRESSIONS: &str = "xtask/src/harden/lsan-suppressions.txt";
+
 /// The quick run's ThreadSanitizer subset: the test binaries whose threads share objects.
 const TSAN_QUICK: [&str; 3] = ["concurrency", "thread_spares", "tying"];
 
 pub fn run(ctx: &Ctx, quick: bool) -> Result<(Vec<Figures>, Vec<String>)> {
-    step(SUITE, "cargo build -p tether-test-plugin -p tether-test-plugin-bad-abi");
-    Cmd::cargo()
-        .args(["build", "-p", "tether-test-plugin", "-p", "tether-test-plugin-bad-abi"])
-        .cwd(&ctx.root)
-        .run()?;
-    let plugin = ctx.target_dir.join("debug").join(cdylib_file_name("tether-test-plugin"));
-    let bad_abi = ctx.target_dir.join("debug").join(cdylib_file_name("tether-test-plugin-bad-abi"));
+    // Every test plugin, built plainly: a test that had to build one itself (crates/core/tests/
+    // plugins.rs without TETHER_TEST_PLUGIN_DIR) would build it with the sanitizer's RUSTFLAGS,
+    // into target/debug, and it would not load (undefined __asan_* symbols).
+    let plugins = ctx.test_plugins(SUITE)?;
+    let (plugin, bad_abi) = (&plugins.sample, &plugins.bad_abi);
     let mut figures = Vec::new();
     let mut skipped = Vec::new();
     for (name, flag, markers) in SANITIZERS {
@@ -36,9 +38,11 @@ pub fn run(ctx: &Ctx, quick: bool) -> Result<(Vec<Figures>, Vec<String>)> {
             .args(["test", "-Zbuild-std", "--target", TARGET, "-p", "tether-core", "--no-fail-fast", "--target-dir"])
             .arg(ctx.target_dir.join(name))
             .env("RUSTFLAGS", flag)
-            .env("TETHER_TEST_PLUGIN", &plugin)
-            .env("TETHER_TEST_PLUGIN_BAD_ABI", &bad_abi)
+            .env("TETHER_TEST_PLUGIN", plugin)
+            .env("TETHER_TEST_PLUGIN_BAD_ABI", bad_abi)
+            .env("TETHER_TEST_PLUGIN_DIR", &plugins.dir)
             .env("ASAN_OPTIONS", "detect_leaks=1")
+            .env("LSAN_OPTIONS", format!("suppressions={}:print_suppressions=0", ctx.path(LSAN_SUPPRESSIONS).display()))
             .env("TSAN_OPTIONS", "halt_on_error=0")
             .cwd(&ctx.root);
         let scope = if quick && name == "tsan" {

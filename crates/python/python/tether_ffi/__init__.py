@@ -117,6 +117,12 @@ def _object_repr(self: _Any) -> str:
 
 
 def _rebuild(type_key: str, values: tuple) -> _Any:
+    # What `_object_reduce` writes: a str key and a tuple of fields. Anything else did not come
+    # from a pickle of ours (a list subclass whose __len__ lies would be unpacked below).
+    if type(type_key) is not str:
+        raise TypeError(f"cannot unpickle: the type key must be a str, not {type(type_key).__name__}")
+    if type(values) is not tuple:
+        raise TypeError(f"cannot unpickle {type_key}: its fields must be a tuple, not {type(values).__name__}")
     index = _native.type_index_of(type_key)
     if index is None:
         raise ValueError(f"cannot unpickle {type_key}: no such native type is registered")

@@ -173,14 +173,19 @@ final class Marshal {
         return encoded(items);
     }
 
-    /** The entries of a {@link #MAP} value as key, value, key, value..., encoded as {@link #listItems}. */
+    /**
+     * The entries of a {@link #MAP} value as key, value, key, value..., encoded as {@link #listItems}.
+     * {@code size()} is only a first guess (capped, so a Map claiming billions allocates nothing
+     * for them): a user's Map may report fewer or more entries than its entry set holds, and every
+     * entry the entry set yields is converted.
+     */
     static Object[] mapItems(Object map) {
         Map<?, ?> m = (Map<?, ?>) map;
-        Object[] flat = new Object[m.size() * 2];
+        Object[] flat = new Object[Math.min(Math.max(0, m.size()), 1 << 16) * 2];
         int i = 0;
         for (Map.Entry<?, ?> e : m.entrySet()) {
             if (i == flat.length) {
-                throw new java.util.ConcurrentModificationException("the map grew while it was converted");
+                flat = java.util.Arrays.copyOf(flat, Math.max(8, flat.length * 2));
             }
             flat[i++] = e.getKey();
             flat[i++] = e.getValue();

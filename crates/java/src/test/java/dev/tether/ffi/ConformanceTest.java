@@ -566,6 +566,24 @@ class ConformanceTest {
         // A lone surrogate has no UTF-8 form: Java's encoder writes '?' for it.
         assertEquals("lone ? surrogate", echo.call("lone \ud800 surrogate"));
         assertThrows(TetherTypeError.class, () -> echo.call(new java.math.BigInteger("2").pow(200)));
+        // Found by the seeded Java argument fuzzer (cargo xtask harden): a Map whose size()
+        // understates its entries was a ConcurrentModificationException ("the map grew while it
+        // was converted"); its real entries convert, whatever size() says.
+        Map<Object, Object> real = new LinkedHashMap<>(Map.of("a", 1L, "b", 2L, "c", 3L));
+        for (int lie : new int[] {-3, -1, 0, 1, 5, Integer.MAX_VALUE - 3, Integer.MIN_VALUE}) {
+            Map<Object, Object> lying = new java.util.AbstractMap<>() {
+                @Override
+                public java.util.Set<Map.Entry<Object, Object>> entrySet() {
+                    return real.entrySet();
+                }
+
+                @Override
+                public int size() {
+                    return real.size() + lie; // may be negative or near Integer.MAX_VALUE
+                }
+            };
+            assertEquals(real, echo.call(lying), "size() off by " + lie);
+        }
         assertEquals(5L, t("add").call(2L, 3L));
         assertBackTo(base);
     }
