@@ -103,18 +103,31 @@ final class Marshal {
             for (; i < args.length; i++) {
                 encode(args[i], kinds, bits, refs, i);
             }
-        } catch (RuntimeException | Error failure) {
-            for (int j = 0; j < args.length; j++) {
-                if (kinds[j] == OWNED) {
-                    Native.release(bits[j], 0);
-                }
-            }
-            if (failure instanceof TetherTypeError && callee != null) {
-                String name = callee instanceof TetherFunction ? ((TetherFunction) callee).name() : String.valueOf(callee);
-                throw new TetherTypeError("TypeError", Native.argumentMessage(name, i + 1, failure.getMessage()), "");
-            }
+        } catch (RuntimeException failure) {
+            throw abandoned(args, kinds, bits, callee, i, failure);
+        } catch (Error failure) {
+            abandoned(args, kinds, bits, null, i, null);
             throw failure;
         }
+    }
+
+    /**
+     * The cold half of {@link #encodeInto} (out of line, so the hot loop stays small enough for
+     * the JIT to inline into every call): give back the owned references made so far, and the
+     * failure to throw, a {@link TetherTypeError} naming argument {@code i} of {@code callee}.
+     */
+    private static RuntimeException abandoned(
+            Object[] args, int[] kinds, long[] bits, Object callee, int i, RuntimeException failure) {
+        for (int j = 0; j < args.length; j++) {
+            if (kinds[j] == OWNED) {
+                Native.release(bits[j], 0);
+            }
+        }
+        if (failure instanceof TetherTypeError && callee != null) {
+            String name = callee instanceof TetherFunction ? ((TetherFunction) callee).name() : String.valueOf(callee);
+            return new TetherTypeError("TypeError", Native.argumentMessage(name, i + 1, failure.getMessage()), "");
+        }
+        return failure;
     }
 
     /** Encode {@code v} at index {@code i}; throws {@link TetherTypeError} for unsupported values. */
