@@ -271,6 +271,14 @@ def test_T30_wrong_argument_type(testing):
         testing.add(1, object())
     assert isinstance(info.value, tether_ffi.TypeError)
     assert str(info.value).startswith("testing.add() argument 2: "), str(info.value)
+    # An int subclass too big for 64 bits whose __str__ raises: still a typed, named error.
+    class BadStr(int):
+        def __str__(self):
+            raise builtins.RuntimeError("no str")
+
+    with pytest.raises(OverflowError, match=r"^testing\.add\(\) argument 2: "):
+        testing.add(1, BadStr(2**80))
+    assert testing.add(1, 2) == 3
 
 
 def test_T31_wrong_arity(testing):

@@ -365,7 +365,7 @@ public final class ArgumentFuzzMain {
             fuzz.oneQuietly();
         }
         t("stash_clear").call();
-        long baseline = settledLive();
+        long baseline = TestSupport.settledLive();
         long deadline = System.nanoTime() + seconds * 1_000_000_000L;
         long executions = 0;
         long found = 0;
@@ -383,7 +383,7 @@ public final class ArgumentFuzzMain {
         }
         t("stash_clear").call();
         fuzz.tetherObjects.clear();
-        long live = settledLive();
+        long live = TestSupport.settledLive();
         for (int i = 0; i < 200 && live != baseline; i++) {
             System.gc();
             Thread.sleep(20);
@@ -396,20 +396,6 @@ public final class ArgumentFuzzMain {
         System.out.println("stat::number_of_executed_units: " + executions);
         System.out.println("findings: " + found + ", " + (System.nanoTime() - started) / 1_000_000 + " ms");
         System.exit(0);
-    }
-
-    /** Collect until the live-object count stops changing, and return it. */
-    static long settledLive() throws InterruptedException {
-        long last = Long.MIN_VALUE;
-        int stable = 0;
-        for (int i = 0; i < 200 && stable < 3; i++) {
-            System.gc();
-            Thread.sleep(10);
-            long now = (Long) t("live_objects").call();
-            stable = now == last ? stable + 1 : 0;
-            last = now;
-        }
-        return last;
     }
 
     private void oneQuietly() {
