@@ -26,7 +26,7 @@ extern "C" {
 /* ---- versioning ------------------------------------------------------------------------ */
 
 #define TETHER_ABI_MAJOR 1u
-#define TETHER_ABI_MINOR 3u
+#define TETHER_ABI_MINOR 4u
 /* The value a plugin exports as `tether_module_abi`: major << 16 | minor. */
 #define TETHER_MODULE_ABI_WORD ((TETHER_ABI_MAJOR << 16) | TETHER_ABI_MINOR)
 
@@ -157,7 +157,64 @@ typedef void (*TetherDataDropFn)(void *data);
  * data starts with a pointer-sized mark of the core copy that made them, the rest is private
  * to that copy. Never set it yourself. */
 #define TETHER_FUNC_CELL_GETTER 4u
+/* Flag (ABI 1.4): `signature` below is there (and holds an interned signature or NULL). Set
+ * by the core (api->set_signature); a function object built by hand against an older header
+ * is 64 bytes and never has it. */
+#define TETHER_FUNC_SIGNED 8u
 #define TETHER_LENT_MARK 1u
+
+/* ---- signatures (ABI 1.4) ----------------------------------------------------------------
+ * A type descriptor is a tree in preorder: each node has a kind and a child count (Array and
+ * Optional 1, Map 2: key then value, Callable: its parameter types then its result type, or
+ * none when unknown; the rest 0) and, for an Object node, the registered type key. Zero nodes
+ * mean Any. */
+#define TETHER_TYPE_DESC_ANY 0u
+#define TETHER_TYPE_DESC_NONE 1u
+#define TETHER_TYPE_DESC_BOOL 2u
+#define TETHER_TYPE_DESC_INT 3u
+#define TETHER_TYPE_DESC_FLOAT 4u
+#define TETHER_TYPE_DESC_STR 5u
+#define TETHER_TYPE_DESC_BYTES 6u
+#define TETHER_TYPE_DESC_OBJECT 7u
+#define TETHER_TYPE_DESC_ARRAY 8u
+#define TETHER_TYPE_DESC_MAP 9u
+#define TETHER_TYPE_DESC_OPTIONAL 10u
+#define TETHER_TYPE_DESC_CALLABLE 11u
+#define TETHER_TYPE_DESC_HOST 12u
+
+/* Parameter flags: it has a default (`default_value`, a plain value: None, bool, int, float,
+ * a small or RAW_STR string, bytes); it may be passed by keyword (it needs a name). */
+#define TETHER_PARAM_HAS_DEFAULT 1u
+#define TETHER_PARAM_KEYWORD 2u
+/* Signature flag: the first parameter is a method's receiver (`self`). */
+#define TETHER_SIG_RECEIVER 1u
+
+typedef struct TetherTypeNode {
+    uint32_t kind;
+    uint32_t n_children;
+    TetherByteSlice key; /* Object nodes: the type key ("scene.Node"); else empty */
+} TetherTypeNode;
+
+typedef struct TetherTypeDesc {
+    const TetherTypeNode *nodes;
+    size_t n_nodes;
+} TetherTypeDesc;
+
+typedef struct TetherParamInfo {
+    TetherByteSlice name; /* empty: positional only */
+    TetherTypeDesc type;
+    TetherAny default_value;
+    uint32_t flags;
+    uint32_t reserved;
+} TetherParamInfo;
+
+typedef struct TetherSignatureInfo {
+    const TetherParamInfo *params;
+    size_t n_params;
+    TetherTypeDesc result;
+    uint32_t flags;
+    uint32_t reserved;
+} TetherSignatureInfo;
 
 typedef struct TetherFunctionObj {
     TetherSafeCallFn safe_call;
@@ -167,6 +224,7 @@ typedef struct TetherFunctionObj {
     TetherAny doc;
     void *data;                 /* the creator's payload */
     TetherDataDropFn drop_data; /* may be NULL */
+    const TetherSignatureInfo *signature; /* read only when flags has TETHER_FUNC_SIGNED */
 } TetherFunctionObj;
 
 typedef struct TetherFunctionObject {
@@ -341,6 +399,11 @@ typedef struct TetherApiTable {
     void (*dec_ref)(TetherObjectHeader *obj);
     /* call a borrowed Function: same contract as safe_call */
     int32_t (*call_function)(TetherObjectHeader *func, const TetherAnyView *args, int32_t n, TetherAny *result);
+    /* ABI 1.4: attach a copy of `signature` to a Function the caller holds the only reference
+     * to (right after make_function). A malformed signature (unknown kind, wrong child count,
+     * a tree that does not close, non-UTF-8 text, a default that is not a plain value, a
+     * required parameter after a defaulted one) is -1 with a ValueError, never a crash. */
+    int32_t (*set_signature)(TetherObjectHeader *func, const TetherSignatureInfo *signature);
 } TetherApiTable;
 
 /* ---- plugin entry points --------------------------------------------------------------- */
@@ -388,7 +451,14 @@ TETHER_ASSERT_LAYOUT(offsetof(TetherCustomAllocator, free) == 8, "CustomAllocato
 TETHER_ASSERT_LAYOUT(offsetof(TetherCustomAllocator, ctx) == 16, "CustomAllocator.ctx");
 TETHER_ASSERT_LAYOUT(offsetof(TetherCustomAllocator, tag) == 24, "CustomAllocator.tag");
 
-TETHER_ASSERT_LAYOUT(sizeof(TetherFunctionObj) == 64, "FunctionObj is 64 bytes");
+TETHER_ASSERT_LAYOUT(sizeof(TetherFunctionObj) == 72, "FunctionObj is 72 bytes");
+TETHER_ASSERT_LAYOUT(offsetof(TetherFunctionObj, signature) == 64, "FunctionObj.signature");
+TETHER_ASSERT_LAYOUT(sizeof(TetherTypeNode) == 24 && offsetof(TetherTypeNode, key) == 8, "TypeNode");
+TETHER_ASSERT_LAYOUT(sizeof(TetherTypeDesc) == 16, "TypeDesc is 16 bytes");
+TETHER_ASSERT_LAYOUT(sizeof(TetherParamInfo) == 56, "ParamInfo is 56 bytes");
+TETHER_ASSERT_LAYOUT(offsetof(TetherParamInfo, default_value) == 32 && offsetof(TetherParamInfo, flags) == 48, "ParamInfo");
+TETHER_ASSERT_LAYOUT(sizeof(TetherSignatureInfo) == 40, "SignatureInfo is 40 bytes");
+TETHER_ASSERT_LAYOUT(offsetof(TetherSignatureInfo, result) == 16 && offsetof(TetherSignatureInfo, flags) == 32, "SignatureInfo");
 TETHER_ASSERT_LAYOUT(offsetof(TetherFunctionObj, flags) == 8, "FunctionObj.flags");
 TETHER_ASSERT_LAYOUT(offsetof(TetherFunctionObj, arity) == 12, "FunctionObj.arity");
 TETHER_ASSERT_LAYOUT(offsetof(TetherFunctionObj, name) == 16, "FunctionObj.name");
@@ -445,7 +515,8 @@ TETHER_ASSERT_LAYOUT(offsetof(TetherApiTable, register_global) == 16 + 12 * 8, "
 TETHER_ASSERT_LAYOUT(offsetof(TetherApiTable, module_add_function) == 16 + 14 * 8, "ApiTable.module_add_function");
 TETHER_ASSERT_LAYOUT(offsetof(TetherApiTable, make_str) == 16 + 16 * 8, "ApiTable.make_str");
 TETHER_ASSERT_LAYOUT(offsetof(TetherApiTable, call_function) == 16 + 22 * 8, "ApiTable.call_function");
-TETHER_ASSERT_LAYOUT(sizeof(TetherApiTable) == 16 + 23 * 8, "ApiTable has 23 entries in ABI 1.0");
+TETHER_ASSERT_LAYOUT(offsetof(TetherApiTable, set_signature) == 16 + 23 * 8, "ApiTable.set_signature");
+TETHER_ASSERT_LAYOUT(sizeof(TetherApiTable) == 16 + 24 * 8, "ApiTable has 24 entries in ABI 1.4");
 
 #ifdef __cplusplus
 }

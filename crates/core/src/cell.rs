@@ -188,7 +188,7 @@ impl CellField {
                 Ok(unsafe { &*((obj as *const u8).add(self.offset) as *const AnyCell) })
             }
             _ => Err(Error::type_error(format!(
-                "{}() argument 1 (self): expected {}, got {}",
+                "{}() argument 'self' must be {}, not {}",
                 self.name,
                 crate::types::type_info(self.owner).map(|i| i.key()).unwrap_or("?"),
                 this.kind_name()

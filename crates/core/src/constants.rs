@@ -9,8 +9,9 @@
 
 use crate::any::TypeIndex;
 use crate::error::ErrorKind;
-use crate::function::{FUNC_ADOPTS_LENT, FUNC_CELL_GETTER, FUNC_LEAF};
+use crate::function::{FUNC_ADOPTS_LENT, FUNC_CELL_GETTER, FUNC_LEAF, FUNC_SIGNED};
 use crate::plugin::{ABI_MAJOR, ABI_MINOR};
+use crate::signature::{TypeKind, PARAM_HAS_DEFAULT, PARAM_KEYWORD, SIG_RECEIVER};
 
 /// `(name, value)`: the name is the C macro's without its `TETHER_` prefix.
 pub const SHARED: &[(&str, i64)] = &[
@@ -46,6 +47,23 @@ pub const SHARED: &[(&str, i64)] = &[
     ("FUNC_LEAF", FUNC_LEAF as i64),
     ("FUNC_ADOPTS_LENT", FUNC_ADOPTS_LENT as i64),
     ("FUNC_CELL_GETTER", FUNC_CELL_GETTER as i64),
+    ("FUNC_SIGNED", FUNC_SIGNED as i64),
+    ("TYPE_DESC_ANY", TypeKind::Any as i64),
+    ("TYPE_DESC_NONE", TypeKind::None as i64),
+    ("TYPE_DESC_BOOL", TypeKind::Bool as i64),
+    ("TYPE_DESC_INT", TypeKind::Int as i64),
+    ("TYPE_DESC_FLOAT", TypeKind::Float as i64),
+    ("TYPE_DESC_STR", TypeKind::Str as i64),
+    ("TYPE_DESC_BYTES", TypeKind::Bytes as i64),
+    ("TYPE_DESC_OBJECT", TypeKind::Object as i64),
+    ("TYPE_DESC_ARRAY", TypeKind::Array as i64),
+    ("TYPE_DESC_MAP", TypeKind::Map as i64),
+    ("TYPE_DESC_OPTIONAL", TypeKind::Optional as i64),
+    ("TYPE_DESC_CALLABLE", TypeKind::Callable as i64),
+    ("TYPE_DESC_HOST", TypeKind::Host as i64),
+    ("PARAM_HAS_DEFAULT", PARAM_HAS_DEFAULT as i64),
+    ("PARAM_KEYWORD", PARAM_KEYWORD as i64),
+    ("SIG_RECEIVER", SIG_RECEIVER as i64),
     ("LENT_MARK", crate::any::LENT_MARK as i64),
     ("MAX_NESTING_DEPTH", crate::nesting::MAX_DEPTH as i64),
     ("MAX_CONTAINER_ITEMS", crate::nesting::MAX_ITEMS as i64),

@@ -6,12 +6,13 @@ use std::ffi::c_void;
 
 use crate::alloc::{self, AllocateFn, FreeFn};
 use crate::any::{Any, AnyView, TypeIndex};
-use crate::arc::ObjectRef;
+use crate::arc::{ObjectArc, ObjectRef};
 use crate::containers::{ArrayObj, StrObj};
 use crate::error::{catch_panic, ffi_status, local_set_last_error, local_take_last_error, set_last_error, Error};
 use crate::function::{self, DataDropFn, Function, SafeCallFn};
 use crate::object::{self, ObjectHeader};
 use crate::plugin::{ApiTable, ByteSlice, PendingModule, ABI_MAJOR, ABI_MINOR};
+use crate::signature::SignatureInfo;
 use crate::types::{self, TypeInfo};
 
 /// Return an owned object pointer, or null with the error raised.
@@ -307,6 +308,36 @@ unsafe extern "C" fn api_make_function(
         Ok(f.0.into())
     })
 }
+unsafe extern "C" fn api_set_signature(func: *mut ObjectHeader, signature: *const SignatureInfo) -> i32 {
+    ffi_status(|| {
+        // SAFETY: `func` is borrowed from the caller for the call (ABI contract).
+        let f = unsafe { borrowed_function(func) }?;
+        // SAFETY: readable for the call (ABI contract); null is refused.
+        let Some(signature) = (unsafe { signature.as_ref() }) else {
+            return Err(Error::value("set_signature: null signature"));
+        };
+        // SAFETY: the signature's arrays are as long as its counts (ABI contract); the rest is
+        // checked, and the host keeps its own copy.
+        let interned = unsafe { crate::signature::intern_foreign(signature) }
+            .map_err(|e| Error::value(format!("set_signature of {}: {}", f.name(), e.message())))?;
+        // Ours and the caller's: a Function anyone else holds may be read meanwhile.
+        if ObjectArc::strong_count(&f.0) != 2 {
+            return Err(Error::value(format!(
+                "set_signature of {}: the function is shared already (set it right after make_function)",
+                f.name()
+            )));
+        }
+        // SAFETY: only the caller and this call hold the function (checked above), and the
+        // caller is in this call: nothing reads it meanwhile. A host-made Function (make_function)
+        // has the signature field; `FUNC_SIGNED` tells readers it is there.
+        unsafe {
+            let body = ObjectArc::as_ptr(&f.0) as *mut crate::arc::ObjectBox<function::FunctionObj>;
+            (*body).value.signature = interned;
+            (*body).value.flags |= function::FUNC_SIGNED;
+        }
+        Ok(())
+    })
+}
 unsafe extern "C" fn api_make_array(items: *const AnyView<'static>, n: usize) -> *mut ObjectHeader {
     ffi_object(|| {
         if n > 0 && items.is_null() {
@@ -388,6 +419,7 @@ static HOST_TABLE: ApiTable = ApiTable {
     inc_ref: api_inc_ref,
     dec_ref: api_dec_ref,
     call_function: api_call_function,
+    set_signature: api_set_signature,
 };
 
 /// The host's table, handed to every plugin's init.

@@ -14,6 +14,7 @@ use crate::convert::{arg_error, FromArg, IntoRet};
 use crate::error::{catch_panic_registered, register_catching_frame, set_last_error, take_last_error, Error, Result};
 use crate::object::{Object, ObjectHeader};
 use crate::plugin;
+use crate::signature::{Signature, SignatureInfo, Ty};
 
 /// The call ABI every function object exposes.
 pub type SafeCallFn =
@@ -38,6 +39,11 @@ pub const FUNC_ADOPTS_LENT: u32 = 2;
 /// private to that copy. Plugins and C functions never set it.
 pub const FUNC_CELL_GETTER: u32 = 4;
 
+/// Flag (ABI 1.4): the body goes on past `drop_data` with a `signature` (see
+/// [`FunctionObj::signature`]). Objects built by hand against an older tether.h are 64 bytes
+/// and never set it, so the field is read only when the flag says it is there.
+pub const FUNC_SIGNED: u32 = 8;
+
 /// The body of a Function object. `#[repr(C)]`; C and plugins build these too.
 #[repr(C)]
 pub struct FunctionObj {
@@ -49,10 +55,13 @@ pub struct FunctionObj {
     /// The creator's payload, handed back through `handle` (e.g. a boxed Rust closure).
     pub data: *mut c_void,
     pub drop_data: Option<DataDropFn>,
+    /// An interned signature when `flags` has [`FUNC_SIGNED`] (else not even there).
+    pub signature: *const SignatureInfo,
 }
 
 const _: () = {
-    assert!(std::mem::size_of::<FunctionObj>() == 64);
+    assert!(std::mem::size_of::<FunctionObj>() == 72);
+    assert!(std::mem::offset_of!(FunctionObj, signature) == 64);
     assert!(std::mem::offset_of!(FunctionObj, safe_call) == 0);
     assert!(std::mem::offset_of!(FunctionObj, flags) == 8);
     assert!(std::mem::offset_of!(FunctionObj, arity) == 12);
@@ -76,6 +85,24 @@ unsafe impl Send for FunctionObj {}
 // SAFETY: the reason Sync holds is the one above: the contract of making a function object
 // (docs/abi.md): `safe_call` may be called from any thread, and `drop_data` may run on any thread.
 unsafe impl Sync for FunctionObj {}
+
+impl FunctionObj {
+    /// The signature, when the function has one.
+    #[inline]
+    pub fn signature(&self) -> Option<&'static SignatureInfo> {
+        if self.flags & FUNC_SIGNED == 0 {
+            return None;
+        }
+        // SAFETY: `FUNC_SIGNED` says the field exists; it holds an interned (leaked) signature
+        // or null.
+        unsafe { self.signature.as_ref() }
+    }
+
+    /// The name for messages.
+    pub fn name_str(&self) -> &str {
+        self.name.view_str()
+    }
+}
 
 impl Drop for FunctionObj {
     fn drop(&mut self) {
@@ -123,14 +150,14 @@ pub(crate) unsafe fn run_closure<F>(
     args: *const AnyView<'_>,
     n: i32,
     result: *mut Any,
-    run: impl FnOnce(&F, &Any, &[AnyView<'_>]) -> Result<Any>,
+    run: impl FnOnce(&F, &FunctionObj, &[AnyView<'_>]) -> Result<Any>,
 ) -> i32 {
     // SAFETY: the caller's guarantees.
     let outcome = catch_panic_registered(|| unsafe {
         let func = &(*(handle as *const crate::arc::ObjectBox<FunctionObj>)).value;
         let f = &*(func.data as *const F);
         let args = if n <= 0 { &[][..] } else { std::slice::from_raw_parts(args, n as usize) };
-        run(f, &func.name, args)
+        run(f, func, args)
     });
     // SAFETY: the caller's result cell holds None and is ours to fill.
     unsafe { finish_call(outcome, result) }
@@ -158,7 +185,7 @@ unsafe extern "C" fn typed_safe_call<Marker, F: TypedFn<Marker>>(
     result: *mut Any,
 ) -> i32 {
     // SAFETY: `handle` is a Function made by `from_typed::<Marker, F>`; the rest is the ABI's.
-    unsafe { run_closure::<F>(handle, args, n, result, |f, name, args| f.call_packed(name, args)) }
+    unsafe { run_closure::<F>(handle, args, n, result, |f, func, args| f.call_packed(func, args)) }
 }
 
 pub(crate) unsafe extern "C" fn drop_closure<F>(data: *mut c_void) {
@@ -181,12 +208,15 @@ impl Function {
     /// A typed closure: arguments convert by [`FromArg`], the result by [`IntoRet`]; a
     /// mismatch is a TypeError naming the position, the expected and the actual kind.
     /// The closure is called through a `safe_call` made for its type: one indirect call.
+    ///
+    /// Its signature has the closure's parameter and result types ([`crate::signature::Describe`])
+    /// and no parameter names; [`Function::with_params`] names them.
     pub fn from_typed<Marker, F: TypedFn<Marker>>(name: &str, f: F) -> Function {
         register_catching_frame(typed_safe_call::<Marker, F> as SafeCallFn as usize);
         let data = Box::into_raw(Box::new(f)) as *mut c_void;
         // SAFETY: `typed_safe_call::<Marker, F>` reads exactly this payload; `drop_closure::<F>`
         // frees it.
-        unsafe {
+        let function = unsafe {
             Function::from_raw_parts(
                 typed_safe_call::<Marker, F>,
                 data,
@@ -195,7 +225,9 @@ impl Function {
                 F::ARITY as i32,
                 FUNC_ADOPTS_LENT,
             )
-        }
+        };
+        let signature = Signature::of_types(F::PARAMS, F::RESULT).intern().expect("unnamed signatures are valid");
+        function.with_signature(signature)
     }
 
     /// Build a function from its ABI parts (C functions, frontend callbacks).
@@ -218,7 +250,58 @@ impl Function {
             doc: Any::none(),
             data,
             drop_data,
+            signature: std::ptr::null(),
         }))
+    }
+
+    /// Attach a signature (only while this is the sole reference, i.e. while building).
+    pub fn with_signature(mut self, signature: &'static SignatureInfo) -> Function {
+        let f = ObjectArc::get_mut(&mut self.0).expect("with_signature on a shared function");
+        f.signature = signature;
+        f.flags |= FUNC_SIGNED;
+        self
+    }
+
+    /// Name the parameters of a typed function (a method's receiver first), in order, keeping
+    /// their types: `Function::from_typed("geo.scale", scale).with_params(&["by"])`.
+    ///
+    /// # Panics
+    /// When there are more names than parameters, or a name repeats: a mistake in the source.
+    pub fn with_params(self, names: &[&str]) -> Function {
+        let signature = self.declared_signature();
+        assert!(
+            names.len() <= signature.params.len(),
+            "{}: {} parameter names for {} parameters",
+            self.name(),
+            names.len(),
+            signature.params.len()
+        );
+        let interned = signature.named(names).intern().unwrap_or_else(|e| panic!("{}: {e}", self.name()));
+        self.with_signature(interned)
+    }
+
+    /// Mark the first parameter as a method's receiver (`self`): messages and signatures
+    /// leave it out of what the caller writes.
+    pub fn as_method(self) -> Function {
+        let interned = self.declared_signature().method().intern().unwrap_or_else(|e| panic!("{}: {e}", self.name()));
+        self.with_signature(interned)
+    }
+
+    /// The signature as a declaration to change ([`Signature`]): the attached one, or untyped
+    /// parameters by the declared arity.
+    pub fn declared_signature(&self) -> Signature {
+        match self.signature() {
+            Some(sig) => Signature::from_info(sig),
+            None => Signature::of_types(
+                &vec![crate::signature::Ty::Any; self.arity().max(0) as usize],
+                crate::signature::Ty::Any,
+            ),
+        }
+    }
+
+    /// The signature, when the function has one.
+    pub fn signature(&self) -> Option<&'static SignatureInfo> {
+        self.0.signature()
     }
 
     /// Set the docstring (only while this is the sole reference, i.e. while building).
@@ -283,14 +366,23 @@ impl std::fmt::Debug for Function {
 /// `Ai: FromArg`, `R: IntoRet`, n up to 8.
 pub trait TypedFn<Marker>: Send + Sync + 'static {
     const ARITY: usize;
-    /// `name` is the function's name cell, read only for error messages.
-    fn call_packed(&self, name: &Any, args: &[AnyView<'_>]) -> Result<Any>;
+    /// The parameter types, in order.
+    const PARAMS: &'static [Ty];
+    const RESULT: Ty;
+    /// `func` is the function object itself, read only for error messages.
+    fn call_packed(&self, func: &FunctionObj, args: &[AnyView<'_>]) -> Result<Any>;
 }
 
-/// "f() takes 2 arguments but 3 were given"
+/// "f() takes 2 arguments but 3 were given" (counting what the caller wrote: a method's
+/// receiver is left out when `func` has a signature that says it has one).
 pub fn arity_error(name: &str, expected: usize, given: usize) -> Error {
-    let plural = if expected == 1 { "" } else { "s" };
-    Error::type_error(format!("{name}() takes {expected} argument{plural} but {given} were given"))
+    Error::type_error(crate::signature::arity_message(name, None, expected, given))
+}
+
+#[cold]
+#[inline(never)]
+fn arity_error_of(func: &FunctionObj, expected: usize, given: usize) -> Error {
+    Error::type_error(crate::signature::arity_message(func.name_str(), func.signature(), expected, given))
 }
 
 macro_rules! typed_fn {
@@ -302,19 +394,21 @@ macro_rules! typed_fn {
             $($a: FromArg,)*
         {
             const ARITY: usize = $n;
+            const PARAMS: &'static [Ty] = &[$(<$a as FromArg>::TYPE),*];
+            const RESULT: Ty = <Ret as IntoRet>::TYPE;
             #[allow(unused_variables, non_snake_case)]
             #[inline]
-            fn call_packed(&self, name: &Any, args: &[AnyView<'_>]) -> Result<Any> {
+            fn call_packed(&self, func: &FunctionObj, args: &[AnyView<'_>]) -> Result<Any> {
                 if args.len() != $n {
                     args.iter().for_each(AnyView::release_if_lent);
-                    return Err(arity_error(name.view_str(), $n, args.len()));
+                    return Err(arity_error_of(func, $n, args.len()));
                 }
                 // Every argument is converted before the first error is reported, so each
                 // lent argument is consumed exactly once (see `FUNC_ADOPTS_LENT`); the branch
                 // on `ADOPTS_LENT` is decided at compile time.
                 $(
                     let $a = <$a as FromArg>::from_arg(&args[$i])
-                        .ok_or_else(|| arg_error::<$a>(name.view_str(), $i + 1, &args[$i]));
+                        .ok_or_else(|| arg_error::<$a>(func, $i, &args[$i]));
                     if !<$a as FromArg>::ADOPTS_LENT && (<$a as FromArg>::FROM_OBJECTS || $a.is_err()) {
                         args[$i].release_if_lent();
                     }

@@ -35,6 +35,7 @@ pub mod function;
 pub mod nesting;
 pub mod object;
 pub mod plugin;
+pub mod signature;
 pub mod slot;
 mod spin;
 pub mod testing;

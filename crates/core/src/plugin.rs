@@ -17,10 +17,11 @@ use crate::arc::{ObjectArc, ObjectRef};
 use crate::error::{Error, Result};
 use crate::function::{DataDropFn, Function, SafeCallFn};
 use crate::object::{Object, ObjectHeader};
+use crate::signature::SignatureInfo;
 use crate::types::TypeInfo;
 
 pub const ABI_MAJOR: u32 = 1;
-pub const ABI_MINOR: u32 = 3;
+pub const ABI_MINOR: u32 = 4;
 /// The value a plugin exports as `tether_module_abi`.
 pub const ABI_WORD: u32 = (ABI_MAJOR << 16) | ABI_MINOR;
 
@@ -113,6 +114,10 @@ pub struct ApiTable {
     pub dec_ref: unsafe extern "C" fn(obj: *mut ObjectHeader),
     pub call_function:
         unsafe extern "C" fn(func: *mut ObjectHeader, args: *const AnyView<'static>, n: i32, result: *mut Any) -> i32,
+    // ABI 1.4
+    /// Attach a copy of `signature` (checked: a malformed one is a ValueError) to a Function
+    /// the caller holds the only reference to.
+    pub set_signature: unsafe extern "C" fn(func: *mut ObjectHeader, signature: *const SignatureInfo) -> i32,
 }
 
 const _: () = {
@@ -120,7 +125,7 @@ const _: () = {
     assert!(std::mem::offset_of!(ApiTable, abi_minor) == 4);
     assert!(std::mem::offset_of!(ApiTable, size) == 8);
     assert!(std::mem::offset_of!(ApiTable, alloc_object) == 16);
-    assert!(std::mem::size_of::<ApiTable>() == 16 + 23 * 8);
+    assert!(std::mem::size_of::<ApiTable>() == 16 + 24 * 8);
     assert!(std::mem::size_of::<ByteSlice>() == 16);
 };
 

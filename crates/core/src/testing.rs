@@ -105,7 +105,8 @@ fn make_aligned(align: i64) -> Result<ObjectRef> {
 }
 
 fn is_aligned(x: Any) -> Result<bool> {
-    let obj = x.into_object().ok_or_else(|| Error::type_error("testing.is_aligned() argument 1: expected object"))?;
+    let obj =
+        x.into_object().ok_or_else(|| Error::type_error("testing.is_aligned() argument 'x' must be an object"))?;
     let align = if obj.is::<AlignedMarker>() {
         // SAFETY: checked type: the body is an `AlignedBody`.
         unsafe { (*(obj.as_ptr() as *const AlignedBody)).align as usize }
@@ -131,7 +132,7 @@ fn call_in_thread(args: &[AnyView<'_>]) -> Result<Any> {
 
 fn sum(xs: Any) -> Result<f64> {
     let arr = xs.view().downcast_ref::<ArrayObj>().ok_or_else(|| {
-        Error::type_error(format!("testing.sum() argument 1: expected Array, got {}", xs.view().kind_name()))
+        Error::type_error(format!("testing.sum() argument 'xs' must be Array, not {}", xs.view().kind_name()))
     })?;
     let mut total = 0.0;
     for (i, item) in arr.items().iter().enumerate() {
@@ -144,22 +145,22 @@ fn sum(xs: Any) -> Result<f64> {
     Ok(total)
 }
 
-fn array_arg<'a>(v: &'a Any, func: &str, position: usize) -> Result<&'a ArrayObj> {
+fn array_arg<'a>(v: &'a Any, func: &str, param: &str) -> Result<&'a ArrayObj> {
     v.view().downcast_ref::<ArrayObj>().ok_or_else(|| {
-        Error::type_error(format!("{func}() argument {position}: expected Array, got {}", v.view().kind_name()))
+        Error::type_error(format!("{func}() argument '{param}' must be Array, not {}", v.view().kind_name()))
     })
 }
 
 pub(crate) fn register() {
     let pair = TypeBuilder::<Pair>::new().doc("Two settable values (the testing namespace's object type).");
-    let pair = crate::cell_field_rw!(pair, Pair, first, "first").field_doc("The first value.", "Any");
-    let pair = crate::cell_field_rw!(pair, Pair, second, "second").field_doc("The second value.", "Any");
+    let pair = crate::cell_field_rw!(pair, Pair, first, "first").field_doc("The first value.");
+    let pair = crate::cell_field_rw!(pair, Pair, second, "second").field_doc("The second value.");
     pair.method("swap", |p: ObjectArc<Pair>| Pair::new(p.second(), p.first()))
         .method_doc("A new Pair with the values swapped.")
         .leaf_constructor(Pair::new)
         .register();
     let triple = TypeBuilder::<Triple>::new().doc("A Pair with a third settable value (a subtype of testing.Pair).");
-    let triple = crate::cell_field_rw!(triple, Triple, third, "third").field_doc("The third value.", "Any");
+    let triple = crate::cell_field_rw!(triple, Triple, third, "third").field_doc("The third value.");
     triple.leaf_constructor(Triple::new).register();
     TypeBuilder::<AlignedMarker>::new().doc("An object whose body has a requested alignment.").register();
 
@@ -168,14 +169,24 @@ pub(crate) fn register() {
         register_global(&name, f, true).expect("testing registration")
     };
     reg(Function::from_typed("testing.echo", |x: Any| x)
+        .with_params(&["x"])
         .leaf()
         .with_doc("Return x (the same native object, for objects)."));
-    reg(Function::from_typed("testing.make_pair", Pair::new).leaf().with_doc("A new testing.Pair."));
-    reg(Function::from_typed("testing.add", |a: i64, b: i64| a.wrapping_add(b)).leaf().with_doc("a + b"));
+    reg(Function::from_typed("testing.make_pair", Pair::new)
+        .with_params(&["first", "second"])
+        .leaf()
+        .with_doc("A new testing.Pair."));
+    reg(Function::from_typed("testing.add", |a: i64, b: i64| a.wrapping_add(b))
+        .with_params(&["a", "b"])
+        .leaf()
+        .with_doc("a + b"));
     reg(Function::from_typed("testing.add3", |a: i64, b: i64, c: i64| a.wrapping_add(b).wrapping_add(c))
+        .with_params(&["a", "b", "c"])
         .leaf()
         .with_doc("a + b + c"));
-    reg(Function::from_typed("testing.sum", sum).with_doc("The sum of an Array of numbers, as a float."));
+    reg(Function::from_typed("testing.sum", sum)
+        .with_params(&["xs"])
+        .with_doc("The sum of an Array of numbers, as a float."));
     reg(Function::from_packed("testing.call", |args| {
         let f: Function = crate::function::convert_arg("testing.call", 1, args.first().unwrap_or(&AnyView::none()))?;
         f.call(&args[1..])
@@ -186,16 +197,20 @@ pub(crate) fn register() {
     reg(Function::from_typed("testing.raise_error", |kind: String, message: String| -> Result<()> {
         Err(Error::new(&kind, message))
     })
+    .with_params(&["kind", "message"])
     .with_doc("Raise an Error of the given kind."));
     reg(Function::from_typed("testing.panic", |message: String| -> () { panic!("{message}") })
+        .with_params(&["message"])
         .with_doc("Panic in Rust."));
     reg(Function::from_typed("testing.stash", |key: String, x: Any| {
         with_stash(|s| s.insert(key, x));
     })
+    .with_params(&["key", "x"])
     .with_doc("Keep a native reference to x under key."));
     reg(Function::from_typed("testing.take", |key: String| -> Result<Any> {
         with_stash(|s| s.remove(&key)).ok_or_else(|| Error::key(format!("nothing stashed under {key:?}")))
     })
+    .with_params(&["key"])
     .with_doc("Return and remove the value stashed under key."));
     reg(Function::from_typed("testing.stash_clear", || {
         let drained: Vec<Any> = with_stash(|s| s.drain().map(|(_, v)| v).collect());
@@ -205,13 +220,18 @@ pub(crate) fn register() {
     reg(Function::from_typed("testing.drop_in_thread", |x: Any| -> Result<()> {
         std::thread::spawn(move || drop(x)).join().map_err(|_| Error::runtime("drop thread panicked"))
     })
+    .with_params(&["x"])
     .with_doc("Take one native reference to x and drop it on a new native thread."));
     reg(Function::from_typed("testing.live_objects", crate::alloc::live_objects)
         .leaf()
         .with_doc("Objects allocated and not yet freed."));
     reg(Function::from_typed("testing.make_aligned", make_aligned)
+        .with_params(&["align"])
         .with_doc("An object whose body has the given alignment."));
-    reg(Function::from_typed("testing.is_aligned", is_aligned).leaf().with_doc("Is x's body aligned as requested?"));
+    reg(Function::from_typed("testing.is_aligned", is_aligned)
+        .with_params(&["x"])
+        .leaf()
+        .with_doc("Is x's body aligned as requested?"));
     reg(Function::from_typed("testing.make_array", |n: i64| -> Result<ObjectArc<ArrayObj>> {
         if !(0..=MAX_TEST_ARRAY).contains(&n) {
             return Err(Error::value(format!(
@@ -220,13 +240,15 @@ pub(crate) fn register() {
         }
         Ok(ArrayObj::new((0..n).map(|i| Any::object(Pair::new(Any::int(i), Any::none()).into())).collect()))
     })
+    .with_params(&["n"])
     .with_doc("An Array of n distinct testing.Pair objects (first = index)."));
     reg(Function::from_typed("testing.make_map", |keys: Any, values: Any| -> Result<ObjectArc<MapObj>> {
-        let (k, v) = (array_arg(&keys, "testing.make_map", 1)?, array_arg(&values, "testing.make_map", 2)?);
+        let (k, v) = (array_arg(&keys, "testing.make_map", "keys")?, array_arg(&values, "testing.make_map", "values")?);
         if k.len() != v.len() {
             return Err(Error::value(format!("testing.make_map(): {} keys but {} values", k.len(), v.len())));
         }
         Ok(MapObj::new(k.items().iter().cloned().zip(v.items().iter().cloned()).collect()))
     })
+    .with_params(&["keys", "values"])
     .with_doc("A Map from two Arrays of equal length."));
 }

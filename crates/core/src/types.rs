@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::function::{Function, TypedFn};
 use crate::object::{Object, ObjectHeader};
 use crate::plugin::{self, ByteSlice};
+use crate::signature::{render_type, Language, Signature, Ty};
 
 /// One reflected field. `getter(self) -> value`, `setter(self, value) -> None` are Functions.
 #[repr(C)]
@@ -135,8 +136,17 @@ impl FieldInfo {
     pub fn doc(&self) -> &'static str {
         self.doc.as_str()
     }
+    /// The field's type as Python writes it (kept for readers of the ABI 1.3 layout; [`FieldInfo::ty`] is
+    /// the descriptor).
     pub fn type_hint(&self) -> &'static str {
         self.type_hint.as_str()
+    }
+    /// The field's type: its getter's result type (Any when the getter has no signature).
+    pub fn ty(&self) -> crate::signature::TypeRef {
+        match self.getter().signature() {
+            Some(sig) => sig.result(),
+            None => crate::signature::TypeDesc { nodes: std::ptr::null(), n_nodes: 0 }.root(),
+        }
     }
     pub fn getter(&self) -> Function {
         // SAFETY: registry functions are leaked strong references.
@@ -565,6 +575,8 @@ pub struct TypeBuilder<T: Object> {
     fields: Vec<PendingField>,
     methods: Vec<PendingMethod>,
     constructor: Option<Function>,
+    /// Was the constructor declared after the last method (what `params` applies to)?
+    constructor_last: bool,
     _type: PhantomData<T>,
 }
 
@@ -581,6 +593,7 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
             fields: Vec::new(),
             methods: Vec::new(),
             constructor: None,
+            constructor_last: false,
             _type: PhantomData,
         }
     }
@@ -591,6 +604,7 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
     }
 
     fn getter_fn<R: IntoRet>(name: &str, get: impl Fn(&T) -> R + Send + Sync + 'static) -> Function {
+        let signature = Signature::of_types(&[Ty::Object(T::TYPE_KEY)], R::TYPE).method();
         let fname = format!("{}.{name}", T::TYPE_KEY);
         let owned = fname.clone();
         Function::from_packed(&fname, move |args| {
@@ -602,6 +616,7 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
         })
         .leaf()
         .with_arity(1)
+        .with_signature(signature.intern().expect("a getter's signature is valid"))
     }
 
     /// A read-only field.
@@ -627,7 +642,14 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
             Ok(Any::none())
         })
         .leaf()
-        .with_arity(2);
+        .with_arity(2)
+        .with_signature(
+            Signature::of_types(&[Ty::Object(T::TYPE_KEY), V::TYPE], Ty::None)
+                .named(&["self", "value"])
+                .method()
+                .intern()
+                .expect("a setter's signature is valid"),
+        );
         self.field_with(name, "", "", Self::getter_fn(name, get), Some(setter))
     }
 
@@ -660,13 +682,21 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
         for safe_call in [cell_get_safe_call as crate::function::SafeCallFn, cell_set_safe_call] {
             crate::error::register_catching_frame(safe_call as usize);
         }
+        let this = Ty::Object(T::TYPE_KEY);
         let getter = accessor(
             cell_get_safe_call as crate::function::SafeCallFn,
             format!("{}.{name}", T::TYPE_KEY),
             1,
             crate::function::FUNC_CELL_GETTER,
+        )
+        .with_signature(Signature::of_types(&[this], Ty::Any).method().intern().expect("a getter's signature"));
+        let setter = accessor(cell_set_safe_call, format!("{}.{name}.set", T::TYPE_KEY), 2, 0).with_signature(
+            Signature::of_types(&[this, Ty::Any], Ty::None)
+                .named(&["self", "value"])
+                .method()
+                .intern()
+                .expect("a setter's signature"),
         );
-        let setter = accessor(cell_set_safe_call, format!("{}.{name}.set", T::TYPE_KEY), 2, 0);
         self.field_with(name, "", "", getter, Some(setter))
     }
 
@@ -689,26 +719,32 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
         self
     }
 
-    /// Set the doc and type hint of the most recently added field.
-    pub fn field_doc(mut self, doc: &str, type_hint: &str) -> Self {
+    /// Set the doc of the most recently added field.
+    pub fn field_doc(mut self, doc: &str) -> Self {
         if let Some(f) = self.fields.last_mut() {
             f.doc = doc.into();
-            f.type_hint = type_hint.into();
         }
         self
     }
 
     /// A method: a typed closure whose first argument is the object (`ObjectArc<T>` or `Any`).
-    pub fn method<M, F: TypedFn<M>>(mut self, name: &str, f: F) -> Self {
-        let func = Function::from_typed(&format!("{}.{name}", T::TYPE_KEY), f);
-        self.methods.push(PendingMethod { name: name.into(), doc: String::new(), func, is_static: false });
-        self
+    /// [`TypeBuilder::params`] names its other parameters.
+    pub fn method<M, F: TypedFn<M>>(self, name: &str, f: F) -> Self {
+        let func = Function::from_typed(&format!("{}.{name}", T::TYPE_KEY), f).as_method();
+        self.method_function(name, "", func, false)
     }
 
     /// A static method (no `self`).
-    pub fn static_method<M, F: TypedFn<M>>(mut self, name: &str, f: F) -> Self {
+    pub fn static_method<M, F: TypedFn<M>>(self, name: &str, f: F) -> Self {
         let func = Function::from_typed(&format!("{}.{name}", T::TYPE_KEY), f);
-        self.methods.push(PendingMethod { name: name.into(), doc: String::new(), func, is_static: true });
+        self.method_function(name, "", func, true)
+    }
+
+    /// A method from a prebuilt Function (what the export macros expand to): a method's takes
+    /// the object first and has a receiver signature ([`Function::as_method`]).
+    pub fn method_function(mut self, name: &str, doc: &str, func: Function, is_static: bool) -> Self {
+        self.methods.push(PendingMethod { name: name.into(), doc: doc.into(), func, is_static });
+        self.constructor_last = false;
         self
     }
 
@@ -720,16 +756,43 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
         self
     }
 
-    /// The constructor: a typed closure returning the new object.
-    pub fn constructor<M, F: TypedFn<M>>(mut self, f: F) -> Self {
-        self.constructor = Some(Function::from_typed(T::TYPE_KEY, f));
+    /// Name the parameters of the most recently added method (without `self`), or of the
+    /// constructor when no method was added after it.
+    ///
+    /// # Panics
+    /// When there are more names than parameters, or a name repeats.
+    pub fn params(mut self, names: &[&str]) -> Self {
+        match (self.methods.pop(), self.constructor_last) {
+            (Some(mut m), false) => {
+                let receiver = if m.is_static { &[][..] } else { &["self"][..] };
+                let all: Vec<&str> = receiver.iter().chain(names).copied().collect();
+                m.func = m.func.with_params(&all);
+                self.methods.push(m);
+            }
+            (popped, _) => {
+                self.methods.extend(popped);
+                let c = self.constructor.take().expect("params() before any method or constructor");
+                self.constructor = Some(c.with_params(names));
+            }
+        }
         self
+    }
+
+    /// The constructor: a typed closure returning the new object.
+    pub fn constructor<M, F: TypedFn<M>>(self, f: F) -> Self {
+        self.constructor_function(Function::from_typed(T::TYPE_KEY, f))
     }
 
     /// A constructor that neither blocks nor calls back ([`crate::function::FUNC_LEAF`]), so
     /// frontends may keep their interpreter lock across it: most constructors.
-    pub fn leaf_constructor<M, F: TypedFn<M>>(mut self, f: F) -> Self {
-        self.constructor = Some(Function::from_typed(T::TYPE_KEY, f).leaf());
+    pub fn leaf_constructor<M, F: TypedFn<M>>(self, f: F) -> Self {
+        self.constructor_function(Function::from_typed(T::TYPE_KEY, f).leaf())
+    }
+
+    /// The constructor from a prebuilt Function (what the export macros expand to).
+    pub fn constructor_function(mut self, func: Function) -> Self {
+        self.constructor = Some(func);
+        self.constructor_last = true;
         self
     }
 
@@ -758,7 +821,11 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
             .map(|f| FieldInfo {
                 name: leak_str(&f.name),
                 doc: leak_str(&f.doc),
-                type_hint: leak_str(&f.type_hint),
+                type_hint: leak_str(&if f.type_hint.is_empty() {
+                    f.getter.signature().map_or_else(String::new, |s| render_type(s.result(), Language::Python))
+                } else {
+                    f.type_hint
+                }),
                 getter: leak_fn(f.getter),
                 setter: f.setter.map_or(std::ptr::null_mut(), leak_fn),
             })
@@ -849,7 +916,7 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
 
 fn self_error(func: &str, got: &AnyView<'_>) -> Error {
     Error::type_error(format!(
-        "{func}() argument 1 (self): expected {}, got {}",
+        "{func}() argument 'self' must be {}, not {}",
         func.split('.').take(2).collect::<Vec<_>>().join("."),
         got.kind_name()
     ))

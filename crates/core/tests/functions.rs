@@ -6,7 +6,9 @@ mod common;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tether_core::function::{get_global, list_globals, register_global, remove_global, FUNC_ADOPTS_LENT, FUNC_LEAF};
+use tether_core::function::{
+    get_global, list_globals, register_global, remove_global, FUNC_ADOPTS_LENT, FUNC_LEAF, FUNC_SIGNED,
+};
 use tether_core::testing::Pair;
 use tether_core::{Any, AnyView, Function, ObjectArc, ObjectHeader, TypeIndex};
 
@@ -34,11 +36,11 @@ fn type_errors_name_the_position_the_expected_and_the_actual_kind() {
     let f = Function::from_typed("tests.f", |_a: i64, _b: String, _p: ObjectArc<Pair>| ());
     let p = Any::object(Pair::new(Any::none(), Any::none()).into());
     let cases: [(Vec<AnyView<'_>>, &str); 3] = [
-        (vec![AnyView::float(1.5), AnyView::raw_str("s"), p.view()], "tests.f() argument 1: expected int, got float"),
-        (vec![AnyView::int(1), AnyView::bool(false), p.view()], "tests.f() argument 2: expected str, got bool"),
+        (vec![AnyView::float(1.5), AnyView::raw_str("s"), p.view()], "tests.f() argument 1 must be int, not float"),
+        (vec![AnyView::int(1), AnyView::bool(false), p.view()], "tests.f() argument 2 must be str, not bool"),
         (
             vec![AnyView::int(1), AnyView::raw_str("s"), AnyView::none()],
-            "tests.f() argument 3: expected testing.Pair, got None",
+            "tests.f() argument 3 must be testing.Pair, not None",
         ),
     ];
     for (args, message) in cases {
@@ -47,7 +49,7 @@ fn type_errors_name_the_position_the_expected_and_the_actual_kind() {
     }
     let s = Any::str("a string object, not a pair");
     let e = f.call(&[AnyView::int(1), AnyView::raw_str("s"), s.view()]).unwrap_err();
-    assert_eq!(e.message(), "tests.f() argument 3: expected testing.Pair, got str");
+    assert_eq!(e.message(), "tests.f() argument 3 must be testing.Pair, not str");
 }
 
 #[test]
@@ -55,7 +57,7 @@ fn wrong_arity_is_a_type_error() {
     let _g = common::serial();
     let f = Function::from_typed("tests.two", |a: i64, b: i64| a + b);
     let e = f.call(&[AnyView::int(1)]).unwrap_err();
-    assert_eq!((e.kind(), e.message()), ("TypeError", "tests.two() takes 2 arguments but 1 were given"));
+    assert_eq!((e.kind(), e.message()), ("TypeError", "tests.two() takes 2 arguments but 1 was given"));
     let e = f.call(&[AnyView::int(1), AnyView::int(2), AnyView::int(3)]).unwrap_err();
     assert_eq!(e.message(), "tests.two() takes 2 arguments but 3 were given");
     let one = Function::from_typed("tests.one", |a: i64| a);
@@ -71,7 +73,11 @@ fn packed_functions_see_raw_cells_and_flags_and_docs_stick() {
     assert_eq!(f.doc(), "Counts.");
     assert_eq!(f.call(&[AnyView::none(); 5]).unwrap().view().as_int(), Some(5));
     let g = Function::from_typed("tests.g", |a: i64| a);
-    assert_eq!((g.flags(), g.doc()), (FUNC_ADOPTS_LENT, ""), "typed closures take lent arguments, and are not leaves");
+    assert_eq!(
+        (g.flags(), g.doc()),
+        (FUNC_ADOPTS_LENT | FUNC_SIGNED, ""),
+        "typed closures take lent arguments, have a signature, and are not leaves"
+    );
     assert_eq!(f.flags() & FUNC_ADOPTS_LENT, 0, "packed closures see raw cells: no lending");
 }
 

@@ -9,9 +9,9 @@ fn testing_namespace_basics() {
     assert_eq!(r.view().as_int(), Some(42));
     let e = add.call(&[AnyView::int(2), AnyView::raw_str("x")]).unwrap_err();
     assert_eq!(e.kind(), "TypeError");
-    assert_eq!(e.message(), "testing.add() argument 2: expected int, got str");
+    assert_eq!(e.message(), "testing.add() argument 'b' must be int, not str");
     let e = add.call(&[AnyView::int(2)]).unwrap_err();
-    assert_eq!(e.message(), "testing.add() takes 2 arguments but 1 were given");
+    assert_eq!(e.message(), "testing.add() takes 2 arguments but 1 was given");
     let make = get_global("testing.make_pair").unwrap();
     let p = make.call(&[AnyView::int(1), AnyView::raw_str("hello world")]).unwrap();
     let obj = p.into_object().unwrap();

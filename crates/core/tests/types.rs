@@ -36,7 +36,7 @@ fn register_point() -> i32 {
                 Ok(())
             },
         )
-        .field_doc("The x coordinate.", "int")
+        .field_doc("The x coordinate.")
         .field("y", |p: &Point| p.y)
         .method("norm1", |p: ObjectArc<Point>| *p.x.lock().unwrap() + p.y)
         .method_doc("|x| + |y| for non-negative points.")
@@ -99,7 +99,7 @@ fn reflection_lists_fields_methods_constructor_and_docs() {
     assert_eq!((e.kind(), e.message()), ("AttributeError", "tests.types.Point has no field \"nope\""));
     let e = set_field(&p, "x", AnyView::raw_str("ten")).unwrap_err();
     assert_eq!(e.kind(), "TypeError");
-    assert!(e.message().contains("expected int, got str"), "{}", e.message());
+    assert!(e.message().contains("must be int, not str"), "{}", e.message());
     let e = x.getter().call(&[AnyView::int(1)]).unwrap_err();
     assert_eq!(e.kind(), "TypeError", "a getter checks its self argument");
 }
@@ -199,7 +199,7 @@ fn cell_field_accessors_check_arity_and_self() {
     let err = getter.call(&[AnyView::object(&wrong)]).unwrap_err();
     assert_eq!(err.kind(), "TypeError");
     assert!(
-        err.message().contains("tests.types.Holder.value() argument 1 (self): expected tests.types.Holder"),
+        err.message().contains("tests.types.Holder.value() argument 'self' must be tests.types.Holder"),
         "{}",
         err.message()
     );

@@ -161,7 +161,8 @@ pub struct ArgumentError {
 impl ArgumentError {
     /// The error, its message naming the argument of a call of `function`.
     pub fn named(self, function: &str) -> Error {
-        let message = tether_core::convert::argument_message(function, self.index + 1, self.error.message());
+        let label = (self.index + 1).to_string();
+        let message = tether_core::convert::labelled_argument_message(function, &label, self.error.message());
         self.error.reworded(message)
     }
 }

@@ -472,7 +472,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_argumentMessage<'l>(
     guard(env, null(), || {
         let name = rust_string(&mut jenv, &name, "name")?;
         let message = rust_string(&mut jenv, &message, "message")?;
-        Ok(env.new_string(&tether_core::convert::argument_message(&name, position.max(0) as usize, &message)))
+        let label = position.max(0).to_string();
+        Ok(env.new_string(&tether_core::convert::labelled_argument_message(&name, &label, &message)))
     })
 }
 

@@ -175,17 +175,17 @@ pub fn register_types() {
     TypeBuilder::<Transform>::new()
         .doc("A position in the scene.")
         .field("x", |t: &Transform| t.x)
-        .field_doc("x coordinate", "float")
+        .field_doc("x coordinate")
         .field("y", |t: &Transform| t.y)
-        .field_doc("y coordinate", "float")
+        .field_doc("y coordinate")
         .field("z", |t: &Transform| t.z)
-        .field_doc("z coordinate", "float")
+        .field_doc("z coordinate")
         .constructor(|x: f64, y: f64, z: f64| ObjectArc::new(Transform { x, y, z }))
         .register();
     TypeBuilder::<Node>::new()
         .doc("A named node of a scene graph.")
         .field("name", |n: &Node| n.name.clone())
-        .field_doc("The node's name.", "str")
+        .field_doc("The node's name.")
         .field_rw(
             "transform",
             |n: &Node| lock(&n.transform).clone(),
@@ -194,17 +194,17 @@ pub fn register_types() {
                 Ok(())
             },
         )
-        .field_doc("The node's position (the same object until replaced).", "scene.Transform")
+        .field_doc("The node's position (the same object until replaced).")
         .field("children", |n: &Node| lock(&n.children).clone())
-        .field_doc("The child nodes (an Array, replaced when the tree changes).", "Array")
+        .field_doc("The child nodes (an Array, replaced when the tree changes).")
         .field("parent", |n: &Node| n.parent())
-        .field_doc("The parent node, or None for a root.", "scene.Node | None")
+        .field_doc("The parent node, or None for a root.")
         .constructor(Node::new)
         .register();
     TypeBuilder::<Scene>::new()
         .doc("A scene graph with event listeners.")
         .field("root", |s: &Scene| s.root.clone())
-        .field_doc("The root node.", "scene.Node")
+        .field_doc("The root node.")
         .method("find", |s: ObjectArc<Scene>, name: String| s.find(&name))
         .method_doc("The node with this name (KeyError if none).")
         .method("add", |s: ObjectArc<Scene>, parent: ObjectArc<Node>, child: ObjectArc<Node>| s.add(&parent, &child))

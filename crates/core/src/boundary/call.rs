@@ -78,8 +78,7 @@ pub enum Called {
 /// The message of argument `index`'s (0-based) conversion error in a call of `function`, in
 /// the words of every argument error ([`crate::convert::argument_message`]).
 pub fn argument_message(function: &FunctionObj, index: usize, message: &str) -> String {
-    let name = function.name.view();
-    crate::convert::argument_message(name.as_str().unwrap_or("function"), index + 1, message)
+    crate::convert::argument_message(function, index, message)
 }
 
 impl<H: TieHost> Frontend<H> {

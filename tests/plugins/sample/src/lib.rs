@@ -20,7 +20,7 @@ export_module!(|m| {
     TypeBuilder::<Counter>::new()
         .doc("A counter made by the sample plugin.")
         .field("count", |c: &Counter| c.count.load(Ordering::Relaxed))
-        .field_doc("The current count.", "int")
+        .field_doc("The current count.")
         .method("increment", |c: ObjectArc<Counter>| c.count.fetch_add(1, Ordering::Relaxed) + 1)
         .method_doc("Add one and return the new count.")
         .constructor(Counter::new)
