@@ -11,6 +11,7 @@ use crate::containers::{ArrayObj, MapObj};
 use crate::error::{Error, Result};
 use crate::function::{register_global, Function};
 use crate::object::{ObjectHeader, DELETE_MEMORY};
+use crate::signature::{DefaultValue, Param, Signature, Ty};
 use crate::types::TypeBuilder;
 
 /// `testing.Pair`: two settable `Any` fields.
@@ -158,10 +159,11 @@ pub(crate) fn register() {
     pair.method("swap", |p: ObjectArc<Pair>| Pair::new(p.second(), p.first()))
         .method_doc("A new Pair with the values swapped.")
         .leaf_constructor(Pair::new)
+        .params(&["first", "second"])
         .register();
     let triple = TypeBuilder::<Triple>::new().doc("A Pair with a third settable value (a subtype of testing.Pair).");
     let triple = crate::cell_field_rw!(triple, Triple, third, "third").field_doc("The third value.");
-    triple.leaf_constructor(Triple::new).register();
+    triple.leaf_constructor(Triple::new).params(&["first", "second", "third"]).register();
     TypeBuilder::<AlignedMarker>::new().doc("An object whose body has a requested alignment.").register();
 
     let reg = |f: Function| {
@@ -184,6 +186,18 @@ pub(crate) fn register() {
         .with_params(&["a", "b", "c"])
         .leaf()
         .with_doc("a + b + c"));
+    let greeting = Signature {
+        params: vec![
+            Param::new("name", Ty::Str),
+            Param::new("greeting", Ty::Str).with_default(DefaultValue::Str("hello")),
+        ],
+        result: Ty::Str,
+        receiver: false,
+    };
+    reg(Function::from_typed("testing.greet", |name: String, greeting: String| format!("{greeting}, {name}"))
+        .with_signature(greeting.intern().expect("testing.greet's signature"))
+        .leaf()
+        .with_doc("\"{greeting}, {name}\": a function with a default."));
     reg(Function::from_typed("testing.sum", sum)
         .with_params(&["xs"])
         .with_doc("The sum of an Array of numbers, as a float."));

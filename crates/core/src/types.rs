@@ -833,6 +833,15 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
         let methods: Vec<MethodInfo> = self
             .methods
             .into_iter()
+            .map(|mut m| {
+                // The method's Function carries its doc too: what a language shows for it.
+                if let Some(f) = ObjectArc::get_mut(&mut m.func.0) {
+                    if f.doc.view_str().is_empty() && !m.doc.is_empty() {
+                        f.doc = Any::str(&m.doc);
+                    }
+                }
+                m
+            })
             .map(|m| MethodInfo {
                 name: leak_str(&m.name),
                 doc: leak_str(&m.doc),

@@ -120,6 +120,10 @@ fn type_reflection<'py>(py: Python<'py>, index: i32) -> PyResult<Bound<'py, PyDi
     out.set_item("doc", info.doc())?;
     out.set_item("parent", info.parent)?;
     out.set_item("has_constructor", !info.constructor.is_null())?;
+    match info.constructor() {
+        Some(ctor) => out.set_item("constructor", return_object(py, ctor.0.into())?)?,
+        None => out.set_item("constructor", py.None())?,
+    }
     out.set_item("own_methods", own_methods)?;
     out.set_item("fields", types::all_fields(info).into_iter().map(field).collect::<PyResult<Vec<_>>>()?)?;
     out.set_item("methods", types::all_methods(info).into_iter().map(method).collect::<PyResult<Vec<_>>>()?)?;
@@ -349,6 +353,28 @@ fn is_object(o: &Bound<'_, PyAny>) -> bool {
     unsafe { wrapper::is_wrapper(o.as_ptr()) }
 }
 
+/// The signature of a Function wrapper, or None when it has none: `(params, result, receiver)`,
+/// each parameter `(name, annotation, has_default, default, keyword)`, annotations written as
+/// Python writes them (`signature::render_type`).
+#[pyfunction]
+fn function_signature<'py>(py: Python<'py>, f: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    use tether_core::signature::{render_type, Language};
+    let obj = native_ref(py, f)?;
+    let f = obj.try_cast::<function::FunctionObj>().map_err(|_| PyTypeError::new_err("expected a tether Function"))?;
+    let Some(sig) = f.signature() else { return Ok(None) };
+    let params = PyList::empty(py);
+    for (i, p) in sig.params().iter().enumerate() {
+        let name = if p.name().is_empty() { format!("arg{i}") } else { p.name().to_string() };
+        let default = match p.default() {
+            // SAFETY: GIL held; a plain value (interned defaults are never objects).
+            Some(d) => owned(py, unsafe { convert::from_any(d.clone()) })?,
+            None => py.None().into_bound(py),
+        };
+        params.append((name, render_type(p.ty(), Language::Python), p.default().is_some(), default, p.keyword()))?;
+    }
+    Some((params, render_type(sig.result(), Language::Python), sig.has_receiver()).into_pyobject(py)).transpose()
+}
+
 /// A native method (descriptor) calling Function wrapper `func`.
 #[pyfunction]
 fn make_method<'py>(py: Python<'py>, func: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
@@ -392,6 +418,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(list_types, m)?)?;
     m.add_function(wrap_pyfunction!(load_module, m)?)?;
     m.add_function(wrap_pyfunction!(function_info, m)?)?;
+    m.add_function(wrap_pyfunction!(function_signature, m)?)?;
     m.add_function(wrap_pyfunction!(type_key_of, m)?)?;
     m.add_function(wrap_pyfunction!(same_as, m)?)?;
     m.add_function(wrap_pyfunction!(move_out, m)?)?;

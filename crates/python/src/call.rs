@@ -13,8 +13,9 @@ use pyo3::ffi;
 use tether_core::any::{Any, AnyView};
 use tether_core::arc::ObjectBox;
 use tether_core::boundary::{argument_message, ArgumentSource, Called, LeafCall};
-use tether_core::function::{FunctionObj, FUNC_LEAF};
+use tether_core::function::{FunctionObj, FUNC_LEAF, FUNC_SIGNED};
 use tether_core::object::ObjectHeader;
+use tether_core::signature::{bind_call, Bound};
 use tether_core::types;
 use tether_core::Error;
 
@@ -148,33 +149,95 @@ pub unsafe extern "C" fn function_vectorcall(
     nargsf: usize,
     kwnames: *mut ffi::PyObject,
 ) -> *mut ffi::PyObject {
-    // SAFETY: CPython's vectorcall contract: `args` holds `n` live borrowed objects.
+    // SAFETY: CPython's vectorcall contract: `args` holds `n` live borrowed objects, then one
+    // value per name in `kwnames`.
     unsafe {
-        if !kwnames.is_null() && ffi::PyTuple_GET_SIZE(kwnames) > 0 {
-            return no_keywords(callable);
-        }
         let n = nargsf & !ffi::PY_VECTORCALL_ARGUMENTS_OFFSET;
         let func = (*(callable as *mut Wrapper)).obj.load(Ordering::Acquire);
         if func.is_null() {
             return wrapper::native_of(callable).map_or(null_mut(), |_| null_mut());
+        }
+        let n_keywords = if kwnames.is_null() { 0 } else { ffi::PyTuple_GET_SIZE(kwnames) as usize };
+        let f = &(*(func as *const ObjectBox<FunctionObj>)).value;
+        // Positional calls of the declared arity (nearly all) pay one comparison for keywords
+        // and defaults.
+        if n_keywords > 0 || (n as i32 != f.arity && f.flags & FUNC_SIGNED != 0) {
+            let given = std::slice::from_raw_parts(args, n + n_keywords);
+            let names = if n_keywords == 0 {
+                &[][..]
+            } else {
+                std::slice::from_raw_parts((*(kwnames as *mut ffi::PyTupleObject)).ob_item.as_ptr(), n_keywords)
+            };
+            return call_bound(func, &given[..n], names, &given[n..]);
         }
         let args = if n == 0 { &[][..] } else { std::slice::from_raw_parts(args, n) };
         call_native_inline(func, args)
     }
 }
 
+/// A call the positional path does not take: keyword arguments, or another count than the
+/// declared one (defaults to fill in, or a mismatch to word). The function's signature binds
+/// them (core's one rule, `signature::bind_call`) into positional order.
+///
+/// # Safety
+/// GIL held; `func` is a live Function; `positional`, `names` (str objects) and `values` are
+/// live objects, `names` as many as `values`.
 #[cold]
-unsafe fn no_keywords(callable: *mut ffi::PyObject) -> *mut ffi::PyObject {
-    // SAFETY: GIL held; `callable` is a live Function wrapper.
+#[inline(never)]
+unsafe fn call_bound(
+    func: *mut ObjectHeader,
+    positional: &[*mut ffi::PyObject],
+    names: &[*mut ffi::PyObject],
+    values: &[*mut ffi::PyObject],
+) -> *mut ffi::PyObject {
+    // SAFETY: GIL held and everything live (the caller's guarantee).
     unsafe {
-        let name = match wrapper::native_of(callable) {
-            Ok(f) => {
-                (*(f as *const ObjectBox<FunctionObj>)).value.name.view().as_str().unwrap_or("function").to_string()
+        let f = &(*(func as *const ObjectBox<FunctionObj>)).value;
+        let Some(sig) = f.signature() else {
+            if names.is_empty() {
+                return call_native(func, positional);
             }
-            Err(PyErrSet) => return null_mut(),
+            errors::raise(Error::type_error(format!("{}() takes no keyword arguments", f.name_str())));
+            return null_mut();
         };
-        errors::raise(Error::type_error(format!("{name}() takes no keyword arguments")));
-        null_mut()
+        let mut keywords: Vec<&str> = Vec::with_capacity(names.len());
+        for &name in names {
+            let mut len: ffi::Py_ssize_t = 0;
+            let utf8 = ffi::PyUnicode_AsUTF8AndSize(name, &mut len);
+            if utf8.is_null() {
+                return null_mut();
+            }
+            // The str object owns its UTF-8 form while it lives, which is the whole call.
+            keywords.push(std::str::from_utf8_unchecked(std::slice::from_raw_parts(utf8 as *const u8, len as usize)));
+        }
+        let bound = match bind_call(f.name_str(), sig, positional.len(), &keywords) {
+            Ok(bound) => bound,
+            Err(e) => {
+                errors::raise(e);
+                return null_mut();
+            }
+        };
+        let mut defaults: Vec<*mut ffi::PyObject> = Vec::new();
+        let mut items: Vec<*mut ffi::PyObject> = Vec::with_capacity(bound.len());
+        for (b, p) in bound.iter().zip(sig.params()) {
+            let item = match *b {
+                Bound::Positional(i) => positional[i],
+                Bound::Keyword(k) => values[k],
+                Bound::Default => {
+                    let d = convert::from_any(p.default().cloned().unwrap_or_else(Any::none));
+                    if d.is_null() {
+                        defaults.into_iter().for_each(|d| ffi::Py_DECREF(d));
+                        return null_mut();
+                    }
+                    defaults.push(d);
+                    d
+                }
+            };
+            items.push(item);
+        }
+        let out = call_native(func, &items);
+        defaults.into_iter().for_each(|d| ffi::Py_DECREF(d));
+        out
     }
 }
 
@@ -198,14 +261,27 @@ pub unsafe extern "C" fn object_new(
             )));
             return null_mut();
         };
-        if !kwargs.is_null() && ffi::PyDict_Size(kwargs) > 0 {
-            errors::raise(Error::type_error(format!("{}() takes no keyword arguments", ctor.key())));
-            return null_mut();
-        }
         let n = ffi::PyTuple_GET_SIZE(args) as usize;
         // The tuple's items are contiguous borrowed references.
         let items = std::slice::from_raw_parts((*(args as *mut ffi::PyTupleObject)).ob_item.as_ptr(), n);
-        let out = call_native(ctor.constructor, items);
+        let out = if kwargs.is_null() || ffi::PyDict_Size(kwargs) == 0 {
+            let f = &(*(ctor.constructor as *const ObjectBox<FunctionObj>)).value;
+            if n as i32 != f.arity && f.flags & FUNC_SIGNED != 0 {
+                call_bound(ctor.constructor, items, &[], &[])
+            } else {
+                call_native(ctor.constructor, items)
+            }
+        } else {
+            let (mut names, mut values) = (Vec::new(), Vec::new());
+            let (mut pos, mut key, mut value): (ffi::Py_ssize_t, *mut ffi::PyObject, *mut ffi::PyObject) =
+                (0, null_mut(), null_mut());
+            // The dict is the call's own and lives through it; its items are borrowed.
+            while ffi::PyDict_Next(kwargs, &mut pos, &mut key, &mut value) != 0 {
+                names.push(key);
+                values.push(value);
+            }
+            call_bound(ctor.constructor, items, &names, &values)
+        };
         if out.is_null() || ffi::Py_TYPE(out) == cls || !wrapper::is_wrapper(out) {
             return out;
         }

@@ -26,11 +26,17 @@ def test_global_functions():
     assert tether_ffi.list_global_funcs() == sorted(tether_ffi.list_global_funcs())
 
 
-def test_keywords_are_refused(testing):
-    with pytest.raises(TypeError, match="keyword"):
-        testing.add(a=1, b=2)
-    with pytest.raises(TypeError, match="keyword"):
-        testing.Pair(first=1, second=2)
+def test_keywords_bind_by_the_signature(testing):
+    assert testing.add(b=2, a=40) == 42
+    assert testing.add(40, b=2) == 42
+    p = testing.Pair(second=2, first=1)
+    assert (p.first, p.second) == (1, 2)
+    with pytest.raises(TypeError) as info:
+        testing.add(1, c=2)
+    assert str(info.value) == "testing.add() got an unexpected keyword argument 'c'"
+    with pytest.raises(TypeError) as info:
+        testing.add(1, a=2)
+    assert str(info.value) == "testing.add() got multiple values for argument 'a'"
 
 
 def test_unconvertible_arguments(testing):
@@ -46,7 +52,7 @@ def test_int_arguments_on_the_fast_path(testing):
     assert testing.add3(2**62, 2**62 - 1, -(2**62)) == 2**62 - 1
     with pytest.raises(OverflowError):
         testing.add(2**63, 0)
-    with pytest.raises(tether_ffi.TypeError, match="argument 1: expected int, got bool"):
+    with pytest.raises(tether_ffi.TypeError, match="argument 'a' must be int, not bool"):
         testing.add(True, 1)
     # One-digit ints are read from the object; the digit is 30 bits wide. Both paths (leaf
     # call and a value stored in a field) must agree with Python's own arithmetic.

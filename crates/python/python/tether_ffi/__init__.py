@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit as _atexit
 import collections.abc as _abc
+import inspect as _inspect
 import os as _os
 import reprlib as _reprlib
 import types as _types
@@ -45,7 +46,61 @@ _SKIP = frozenset({"__module__", "__qualname__", "__dict__", "__weakref__", "__d
 
 def _make_method(func: _Any, name: str, doc: str) -> _Any:
     # A native descriptor: binds like a function, calls the native function directly.
-    return _native.make_method(func)
+    method = _native.make_method(func)
+    _describe_method_type(type(method))
+    return method
+
+
+class _TypeText(str):
+    """An annotation written as text ("scene.Node | None"), shown unquoted by inspect."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return str.__str__(self)
+
+
+def _signature_of(func: _Any, *, as_class: bool = False) -> _inspect.Signature | None:
+    """The registry's signature of a native Function (None when it has none)."""
+    described = _native.function_signature(func)
+    if described is None:
+        return None
+    params, result, receiver = described
+    P = _inspect.Parameter
+
+    def build(keywords: bool) -> _inspect.Signature:
+        out = [
+            P(
+                name,
+                P.POSITIONAL_OR_KEYWORD if keyword and keywords else P.POSITIONAL_ONLY,
+                default=default if has_default else P.empty,
+                # `self` goes unannotated, as Python writes methods.
+                annotation=P.empty if receiver and i == 0 else _TypeText(annotation),
+            )
+            for i, (name, annotation, has_default, default, keyword) in enumerate(params)
+        ]
+        return _inspect.Signature(out, return_annotation=P.empty if as_class else _TypeText(result))
+
+    try:
+        return build(keywords=True)
+    except ValueError:  # an unnamed parameter after a named one: all positional
+        return build(keywords=False)
+
+
+_DESCRIBED_METHOD_TYPES: set[type] = set()
+
+
+def _describe_method_type(tp: type) -> None:
+    """Give the native Method descriptor type what inspect and help() read."""
+    if tp in _DESCRIBED_METHOD_TYPES:
+        return
+    _DESCRIBED_METHOD_TYPES.add(tp)
+    tp.__signature__ = property(lambda self: _signature_of(self.__func__))
+    tp.__doc__ = property(lambda self: _native.function_info(self.__func__)[1] or None)
+    _native.set_class_attr(tp, "__name__", property(lambda self: _native.function_info(self.__func__)[0].rsplit(".", 1)[-1]))
+    _native.set_class_attr(
+        tp, "__qualname__", property(lambda self: ".".join(_native.function_info(self.__func__)[0].rsplit(".", 2)[-2:]))
+    )
 
 
 class FieldInfo(_NamedTuple):
@@ -94,6 +149,10 @@ def _class_hook(cls: type, index: int) -> None:
     )
     cls.__tether_fields__ = tuple(f.name for f in cls.__tether_type__.fields)
     cls.__tether_has_constructor__ = info["has_constructor"]
+    if info["constructor"] is not None:
+        signature = _signature_of(info["constructor"], as_class=True)
+        if signature is not None:
+            cls.__signature__ = signature
     for m in info["own_methods"]:
         name, func = m["name"], m["func"]
         setattr(cls, name, staticmethod(func) if m["is_static"] else _make_method(func, name, m["doc"]))
@@ -165,7 +224,14 @@ def _function_extras(cls: type) -> None:
         return _native.function_info(self)[0]
 
     def doc(self: _Any) -> str | None:
-        return _native.function_info(self)[1] or None
+        # The signature first, as pybind11 and nanobind write it: what help() shows of a
+        # callable that is not a Python function.
+        name, text = _native.function_info(self)[:2]
+        signature = _signature_of(self)
+        if signature is None:
+            return text or None
+        head = f"{name.rsplit('.', 1)[-1]}{signature}"
+        return f"{head}\n\n{text}" if text else head
 
     def repr_(self: _Any) -> str:
         return f"<tether_ffi.Function {_native.function_info(self)[0]}>"
@@ -177,6 +243,7 @@ def _function_extras(cls: type) -> None:
         raise TypeError(f"cannot pickle function {fname!r}: it is not a registered global function")
 
     cls.__doc__ = property(doc)  # per-instance docstring from the registry
+    cls.__signature__ = property(_signature_of)  # inspect.signature() and help()
     cls.__repr__ = repr_
     cls.__reduce__ = reduce
     # Instances answer __name__ from the registry; the class keeps its own (type's getset wins).

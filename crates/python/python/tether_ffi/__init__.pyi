@@ -1,6 +1,7 @@
 """Type stubs for tether_ffi (the generated per-type classes are dynamic: typed as Object)."""
 
 import builtins
+import inspect
 import os
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -30,7 +31,9 @@ class Object:
 
 class Function(Object):
     __name__: str  # type: ignore[misc]
-    def __call__(self, *args: Any) -> Any: ...
+    #: The registry's signature (parameter names, types as text, defaults), or None.
+    __signature__: inspect.Signature | None
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
 
 class Array(Object, Sequence[Any]):
     def __new__(cls, items: Any = ...) -> Array: ...

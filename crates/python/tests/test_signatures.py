@@ -1,0 +1,78 @@
+"""Signatures from the registry: inspect.signature, help(), keywords and defaults."""
+
+import inspect
+import pydoc
+
+import pytest
+
+import tether_ffi
+
+
+def test_T60_signatures_are_readable(testing):
+    assert str(inspect.signature(testing.add)) == "(a: int, b: int) -> int"
+    assert str(inspect.signature(testing.echo)) == "(x: Any) -> Any"
+    assert str(inspect.signature(testing.Pair)) == "(first: Any, second: Any)"
+    p = testing.Pair(1, 2)
+    assert str(inspect.signature(p.swap)) == "() -> testing.Pair", "a bound method leaves self out"
+    assert str(inspect.signature(testing.Pair.swap)) == "(self, /) -> testing.Pair"
+    params = inspect.signature(testing.make_map).parameters
+    assert list(params) == ["keys", "values"]
+    assert all(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params.values())
+
+
+def test_T61_defaults_fill_what_is_left_out(testing):
+    assert testing.greet("ann") == "hello, ann"
+    assert testing.greet("ann", "hi") == "hi, ann"
+    assert testing.greet("ann", greeting="hey") == "hey, ann"
+    assert testing.greet(greeting="yo", name="bo") == "yo, bo"
+    sig = inspect.signature(testing.greet)
+    assert str(sig) == "(name: str, greeting: str = 'hello') -> str"
+    assert sig.parameters["greeting"].default == "hello"
+    with pytest.raises(TypeError) as info:
+        testing.greet()
+    assert str(info.value) == "testing.greet() missing 1 required argument: 'name'"
+    with pytest.raises(TypeError) as info:
+        testing.greet("a", "b", "c")
+    assert str(info.value) == "testing.greet() takes from 1 to 2 positional arguments but 3 were given"
+
+
+def test_keyword_mistakes_are_named(testing):
+    with pytest.raises(tether_ffi.TypeError) as info:
+        testing.greet(nmae="x")
+    assert str(info.value) == "testing.greet() got an unexpected keyword argument 'nmae'"
+    with pytest.raises(tether_ffi.TypeError) as info:
+        testing.greet("x", name="y")
+    assert str(info.value) == "testing.greet() got multiple values for argument 'name'"
+    with pytest.raises(tether_ffi.TypeError) as info:
+        testing.greet(name=3)
+    assert str(info.value) == "testing.greet() argument 'name' must be str, not int"
+    p = testing.Pair(1, 2)
+    with pytest.raises(tether_ffi.TypeError) as info:
+        p.swap(self=p)
+    assert "swap() got" in str(info.value), str(info.value)
+    # The process keeps working after every mistake.
+    assert testing.greet("z") == "hello, z"
+
+
+def test_methods_count_what_the_caller_wrote(testing):
+    p = testing.Pair(1, 2)
+    with pytest.raises(tether_ffi.TypeError) as info:
+        p.swap(1)
+    assert str(info.value) == "testing.Pair.swap() takes 0 positional arguments but 1 was given"
+
+
+def test_help_shows_parameters_and_docs(testing):
+    text = pydoc.render_doc(testing.Pair, renderer=pydoc.plaintext)
+    assert "Pair(first: Any, second: Any)" in text, text
+    assert "swap(self, /) -> testing.Pair" in text, text
+    assert "A new Pair with the values swapped." in text, text
+    text = pydoc.render_doc(testing.greet, renderer=pydoc.plaintext)
+    assert "(name: str, greeting: str = 'hello') -> str" in text, text
+
+
+def test_signatures_survive_many_calls_without_leaking(testing):
+    before = testing.live_objects()
+    for i in range(2000):
+        assert testing.greet(str(i)) == f"hello, {i}"
+        assert testing.add(b=i, a=1) == i + 1
+    assert testing.live_objects() == before
