@@ -190,6 +190,27 @@ static TetherMethodInfo vec2_methods[1];
 static int32_t vec2_ancestors[1] = {TETHER_TYPE_OBJECT};
 static TetherTypeInfo vec2_info;
 
+/* Signatures (ABI 1.4): static tables the host copies. scaled(self, k: float = 2.0) -> Vec2 and
+ * dot(a: Vec2, b: Vec2) -> float. */
+static const TetherTypeNode vec2_node[1] = {{TETHER_TYPE_DESC_OBJECT, 0, SLICE("cplugin.Vec2")}};
+static const TetherTypeNode float_node[1] = {{TETHER_TYPE_DESC_FLOAT, 0, {"", 0}}};
+static TetherParamInfo scaled_params[2];
+static TetherSignatureInfo scaled_signature;
+static TetherParamInfo dot_params[2];
+static TetherSignatureInfo dot_signature;
+
+static void declare_signatures(void) {
+    const TetherTypeDesc vec2 = {vec2_node, 1}, real = {float_node, 1};
+    TetherAny two = {.type_index = TETHER_TYPE_FLOAT};
+    two.payload.v_float = 2.0;
+    scaled_params[0] = (TetherParamInfo){SLICE("self"), vec2, {0}, 0, 0};
+    scaled_params[1] = (TetherParamInfo){SLICE("k"), real, two, TETHER_PARAM_KEYWORD | TETHER_PARAM_HAS_DEFAULT, 0};
+    scaled_signature = (TetherSignatureInfo){scaled_params, 2, vec2, TETHER_SIG_RECEIVER, 0};
+    dot_params[0] = (TetherParamInfo){SLICE("a"), vec2, {0}, TETHER_PARAM_KEYWORD, 0};
+    dot_params[1] = (TetherParamInfo){SLICE("b"), vec2, {0}, TETHER_PARAM_KEYWORD, 0};
+    dot_signature = (TetherSignatureInfo){dot_params, 2, real, 0, 0};
+}
+
 static int32_t register_vec2(void) {
     vec2_index = api->register_type_key(SLICE("cplugin.Vec2"), TETHER_TYPE_OBJECT);
     if (vec2_index < 0) {
@@ -200,6 +221,10 @@ static int32_t register_vec2(void) {
     TetherObjectHeader *scaled = api->make_function(vec2_scaled, NULL, NULL, SLICE("cplugin.Vec2.scaled"), 2);
     TetherObjectHeader *ctor = api->make_function(vec2_ctor, NULL, NULL, SLICE("cplugin.Vec2"), 2);
     if (!get_x || !get_y || !scaled || !ctor) {
+        return -1;
+    }
+    declare_signatures();
+    if (api->set_signature(scaled, &scaled_signature)) {
         return -1;
     }
     /* The registry keeps these references forever (never released). */
@@ -375,6 +400,10 @@ static int32_t export_function(void *module, const char *name, TetherSafeCallFn 
     snprintf(qualified, sizeof qualified, "cplugin.%s", name);
     TetherObjectHeader *func = api->make_function(f, NULL, NULL, (TetherByteSlice){qualified, strlen(qualified)}, arity);
     if (!func) {
+        return -1;
+    }
+    if (f == fn_dot && api->set_signature(func, &dot_signature)) {
+        api->dec_ref(func);
         return -1;
     }
     int32_t rc = api->module_add_function(module, (TetherByteSlice){name, strlen(name)}, func);

@@ -431,3 +431,32 @@ fn a_failing_init_is_remembered_and_the_host_keeps_working() {
     assert_eq!(func("greet").call(&[AnyView::raw_str("x")]).unwrap().as_str(), Some("hello from C, x"));
     assert_eq!(live_objects(), base);
 }
+
+#[test]
+#[cfg_attr(miri, ignore = "compiles C and dlopens it")]
+fn c_signatures_are_copied_and_read_like_rust_ones() {
+    use tether_core::signature::{bind_call, render_signature, Bound, Language};
+    let _g = loaded();
+    let dot = func("dot").signature().expect("set by the C plugin");
+    assert_eq!(render_signature("dot", dot, Language::Python), "dot(a: cplugin.Vec2, b: cplugin.Vec2) -> float");
+    let info = type_info(type_index_of("cplugin.Vec2").unwrap()).unwrap();
+    let scaled = find_method(info, "scaled").unwrap().func();
+    let sig = scaled.signature().unwrap();
+    assert_eq!(render_signature("scaled", sig, Language::JavaScript), "scaled(k?: number): Vec2");
+    assert_eq!(bind_call("scaled", sig, 1, &[]).unwrap(), [Bound::Positional(0), Bound::Default]);
+    assert_eq!(sig.params()[1].default().and_then(|d| d.view().as_float()), Some(2.0));
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "compiles C and dlopens it")]
+fn a_malformed_c_signature_fails_the_load_not_the_process() {
+    let _g = loaded();
+    let e = load_module(&build("bad_signature")).unwrap_err();
+    assert_eq!(e.kind(), "ValueError");
+    assert!(
+        e.message().contains("set_signature of bad_signature.f") && e.message().contains("do not form one tree"),
+        "{}",
+        e.message()
+    );
+    assert_eq!(func("greet").call(&[AnyView::raw_str("x")]).unwrap().as_str(), Some("hello from C, x"));
+}
