@@ -333,6 +333,16 @@ thread_local! {
     /// During a plugin's init on this thread: the registrations the registry refused for their
     /// layout (`types::layout_difference`), `None` outside an init.
     static REJECTED: std::cell::RefCell<Option<Vec<String>>> = const { std::cell::RefCell::new(None) };
+    /// During a plugin's init on this thread: the path it was loaded by, for messages that
+    /// name who registered what ([`registrant`]).
+    static INITIALISING: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Who is registering on this thread: the module whose init is running, else the host.
+pub(crate) fn registrant() -> String {
+    INITIALISING
+        .with(|m| m.borrow().clone())
+        .map_or_else(|| "the host process".to_string(), |p| format!("module {p:?}"))
 }
 
 /// The registry refused a registration (types.rs): if a module is initialising on this thread,
@@ -407,8 +417,10 @@ pub fn load_module(path: &str) -> Result<ObjectArc<ModuleObj>> {
     std::mem::forget(lib);
     let mut pending = PendingModule::default();
     REJECTED.with(|r| *r.borrow_mut() = Some(Vec::new()));
+    INITIALISING.with(|m| *m.borrow_mut() = Some(path.to_string()));
     // SAFETY: the host table is `'static`; `pending` outlives the call.
     let rc = unsafe { init(crate::ffi::host_table(), &mut pending as *mut PendingModule as *mut c_void) };
+    INITIALISING.with(|m| *m.borrow_mut() = None);
     let rejected = REJECTED.with(|r| r.borrow_mut().take()).unwrap_or_default();
     let failure = if rc == 0 && rejected.is_empty() {
         None

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::function::{Function, TypedFn};
 use crate::object::{Object, ObjectHeader};
 use crate::plugin::{self, ByteSlice};
-use crate::signature::{render_type, Language, Signature, Ty};
+use crate::signature::{render_signature, render_type, Language, Signature, Ty};
 
 /// One reflected field. `getter(self) -> value`, `setter(self, value) -> None` are Functions.
 #[repr(C)]
@@ -372,10 +372,24 @@ fn rejected(e: Error) -> Error {
     e
 }
 
+/// Who published each reflected type (a module's path, or the host), for messages naming both
+/// sides of a conflict.
+static REGISTRANTS: Mutex<Option<HashMap<i32, String>>> = Mutex::new(None);
+
+fn registrant_of(index: i32) -> String {
+    REGISTRANTS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .and_then(|m| m.get(&index).cloned())
+        .unwrap_or_else(|| "an earlier registration".to_string())
+}
+
 /// Why `new` does not describe the same layout as the registered `current` (same key), or
-/// `None`: a key names one layout, its parent chain and its field names in order. A second
-/// registration of the same layout (a plugin loaded from a copy of its file) is fine; any other
-/// would let one type's accessors read another type's objects.
+/// `None`: a key names one layout, its parent chain and its field names in order, and one API,
+/// its methods and constructor with their signatures. A second registration of the same type
+/// (a plugin loaded from a copy of its file) is fine; any other would let one type's accessors
+/// read another type's objects, or leave one plugin's methods silently unreachable.
 pub(crate) fn layout_difference(current: &TypeInfo, new: &TypeInfo) -> Option<String> {
     let key = current.key();
     if current.parent != new.parent || current.depth != new.depth || current.ancestors() != new.ancestors() {
@@ -393,12 +407,54 @@ pub(crate) fn layout_difference(current: &TypeInfo, new: &TypeInfo) -> Option<St
     }
     let names = |t: &TypeInfo| t.fields().iter().map(|f| f.name()).collect::<Vec<_>>();
     let (had, has) = (names(current), names(new));
-    (had != has).then(|| {
-        format!(
+    if had != has {
+        return Some(format!(
             "type key {key:?} is already registered with fields {had:?}, but this registration has fields {has:?}: \
              one key names one layout (rename one of the types, or load only one of the plugins that define it)"
+        ));
+    }
+    // A shape that declares fields alone (no methods, no constructor) says nothing of the API.
+    if new.n_methods == 0 && new.constructor.is_null() {
+        return None;
+    }
+    let api = |t: &TypeInfo| -> Vec<String> {
+        let mut out: Vec<String> =
+            t.methods().iter().map(|m| member_signature(m.name(), m.func, m.is_static != 0)).collect();
+        out.sort();
+        if !t.constructor.is_null() {
+            out.push(member_signature("(constructor)", t.constructor, false));
+        }
+        out
+    };
+    let (had, has) = (api(current), api(new));
+    (had != has).then(|| {
+        let only =
+            |a: &[String], b: &[String]| a.iter().filter(|m| !b.contains(m)).cloned().collect::<Vec<_>>().join("; ");
+        format!(
+            "type key {key:?} is registered by {} with {}, but {} registers it with {}: one key names one API \
+             (rename one of the types, or load only one of the plugins that define it)",
+            registrant_of(current.index),
+            only(&had, &has),
+            plugin::registrant(),
+            only(&has, &had)
         )
     })
+}
+
+/// A method (or constructor) as the conflict check compares it: its name, kind and signature.
+fn member_signature(name: &str, func: *mut ObjectHeader, is_static: bool) -> String {
+    // SAFETY: a published or publishing info's members are live Functions (`check_members`,
+    // the ABI contract); a null or non-function member reads as unsigned.
+    let signature = unsafe {
+        (!func.is_null() && (*func).type_index == TypeIndex::FUNCTION)
+            .then(|| (*(func as *const crate::arc::ObjectBox<crate::function::FunctionObj>)).value.signature())
+            .flatten()
+    };
+    let kind = if is_static { "static " } else { "" };
+    match signature {
+        Some(sig) => format!("{kind}{}", render_signature(name, sig, Language::Python)),
+        None => format!("{kind}{name}(...)"),
+    }
 }
 
 /// Publish reflection for an already reserved index. The first publication wins; a later one
@@ -436,6 +492,11 @@ pub(crate) fn local_publish_type_info(info: &'static TypeInfo) -> Result<i32> {
     if !current.is_reflected() {
         check_members(info)?;
         slot.store(info as *const TypeInfo as *mut TypeInfo, Ordering::Release);
+        REGISTRANTS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(HashMap::new)
+            .insert(info.index, plugin::registrant());
         // Readers may still hold the key-only info it replaces: keep it, reachable.
         RETIRED.lock().unwrap_or_else(|e| e.into_inner()).push(current);
     }
@@ -865,35 +926,34 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
         publish_type_info(info)
     }
 
-    /// A second registration of a reflected type: no Functions are made; the registry (the
-    /// host's, in a plugin) compares the field names with the registered ones, through a
-    /// publication of the names alone that it never keeps (it keeps only the first).
+    /// A second registration of a reflected type: the registry (the host's, in a plugin)
+    /// compares its fields, methods and constructor with the registered ones, through a
+    /// publication of its shape that it never keeps (it keeps only the first).
     fn same_layout_as(self, current: &'static TypeInfo) -> Result<i32> {
         let index = current.index;
-        if self.fields.is_empty() {
-            if self.methods.is_empty() && self.constructor.is_none() {
-                return Ok(index); // declares no members: nothing to compare
-            }
-            if current.n_fields > 0 {
-                let had: Vec<&str> = current.fields().iter().map(|f| f.name()).collect();
-                return Err(Error::value(format!(
-                    "type key {:?} is already registered with fields {had:?}, but this registration has fields []: \
-                     one key names one layout (rename one of the types, or load only one of the plugins that define it)",
-                    T::TYPE_KEY
-                )));
-            }
-            return Ok(index);
+        if self.fields.is_empty() && self.methods.is_empty() && self.constructor.is_none() {
+            return Ok(index); // declares no members: nothing to compare
         }
-        // Borrowed names: the shape is compared, never kept (the key is reflected already).
-        let names: Vec<FieldInfo> = self
+        // Borrowed names and this builder's Functions, alive for the comparison.
+        let fields: Vec<FieldInfo> = self
             .fields
             .iter()
             .map(|f| FieldInfo {
                 name: ByteSlice::of(&f.name),
                 doc: ByteSlice::empty(),
                 type_hint: ByteSlice::empty(),
-                getter: std::ptr::null_mut(),
+                getter: f.getter.as_object_ptr(),
                 setter: std::ptr::null_mut(),
+            })
+            .collect();
+        let methods: Vec<MethodInfo> = self
+            .methods
+            .iter()
+            .map(|m| MethodInfo {
+                name: ByteSlice::of(&m.name),
+                doc: ByteSlice::empty(),
+                func: m.func.as_object_ptr(),
+                is_static: m.is_static as i32,
             })
             .collect();
         let shape = TypeInfo {
@@ -903,23 +963,33 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
             key: current.key,
             doc: ByteSlice::empty(),
             ancestors: current.ancestors,
-            n_fields: names.len(),
-            fields: names.as_ptr(),
-            n_methods: 0,
-            methods: std::ptr::null(),
-            constructor: std::ptr::null_mut(),
+            n_fields: fields.len(),
+            fields: fields.as_ptr(),
+            n_methods: methods.len(),
+            methods: methods.as_ptr(),
+            constructor: self.constructor.as_ref().map_or(std::ptr::null_mut(), Function::as_object_ptr),
         };
-        // The functions this builder made are dropped with it: only the first registration's live.
-        match plugin::host_api() {
+        let outcome = match plugin::host_api() {
             // A plugin's registry is the host's, reached only through publication, whose
-            // contract is a leaked info: one small leak per repeated registration in a plugin.
+            // contract is a leaked info: one small leak per repeated registration in a plugin
+            // (its Function pointers are read during the call only).
             Some(_) => {
-                let leaked: Vec<FieldInfo> =
-                    self.fields.iter().map(|f| FieldInfo { name: leak_str(&f.name), ..names[0] }).collect();
-                publish_type_info(TypeInfo { fields: leak_slice(leaked), ..shape })
+                let leak_names = |v: &[FieldInfo]| -> Vec<FieldInfo> {
+                    v.iter().map(|f| FieldInfo { name: leak_str(f.name.as_str()), ..*f }).collect()
+                };
+                let leaked_methods: Vec<MethodInfo> =
+                    methods.iter().map(|m| MethodInfo { name: leak_str(m.name.as_str()), ..*m }).collect();
+                publish_type_info(TypeInfo {
+                    fields: leak_slice(leak_names(&fields)),
+                    methods: leak_slice(leaked_methods),
+                    ..shape
+                })
             }
             None => same_layout(current, &shape).map(|()| index),
-        }
+        };
+        // The functions this builder made are dropped with it: only the first registration's live.
+        drop(self);
+        outcome
     }
 }
 

@@ -460,3 +460,20 @@ fn a_malformed_c_signature_fails_the_load_not_the_process() {
     );
     assert_eq!(func("greet").call(&[AnyView::raw_str("x")]).unwrap().as_str(), Some("hello from C, x"));
 }
+
+#[test]
+#[cfg_attr(miri, ignore = "compiles C and dlopens it")]
+fn a_key_registered_with_another_api_fails_the_load_naming_both_modules() {
+    let _g = loaded();
+    let path = build("api_conflict");
+    let e = load_module(&path).unwrap_err();
+    assert_eq!(e.kind(), "ValueError");
+    let m = e.message();
+    assert!(m.contains("type key \"cplugin.Vec2\" is registered by module"), "{m}");
+    assert!(m.contains("tether_c_plugin.so") && m.contains("tether_c_api_conflict.so"), "both modules: {m}");
+    assert!(m.contains("scaled(k: float = 2.0) -> cplugin.Vec2") && m.contains("scaled(...)"), "{m}");
+    assert!(m.contains("one key names one API"), "{m}");
+    // The first registration stands.
+    let info = type_info(type_index_of("cplugin.Vec2").unwrap()).unwrap();
+    assert!(find_method(info, "scaled").unwrap().func().signature().is_some());
+}

@@ -263,3 +263,24 @@ fn direct_cell_names_the_getters_cell_without_touching_counts() {
     };
     assert!(no_cell(tether_core::ObjectArc::as_ptr(&foreign.0), h_ptr));
 }
+
+#[test]
+fn a_second_registration_with_another_api_is_refused() {
+    let _g = common::serial();
+    struct Api;
+    tether_core::declare_object!(Api, "tests.types.Api");
+    let first = || TypeBuilder::<Api>::new().method("scale", |_a: ObjectArc<Api>, by: i64| by).params(&["by"]);
+    let index = first().try_register().unwrap();
+    assert_eq!(first().try_register().unwrap(), index, "the same API again is fine");
+    let other = TypeBuilder::<Api>::new().method("scale", |_a: ObjectArc<Api>, by: String| by).params(&["by"]);
+    let e = other.try_register().unwrap_err();
+    assert_eq!(e.kind(), "ValueError");
+    assert_eq!(
+        e.message(),
+        "type key \"tests.types.Api\" is registered by the host process with scale(by: int) -> int, but the host \
+         process registers it with scale(by: str) -> str: one key names one API (rename one of the types, or load \
+         only one of the plugins that define it)"
+    );
+    let renamed = TypeBuilder::<Api>::new().method("grow", |_a: ObjectArc<Api>, by: i64| by).params(&["by"]);
+    assert!(renamed.try_register().unwrap_err().message().contains("grow(by: int) -> int"));
+}
