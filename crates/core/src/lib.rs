@@ -10,6 +10,8 @@
 //! - [`error`]: `Error` objects and the thread-local raised slot
 //! - [`nesting`]: the cycle and depth limit on converting nested language containers
 //! - [`function`]: `Function` objects, the `safe_call` ABI, typed closures, the global registry
+//! - [`signature`]: parameter names, type descriptors, defaults, keyword binding, naming rules
+//! - [`callback`]: stored callbacks called as typed closures (`Callback<(A, B), R>`)
 //! - [`types`]: the type registry with reflection
 //! - [`containers`]: Str, Bytes, Array, Map
 //! - [`slot`]: the slot word's bits and the prefix memory a frontend allocator lays out
@@ -24,6 +26,7 @@ pub mod alloc;
 pub mod any;
 pub mod arc;
 pub mod boundary;
+pub mod callback;
 mod catch_frame;
 pub mod cell;
 pub mod constants;
@@ -45,6 +48,7 @@ pub mod types;
 
 pub use any::{Any, AnyView, TypeIndex};
 pub use arc::{ObjectArc, ObjectRef, WeakObjectArc};
+pub use callback::Callback;
 pub use containers::{ArrayObj, BytesObj, MapObj, StrObj};
 pub use error::{Error, ErrorKind, Result};
 pub use function::Function;

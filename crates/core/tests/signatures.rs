@@ -296,3 +296,26 @@ fn signatures_from_c_are_checked_and_copied() {
     assert!(unsafe { intern_foreign(&too_many) }.is_err());
     let _ = render_type(sig.result(), Language::Java);
 }
+
+#[test]
+fn stored_callbacks_are_called_as_typed_closures() {
+    let _g = common::serial();
+    use tether_core::Callback;
+    let repeat = Function::from_typed("t.repeat", |s: String, n: i64| s.repeat(n as usize));
+    let apply = Function::from_typed("t.apply", |cb: Callback<(String, i64), String>| cb.call(("ab".into(), 3)))
+        .with_params(&["callback"]);
+    assert_eq!(
+        render_signature("apply", apply.signature().unwrap(), Language::Python),
+        "apply(callback: Callable[[str, int], str]) -> str"
+    );
+    assert_eq!(
+        render_signature("apply", apply.signature().unwrap(), Language::JavaScript),
+        "apply(callback: (arg0: string, arg1: number) => string): string"
+    );
+    let f = Any::object(repeat.0.clone().into());
+    assert_eq!(apply.call(&[f.view()]).unwrap().view().as_str(), Some("ababab"));
+    let wrong = Function::from_typed("t.wrong", |_s: String, n: i64| n);
+    let w = Any::object(wrong.0.clone().into());
+    let e = apply.call(&[w.view()]).unwrap_err();
+    assert_eq!((e.kind(), e.message()), ("TypeError", "the callback t.wrong returned int, but str was expected"));
+}
