@@ -142,21 +142,34 @@ pub unsafe fn reword_pending(reword: impl FnOnce(&str) -> String) {
         if exc.is_null() {
             return;
         }
-        let text = ffi::PyObject_Str(exc);
+        // A UnicodeError's words are made from its fields, not its args: reword its reason.
+        let unicode = ffi::PyObject_IsInstance(exc, ffi::PyExc_UnicodeError) == 1;
+        let text = if unicode { ffi::PyObject_GetAttrString(exc, c"reason".as_ptr()) } else { ffi::PyObject_Str(exc) };
         let mut len = 0;
         let p = if text.is_null() { null_mut() } else { ffi::PyUnicode_AsUTF8AndSize(text, &mut len) };
         if p.is_null() {
             ffi::PyErr_Clear();
         } else {
             let message = String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len as usize));
-            let args = ffi::PyTuple_New(1);
+            if unicode {
+                let reason = py_str(&reword(&message));
+                if reason.is_null() || ffi::PyObject_SetAttrString(exc, c"reason".as_ptr(), reason) != 0 {
+                    ffi::PyErr_Clear(); // keep the original words
+                }
+                ffi::Py_XDECREF(reason);
+                ffi::Py_XDECREF(text);
+                return restore_exception(exc);
+            }
+            let words = py_str(&reword(&message));
+            let args = if words.is_null() { null_mut() } else { ffi::PyTuple_New(1) };
             if !args.is_null() {
-                ffi::PyTuple_SET_ITEM(args, 0, py_str(&reword(&message)));
+                ffi::PyTuple_SET_ITEM(args, 0, words); // the tuple takes the reference
                 if ffi::PyObject_SetAttrString(exc, c"args".as_ptr(), args) != 0 {
                     ffi::PyErr_Clear(); // keep the original words
                 }
                 ffi::Py_DECREF(args);
             } else {
+                ffi::Py_XDECREF(words);
                 ffi::PyErr_Clear();
             }
         }

@@ -76,3 +76,10 @@ def test_signatures_survive_many_calls_without_leaking(testing):
         assert testing.greet(str(i)) == f"hello, {i}"
         assert testing.add(b=i, a=1) == i + 1
     assert testing.live_objects() == before
+
+
+def test_a_string_python_cannot_encode_names_its_argument(testing):
+    with pytest.raises(UnicodeEncodeError) as info:
+        testing.greet(name="\ud800")
+    assert "testing.greet() argument 'name': surrogates not allowed" in str(info.value), str(info.value)
+    assert info.value.object == "\ud800" and info.value.start == 0
