@@ -336,6 +336,16 @@ thread_local! {
     /// During a plugin's init on this thread: the path it was loaded by, for messages that
     /// name who registered what ([`registrant`]).
     static INITIALISING: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+    /// During a plugin's init on this thread: the types whose reflection it published first.
+    static PUBLISHED: std::cell::RefCell<Vec<i32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The registry published `index`'s reflection for the first time (types.rs): a module
+/// initialising on this thread must export it.
+pub(crate) fn note_published(index: i32) {
+    if INITIALISING.with(|m| m.borrow().is_some()) {
+        PUBLISHED.with(|p| p.borrow_mut().push(index));
+    }
 }
 
 /// Who is registering on this thread: the module whose init is running, else the host.
@@ -418,10 +428,22 @@ pub fn load_module(path: &str) -> Result<ObjectArc<ModuleObj>> {
     let mut pending = PendingModule::default();
     REJECTED.with(|r| *r.borrow_mut() = Some(Vec::new()));
     INITIALISING.with(|m| *m.borrow_mut() = Some(path.to_string()));
+    PUBLISHED.with(|p| p.borrow_mut().clear());
     // SAFETY: the host table is `'static`; `pending` outlives the call.
     let rc = unsafe { init(crate::ffi::host_table(), &mut pending as *mut PendingModule as *mut c_void) };
     INITIALISING.with(|m| *m.borrow_mut() = None);
-    let rejected = REJECTED.with(|r| r.borrow_mut().take()).unwrap_or_default();
+    let mut rejected = REJECTED.with(|r| r.borrow_mut().take()).unwrap_or_default();
+    // A type the module declared but left out of its exports is a mistake in its source.
+    let published = PUBLISHED.with(|p| std::mem::take(&mut *p.borrow_mut()));
+    if rc == 0 {
+        rejected.extend(published.iter().filter(|i| !pending.types.contains(i)).map(|&i| {
+            format!(
+                "it registered type {:?} but does not export it: add it to the module \
+                 (`m.object_type::<T>()`, `tether::module!`, or `api->module_add_type`)",
+                crate::types::type_key(i).unwrap_or("?")
+            )
+        }));
+    }
     let failure = if rc == 0 && rejected.is_empty() {
         None
     } else if rc == -2 {

@@ -497,6 +497,7 @@ pub(crate) fn local_publish_type_info(info: &'static TypeInfo) -> Result<i32> {
             .unwrap_or_else(|e| e.into_inner())
             .get_or_insert_with(HashMap::new)
             .insert(info.index, plugin::registrant());
+        plugin::note_published(info.index);
         // Readers may still hold the key-only info it replaces: keep it, reachable.
         RETIRED.lock().unwrap_or_else(|e| e.into_inner()).push(current);
     }

@@ -477,3 +477,12 @@ fn a_key_registered_with_another_api_fails_the_load_naming_both_modules() {
     let info = type_info(type_index_of("cplugin.Vec2").unwrap()).unwrap();
     assert!(find_method(info, "scaled").unwrap().func().signature().is_some());
 }
+
+#[test]
+#[cfg_attr(miri, ignore = "compiles C and dlopens it")]
+fn a_type_left_out_of_its_module_fails_the_load() {
+    let _g = loaded();
+    let e = load_module(&build("unexported")).unwrap_err();
+    assert_eq!(e.kind(), "ValueError");
+    assert!(e.message().contains("it registered type \"unexported.Thing\" but does not export it"), "{}", e.message());
+}
