@@ -11,6 +11,7 @@ use crate::containers::{ArrayObj, MapObj};
 use crate::error::{Error, Result};
 use crate::function::{register_global, Function};
 use crate::object::{ObjectHeader, DELETE_MEMORY};
+use crate::signature::{DefaultValue, Param, Signature, Ty};
 use crate::types::TypeBuilder;
 
 /// `testing.Pair`: two settable `Any` fields.
@@ -251,4 +252,15 @@ pub(crate) fn register() {
     })
     .with_params(&["keys", "values"])
     .with_doc("A Map from two Arrays of equal length."));
+    let greet = Signature {
+        params: vec![
+            Param::new("name", Ty::Str),
+            Param::new("greeting", Ty::Str).with_default(DefaultValue::Str("hello")),
+        ],
+        result: Ty::Str,
+        receiver: false,
+    };
+    reg(Function::from_typed("testing.greet", |name: String, greeting: String| format!("{greeting}, {name}"))
+        .with_signature(greet.intern().expect("testing.greet's signature is valid"))
+        .with_doc("\"greeting, name\" (greeting defaults to \"hello\": a parameter with a default)."));
 }
