@@ -35,10 +35,14 @@ export type NativeValue =
 /** A native function: a plain callable JS function with `name`, plus `callAsync`. */
 export interface NativeFunction {
   (...args: NativeInput[]): any;
-  /** The short name ("echo" for "testing.echo"). */
+  /** The short name as JavaScript spells it ("makePair" for "testing.make_pair"). */
   readonly name: string;
-  /** The registered name ("testing.echo"). */
+  /** The registered name ("testing.make_pair"). */
   readonly qualifiedName: string;
+  /** How many parameters a caller must write (those without a default). */
+  readonly length: number;
+  /** The declaration, as the core renders it: "add(a: number, b: number): number". */
+  readonly signature: string;
   /**
    * Run the function on the libuv thread pool; resolves with the result (or rejects with
    * a TetherError). JS callbacks it makes are run on the JS thread.
@@ -56,9 +60,23 @@ export class TetherObject {
   toString(): string;
 }
 
+/** A method of a generated class (on its prototype, or the class for static methods). */
+export interface NativeMethod {
+  (...args: NativeInput[]): any;
+  /** The parameters a caller must write, the receiver left out. */
+  readonly length: number;
+  /** The declaration without the receiver: "swap(): Pair". */
+  readonly signature: string;
+  /** Run on the libuv pool: the receiver first (`p.swap.callAsync(p)`), none for static methods. */
+  callAsync(...args: NativeInput[]): Promise<any>;
+}
+
 /** Reflection of one field of a generated class. */
 export interface FieldInfo {
+  /** The registry's name (a non-enumerable alias on the prototype when it differs). */
   readonly name: string;
+  /** The name as JavaScript spells it (camelCase), the property's name. */
+  readonly jsName: string;
   readonly doc: string;
   readonly typeHint: string;
   readonly settable: boolean;
@@ -66,9 +84,16 @@ export interface FieldInfo {
 
 /** Reflection of one method of a generated class. */
 export interface MethodInfo {
+  /** The registry's name (a non-enumerable alias when it differs). */
   readonly name: string;
+  /** The name as JavaScript spells it (camelCase), the method's property name. */
+  readonly jsName: string;
   readonly doc: string;
   readonly isStatic: boolean;
+  /** The parameters a caller must write, the receiver left out. */
+  readonly length: number;
+  /** The declaration without the receiver: "swap(): Pair". */
+  readonly signature: string;
 }
 
 /** A class generated from the native type registry. */
@@ -76,6 +101,10 @@ export interface TetherClass<T extends TetherObject = TetherObject> {
   new (...args: NativeInput[]): T;
   readonly typeKey: string;
   readonly doc: string;
+  /** The constructor's required parameter count. */
+  readonly length: number;
+  /** The constructor's declaration: "Pair(arg0: any, arg1: any): Pair". */
+  readonly signature: string;
   readonly fieldInfo: readonly FieldInfo[];
   readonly methodInfo: readonly MethodInfo[];
   readonly prototype: T;
@@ -107,7 +136,10 @@ export class TetherMap extends TetherObject implements Iterable<[any, any]> {
   [Symbol.iterator](): Iterator<[any, any]>;
 }
 
-/** What `loadModule` returns: the plugin's functions and classes by name. */
+/**
+ * What `loadModule` returns: the plugin's functions (camelCase, the registry's name a
+ * non-enumerable alias) and classes by name.
+ */
 export interface LoadedModule {
   readonly path: string;
   readonly module: TetherObject;
@@ -126,7 +158,10 @@ export function listTypes(): { index: number; key: string }[];
 export function liveObjects(): number;
 /** The generated class of a registered type key ("testing.Pair"), or undefined. */
 export function getClass(key: string): TetherClass | undefined;
-/** Functions and classes under `prefix.` by short name: `namespace("testing").echo`. */
+/**
+ * Functions and classes under `prefix.` by short name, functions camelCase
+ * (`namespace("testing").makePair`; the registry's `make_pair` is a non-enumerable alias).
+ */
 export function namespace(prefix: string): { [name: string]: any };
 /**
  * Load a tether plugin (shared library); throws a TetherError if it is not one. `path` is a

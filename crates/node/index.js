@@ -251,15 +251,24 @@ function shortName(key) {
   return dot < 0 ? key : key.slice(dot + 1);
 }
 
+/**
+ * Define `name` (as JavaScript spells it, from the addon: core's `language_name`) on
+ * `target`, with the registry's own name, when it differs, as a non-enumerable alias of it.
+ */
+function defineNamed(target, jsName, name, descriptor) {
+  Object.defineProperty(target, jsName, descriptor);
+  if (name !== jsName) Object.defineProperty(target, name, { ...descriptor, enumerable: false });
+}
+
 function defineField(cls, field) {
-  const { name, getter, setter } = field;
+  const { name, jsName, getter, setter } = field;
   const key = cls.typeKey;
-  Object.defineProperty(cls.prototype, name, {
+  defineNamed(cls.prototype, jsName, name, {
     get() {
       return getter(this);
     },
     set(value) {
-      if (setter === null) throw new TetherAttributeError(`field ${key}.${name} is read-only`, 'AttributeError');
+      if (setter === null) throw new TetherAttributeError(`field ${key}.${jsName} is read-only`, 'AttributeError');
       setter(this, value);
     },
     enumerable: true,
@@ -268,11 +277,16 @@ function defineField(cls, field) {
 }
 
 function defineMethod(cls, method) {
-  const { name, func, isStatic } = method;
+  const { jsName, name, func, isStatic, length, signature } = method;
   const impl = isStatic
-    ? { [name]: (...args) => func(...args) }[name]
-    : { [name](...args) { return func(this, ...args); } }[name];
-  Object.defineProperty(isStatic ? cls : cls.prototype, name, { value: impl, writable: true, configurable: true });
+    ? { [jsName]: (...args) => func(...args) }[jsName]
+    : { [jsName](...args) { return func(this, ...args); } }[jsName];
+  // `obj.method.callAsync(obj, ...args)`: the receiver first, as `Function.prototype.call` takes it.
+  const callAsync = isStatic ? (...args) => func.callAsync(...args) : (self, ...args) => func.callAsync(self, ...args);
+  Object.defineProperty(impl, 'length', { value: length, configurable: true });
+  Object.defineProperty(impl, 'signature', { value: signature, configurable: true });
+  Object.defineProperty(impl, 'callAsync', { value: callAsync, writable: true, configurable: true });
+  defineNamed(isStatic ? cls : cls.prototype, jsName, name, { value: impl, writable: true, configurable: true });
 }
 
 function buildClass(typeIndex) {
@@ -287,11 +301,14 @@ function buildClass(typeIndex) {
   Object.defineProperty(cls, TYPE_INDEX, { value: typeIndex });
   Object.defineProperty(cls, 'typeKey', { value: info.key, enumerable: true });
   Object.defineProperty(cls, 'doc', { value: info.doc });
+  // `new Pair(first, second)`: the constructor's required parameters and declaration.
+  Object.defineProperty(cls, 'length', { value: info.constructorLength, configurable: true });
+  Object.defineProperty(cls, 'signature', { value: info.constructorSignature, configurable: true });
   // Reflection shows every member, inherited ones first, as every frontend does (core types::all_fields).
   Object.defineProperty(cls, 'fieldInfo', { value: Object.freeze(info.allFields.map((f) => Object.freeze({ ...f }))) });
   Object.defineProperty(cls, 'methodInfo', { value: Object.freeze(info.allMethods.map((m) => Object.freeze({ ...m }))) });
   const inherited = parent[FIELDS] ?? [];
-  Object.defineProperty(cls, FIELDS, { value: [...inherited, ...info.fields.map((f) => f.name)] });
+  Object.defineProperty(cls, FIELDS, { value: [...inherited, ...info.fields.map((f) => f.jsName)] });
   for (const field of info.fields) defineField(cls, field);
   for (const method of info.methods) defineMethod(cls, method);
   return cls;
@@ -338,9 +355,11 @@ const frameFloats = new Float64Array(callFrame, FRAME_FLOATS_OFFSET, 1 + FRAME_H
  * spares the addon a Node-API read per argument; `undefined` from `raw` means "the result
  * is argument frameWords[2]". `raw` is reachable only through the shim and the frame only
  * from this file, so neither can be forged. Arities 1-3 get a monomorphic body; a call with
- * another argument count takes the general path.
+ * another argument count takes the general path (where the addon fills the defaults the
+ * caller left out). `length` (what a caller writes without defaults) and `signature` (core's
+ * rendering) come from the function's signature.
  */
-function makeShim(raw, arity, name, fh) {
+function makeShim(raw, arity, name, fh, length, signature) {
   let shim;
   const general = function (...args) {
     const n = args.length;
@@ -410,6 +429,8 @@ function makeShim(raw, arity, name, fh) {
     shim = general;
   }
   Object.defineProperty(shim, 'name', { value: name, configurable: true });
+  Object.defineProperty(shim, 'length', { value: length, configurable: true });
+  Object.defineProperty(shim, 'signature', { value: signature, configurable: true });
   return shim;
 }
 
@@ -447,15 +468,25 @@ function getClass(key) {
 }
 
 /**
- * The functions and classes whose names start with `prefix + "."`, by short name:
- * `namespace("testing").echo`, `new (namespace("testing").Pair)(1, 2)`.
+ * `out[jsName] = value`, enumerable, and the registry's `name`, when it differs, as a
+ * non-enumerable alias (`makePair` and `make_pair`).
+ */
+function setNamed(out, jsName, name, value) {
+  defineNamed(out, jsName, name, { value, writable: true, enumerable: true, configurable: true });
+}
+
+/**
+ * The functions and classes whose names start with `prefix + "."`, by short name as
+ * JavaScript spells it (`namespace("testing").makePair`; the registry's `make_pair` is a
+ * non-enumerable alias), and classes by type name: `new (namespace("testing").Pair)(1, 2)`.
  */
 function namespace(prefix) {
   const out = {};
   const lead = `${prefix}.`;
   for (const name of native.listGlobalFuncs()) {
-    if (name.startsWith(lead) && !name.slice(lead.length).includes('.')) {
-      out[name.slice(lead.length)] = native.getGlobalFunc(name);
+    const short = name.slice(lead.length);
+    if (name.startsWith(lead) && !short.includes('.')) {
+      setNamed(out, native.jsName(short), short, native.getGlobalFunc(name));
     }
   }
   for (const { index, key } of native.listTypes()) {
@@ -466,22 +497,23 @@ function namespace(prefix) {
   return out;
 }
 
-/**
- * Load a plugin (a shared library exporting `tether_module_init`). Returns its functions and
- * classes by name, also under `.functions` and `.classes`.
- */
 /** Modules by canonical path: loading a file again, under any path, gives the same object. */
 const loadedModules = new Map();
 
+/**
+ * Load a plugin (a shared library exporting `tether_module_init`). Returns its functions (by
+ * name as JavaScript spells it, the registry's name a non-enumerable alias) and classes,
+ * also under `.functions` and `.classes`.
+ */
 function loadModule(path) {
   const loaded = native.loadModule(String(path));
   const known = loadedModules.get(loaded.path);
   if (known !== undefined) return known;
   const out = { path: loaded.path, module: loaded.module, functions: {}, classes: {} };
   loadedModules.set(loaded.path, out);
-  for (const [name, fn] of loaded.functions) {
-    out.functions[name] = fn;
-    out[name] = fn;
+  for (const [name, fn, jsName] of loaded.functions) {
+    setNamed(out.functions, jsName, name, fn);
+    setNamed(out, jsName, name, fn);
   }
   for (const index of loaded.types) {
     const cls = classFor(index);

@@ -8,7 +8,7 @@ use tether_core::alloc::live_objects;
 use tether_core::function::{get_global, list_globals};
 use tether_core::{Any, AnyView, ArrayObj, Function, MapObj, ObjectRef, TypeIndex};
 
-const NAMES: [&str; 19] = [
+const NAMES: [&str; 20] = [
     "testing.echo",
     "testing.make_pair",
     "testing.add",
@@ -27,6 +27,7 @@ const NAMES: [&str; 19] = [
     "testing.is_aligned",
     "testing.make_array",
     "testing.make_map",
+    "testing.greet",
     "testing.Pair", // the type, checked below through the type registry
 ];
 

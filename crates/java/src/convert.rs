@@ -8,6 +8,7 @@
 
 use jni_sys::{jobject, jvalue};
 use tether_core::containers::{ArrayObj, MapObj};
+use tether_core::convert::argument_message;
 use tether_core::function::FunctionObj;
 use tether_core::nesting::{self, Nesting};
 use tether_core::{Any, AnyView, Error, ObjectRef, Result, TypeIndex};
@@ -159,10 +160,11 @@ pub struct ArgumentError {
 }
 
 impl ArgumentError {
-    /// The error, its message naming the argument of a call of `function`.
-    pub fn named(self, function: &str) -> Error {
-        let label = (self.index + 1).to_string();
-        let message = tether_core::convert::labelled_argument_message(function, &label, self.error.message());
+    /// The error, its message naming the argument of a call of `function` by the core's words
+    /// (`argument_message`: the parameter's name when the signature has one). `receiver`: the
+    /// caller's arguments come after a receiver it did not write (a method's `self`).
+    pub fn named(self, function: &FunctionObj, receiver: bool) -> Error {
+        let message = argument_message(function, self.index + receiver as usize, self.error.message());
         self.error.reworded(message)
     }
 }

@@ -12,7 +12,8 @@ use tether_core::containers::{ArrayObj, MapObj};
 use tether_core::function::FunctionObj;
 use tether_core::object::ObjectHeader;
 use tether_core::plugin::{self, ModuleObj};
-use tether_core::types::{self, TypeInfo};
+use tether_core::signature::{bind_call, language_name, render_signature, render_type, Bound, Language};
+use tether_core::types::{self, FieldInfo, MethodInfo, TypeInfo};
 use tether_core::{function, Any, AnyView, Error, ObjectRef, Result, TypeIndex};
 
 use crate::convert::{self, decode, decode_arrays, to_java};
@@ -46,6 +47,23 @@ fn rust_string(env: &mut EnvUnowned<'_>, s: &JString<'_>, what: &str) -> Result<
 unsafe fn call_function(env: Env, func: jlong, args: &[Any]) -> Result<jobject> {
     // SAFETY: Java keeps the Function behind `func` reachable for the call (this function's contract).
     let f = unsafe { function_at(func) }?;
+    if usize::try_from(f.arity) != Ok(args.len()) && f.signature().is_some() {
+        let defaults = missing_defaults(f, args.len())?;
+        if !defaults.is_empty() {
+            let all: Vec<Any> = args.iter().cloned().chain(defaults).collect();
+            // SAFETY: this function's contract; `all` holds the arguments and the defaults.
+            return unsafe { call_bound(env, func, f, &all) };
+        }
+    }
+    // SAFETY: this function's contract.
+    unsafe { call_bound(env, func, f, args) }
+}
+
+/// [`call_function`] once the arguments are complete.
+///
+/// # Safety
+/// `f` is the live Function at `func`, which Java keeps reachable for the call.
+unsafe fn call_bound(env: Env, func: jlong, f: &FunctionObj, args: &[Any]) -> Result<jobject> {
     let mut result = Any::none();
     let mut source = DecodedArguments { items: args };
     // SAFETY: a live Function and its body; `args` outlive the call. Not a leaf call: the JVM
@@ -111,6 +129,44 @@ unsafe fn function_at<'a>(func: jlong) -> Result<&'a FunctionObj> {
     Ok(unsafe { &(*(handle as *const ObjectBox<FunctionObj>)).value })
 }
 
+/// The defaults a call of `f` with `given` positional arguments (a receiver counted) leaves
+/// to fill, in order after the last given one: the core's binding rule (`bind_call`, no
+/// keywords), whose TypeError words a missing required argument or too many. Empty when
+/// `given` is the arity or `f` has no signature with defaults: the call goes on as written.
+fn missing_defaults(f: &FunctionObj, given: usize) -> Result<Vec<Any>> {
+    let Some(sig) = f.signature() else { return Ok(Vec::new()) };
+    if usize::try_from(f.arity) == Ok(given) || sig.params().iter().all(|p| p.default().is_none()) {
+        return Ok(Vec::new());
+    }
+    let bound = bind_call(f.name_str(), sig, given, &[])?;
+    Ok(bound
+        .iter()
+        .zip(sig.params())
+        .filter(|(b, _)| **b == Bound::Default)
+        .filter_map(|(_, p)| p.default().map(|d| d.view().to_owned_any()))
+        .collect())
+}
+
+/// `views` followed by the defaults the call leaves out (kept alive in `defaults`).
+fn with_defaults<'a>(f: &FunctionObj, views: &[AnyView<'a>], defaults: &'a mut Vec<Any>) -> Result<Vec<AnyView<'a>>> {
+    *defaults = missing_defaults(f, views.len())?;
+    Ok(views.iter().copied().chain(defaults.iter().map(Any::view)).collect())
+}
+
+/// A call of `f` whose argument count is not its arity ([`call_encoded`]'s cold path): the
+/// defaults filled in (or the binding's TypeError), then called; its result stays in `result`.
+///
+/// # Safety
+/// As [`invoke`]; no view is lent.
+#[cold]
+#[inline(never)]
+unsafe fn invoke_with_defaults(func: jlong, f: &FunctionObj, views: &[AnyView<'_>], result: &mut Any) -> Result<()> {
+    let mut defaults = Vec::new();
+    let all = with_defaults(f, views, &mut defaults)?;
+    // SAFETY: the caller's guarantees; the defaults live in `defaults` for the call.
+    unsafe { invoke(func, f, &all, result) }
+}
+
 /// Call `f` (the Function at `func`), its owned result written into `result` (None before).
 ///
 /// # Safety
@@ -151,7 +207,7 @@ unsafe fn call_encoded(
     let mut hold: [Any; 3] = Default::default();
     let mut views = [AnyView::none(); 3];
     let mut first_error = None;
-    for ((view, h), &(k, b, r)) in views.iter_mut().zip(hold.iter_mut()).zip(args) {
+    for (i, ((view, h), &(k, b, r))) in views.iter_mut().zip(hold.iter_mut()).zip(args).enumerate() {
         // Objects and ints are written in place: a view returned by `decode` is stored in
         // pieces and reloaded whole, a store-forwarding stall per argument.
         match k {
@@ -163,16 +219,22 @@ unsafe fn call_encoded(
             _ => match unsafe { decode(env, k, b, r, h) } {
                 Ok(v) => *view = v,
                 Err(e) => {
-                    first_error.get_or_insert(e);
+                    first_error.get_or_insert((i, e));
                 }
             },
         }
     }
-    if let Some(e) = first_error {
-        return Err(e);
-    }
     // SAFETY: `func` is a live handle Java keeps reachable (this function's contract).
     let f = unsafe { function_at(func) }?;
+    if let Some((index, error)) = first_error {
+        return Err(convert::ArgumentError { index, error }.named(f, false));
+    }
+    if usize::try_from(f.arity) != Ok(args.len()) && f.signature().is_some() {
+        // SAFETY: `f` is `func`'s body and Java keeps it and every argument alive (this
+        // function's contract); the views borrow `hold` or those arguments, and none is lent.
+        unsafe { invoke_with_defaults(func, f, &views[..args.len()], result) }?;
+        return Ok(None);
+    }
     // Only calls with a wrapper argument look for the thread's cell (for the `ints*` natives
     // the kinds are constants and this folds away).
     let spares = args.iter().any(|&(kind, _, _)| kind == convert::KIND_OBJECT).then(tie::spare_cell).flatten();
@@ -406,7 +468,7 @@ pub extern "system" fn Java_dev_tether_ffi_Native_fieldGetter<'l>(
     let env = unsafe { Env::from_raw(jenv.as_raw()) };
     guard(env, 0, || {
         let name = rust_string(&mut jenv, &name, "field name")?;
-        Ok(types::find_field(info(type_index)?, &name).map_or(0, |f| f.getter as jlong))
+        Ok(field_named(info(type_index)?, &name).map_or(0, |f| f.getter as jlong))
     })
 }
 
@@ -425,11 +487,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_call(
         // SAFETY: as in call1, for every element.
         let args = match unsafe { decode_arrays(env, kinds, bits, refs) } {
             Ok(args) => args,
-            Err(e) => {
-                // SAFETY: as in call0.
-                let name = unsafe { function_at(func) }?.name.view();
-                return Err(e.named(name.as_str().unwrap_or("function")));
-            }
+            // SAFETY: as in call0.
+            Err(e) => return Err(e.named(unsafe { function_at(func) }?, false)),
         };
         // SAFETY: as in call0.
         unsafe { call_function(env, func, &args) }
@@ -459,21 +518,211 @@ pub extern "system" fn Java_dev_tether_ffi_Native_functionName(env: *mut JNIEnv,
     })
 }
 
+/// `Native.argumentMessage(function, index, message)`: the core's words for an argument Java
+/// could not encode (`argument_message`: `testing.add() argument 'b': ...`, the parameter's
+/// name when the signature has one); `index` is 0-based among the Function's own arguments.
 #[no_mangle]
 pub extern "system" fn Java_dev_tether_ffi_Native_argumentMessage<'l>(
     mut jenv: EnvUnowned<'l>,
     _c: JClass<'l>,
-    name: JString<'l>,
-    position: jint,
+    func: jlong,
+    index: jint,
     message: JString<'l>,
 ) -> jstring {
     // SAFETY: JNI passes the calling thread's live env, valid for this native call.
     let env = unsafe { Env::from_raw(jenv.as_raw()) };
     guard(env, null(), || {
-        let name = rust_string(&mut jenv, &name, "name")?;
         let message = rust_string(&mut jenv, &message, "message")?;
-        let label = position.max(0).to_string();
-        Ok(env.new_string(&tether_core::convert::labelled_argument_message(&name, &label, &message)))
+        // SAFETY: Java passes a reachable TetherFunction's handle.
+        let f = unsafe { function_at(func) }?;
+        Ok(env.new_string(&argument_message(f, index.max(0) as usize, &message)))
+    })
+}
+
+/// `Native.memberArgumentMessage(typeIndex, typeKey, method, index, message)`: as
+/// `argumentMessage` for argument `index` (0-based, as the caller wrote it) of a method
+/// (`method`, by its registry or Java name) or, when `method` is null, the constructor of the
+/// type at `typeKey` (or, when that is null, `typeIndex`). A type, method or constructor
+/// that does not exist is the error the call would have raised.
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_memberArgumentMessage<'l>(
+    mut jenv: EnvUnowned<'l>,
+    _c: JClass<'l>,
+    type_index: jint,
+    type_key: JString<'l>,
+    method: JString<'l>,
+    index: jint,
+    message: JString<'l>,
+) -> jstring {
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(jenv.as_raw()) };
+    guard(env, null(), || {
+        let message = rust_string(&mut jenv, &message, "message")?;
+        let info = if type_key.is_null() {
+            info(type_index)?
+        } else {
+            let key = rust_string(&mut jenv, &type_key, "type key")?;
+            info(types::type_index_of(&key).ok_or_else(|| Error::key(format!("no type is registered as {key:?}")))?)?
+        };
+        let index = index.max(0) as usize;
+        let text = if method.is_null() {
+            let ctor = info.constructor().ok_or_else(|| no_constructor(info))?;
+            argument_message(&ctor.0, index, &message)
+        } else {
+            let name = rust_string(&mut jenv, &method, "method name")?;
+            let m = method_named(info, &name)?;
+            argument_message(&m.func().0, index + (m.is_static == 0) as usize, &message)
+        };
+        Ok(env.new_string(&text))
+    })
+}
+
+fn no_constructor(info: &TypeInfo) -> Error {
+    Error::type_error(format!("{} has no constructor", info.key()))
+}
+
+/// The method `name` of a type or an ancestor: by its registry name, else by its Java name
+/// (`language_name`: `incrementBy` for `increment_by`).
+fn method_named(info: &'static TypeInfo, name: &str) -> Result<&'static MethodInfo> {
+    types::find_method(info, name)
+        .or_else(|| types::all_methods(info).into_iter().find(|m| language_name(m.name(), Language::Java) == name))
+        .ok_or_else(|| Error::attribute(format!("{} has no method {name:?}", info.key())))
+}
+
+/// The field `name` of a type or an ancestor, by its registry name or its Java name.
+fn field_named(info: &'static TypeInfo, name: &str) -> Option<&'static FieldInfo> {
+    types::find_field(info, name)
+        .or_else(|| types::all_fields(info).into_iter().find(|f| language_name(f.name(), Language::Java) == name))
+}
+
+/// The registry's name of `obj`'s field `name` (which may be its Java name), or `name` as
+/// given when there is no such field (the registry's error then names it).
+fn registry_field_name<'a>(obj: &ObjectRef, name: &'a str) -> &'a str {
+    match info(obj.type_index()).ok().and_then(|i| field_named(i, name)) {
+        Some(f) => f.name(),
+        None => name,
+    }
+}
+
+// ---- signatures ----------------------------------------------------------------------------
+
+/// The short name of a registered name (`add` for `testing.add`).
+fn short_name(name: &str) -> &str {
+    name.rsplit('.').next().unwrap_or(name)
+}
+
+/// A Function's declaration as Java writes it (`render_signature`, the receiver left out:
+/// `Long add(Long a, Long b)`), or the best we know without a signature.
+fn java_signature(name: &str, f: &FunctionObj) -> String {
+    match f.signature() {
+        Some(sig) => render_signature(name, sig, Language::Java),
+        None => {
+            let params = match usize::try_from(f.arity) {
+                Ok(n) => (0..n).map(|i| format!("Object arg{i}")).collect::<Vec<_>>().join(", "),
+                Err(_) => "Object... args".to_string(),
+            };
+            format!("Object {}({params})", language_name(name, Language::Java))
+        }
+    }
+}
+
+/// A Function's result type as Java writes it (`Object` without a signature).
+fn java_result_type(f: &FunctionObj) -> String {
+    f.signature().map_or_else(|| "Object".to_string(), |sig| render_type(sig.result(), Language::Java))
+}
+
+/// The parameters a caller writes (a receiver left out), each as `Object[]{String name
+/// (Java's spelling), String type, Boolean hasDefault, Object default}`; unnamed ones are
+/// `arg<i>`. Without a signature: `arity` untyped parameters (none when variadic).
+fn parameter_records(env: Env, f: &FunctionObj) -> Result<jobjectArray> {
+    let Some(sig) = f.signature() else {
+        let n = usize::try_from(f.arity).unwrap_or(0);
+        return records(env, n, |i| {
+            Ok(vec![env.new_string(&format!("arg{i}")), env.new_string("Object"), java_bool(env, false)?, null()])
+        });
+    };
+    let params = sig.caller_params();
+    records(env, params.len(), |i| {
+        let p = &params[i];
+        let name = if p.name().is_empty() { format!("arg{i}") } else { language_name(p.name(), Language::Java) };
+        let default = match p.default() {
+            Some(d) => to_java(env, d.clone())?,
+            None => null(),
+        };
+        Ok(vec![
+            env.new_string(&name),
+            env.new_string(&render_type(p.ty(), Language::Java)),
+            java_bool(env, p.default().is_some())?,
+            default,
+        ])
+    })
+}
+
+/// `Native.functionSignature(function)`: see [`java_signature`].
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_functionSignature(
+    env: *mut JNIEnv,
+    _c: jclass,
+    func: jlong,
+) -> jstring {
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
+    guard(env, null(), || {
+        // SAFETY: Java passes a reachable TetherFunction's handle.
+        let f = unsafe { function_at(func) }?;
+        Ok(env.new_string(&java_signature(short_name(f.name_str()), f)))
+    })
+}
+
+/// `Native.functionResultType(function)`: see [`java_result_type`].
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_functionResultType(
+    env: *mut JNIEnv,
+    _c: jclass,
+    func: jlong,
+) -> jstring {
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
+    // SAFETY: Java passes a reachable TetherFunction's handle.
+    guard(env, null(), || Ok(env.new_string(&java_result_type(unsafe { function_at(func) }?))))
+}
+
+/// `Native.functionParameters(function)`: see [`parameter_records`].
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_functionParameters(
+    env: *mut JNIEnv,
+    _c: jclass,
+    func: jlong,
+) -> jobjectArray {
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
+    // SAFETY: Java passes a reachable TetherFunction's handle.
+    guard(env, null(), || parameter_records(env, unsafe { function_at(func) }?))
+}
+
+/// `Native.typeConstructor(typeIndex)`: the constructor's `Object[]{String signature, String
+/// resultType, Object[] parameters}`, or null when the type has none.
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_typeConstructor(
+    env: *mut JNIEnv,
+    _c: jclass,
+    type_index: jint,
+) -> jobjectArray {
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
+    guard(env, null(), || {
+        let info = info(type_index)?;
+        let Some(ctor) = info.constructor() else { return Ok(null()) };
+        let one = records(env, 1, |_| {
+            Ok(vec![
+                env.new_string(&java_signature(short_name(info.key()), &ctor.0)),
+                env.new_string(&java_result_type(&ctor.0)),
+                parameter_records(env, &ctor.0)?,
+            ])
+        })?;
+        let record = env.object_array_get(one, 0);
+        env.delete_local_ref(one);
+        Ok(record)
     })
 }
 
@@ -535,7 +784,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_typeIndexOf<'l>(
 }
 
 /// Every field of the type, inherited ones first (`types::all_fields`), each as
-/// `Object[]{String name, Boolean settable, String typeHint, String doc}`.
+/// `Object[]{String name, Boolean settable, String typeHint, String doc, String javaName,
+/// String type}` (the last two as Java spells them: `language_name`, `render_type`).
 #[no_mangle]
 pub extern "system" fn Java_dev_tether_ffi_Native_typeFields(
     env: *mut JNIEnv,
@@ -553,13 +803,16 @@ pub extern "system" fn Java_dev_tether_ffi_Native_typeFields(
                 java_bool(env, f.setter().is_some())?,
                 env.new_string(f.type_hint()),
                 env.new_string(f.doc()),
+                env.new_string(&language_name(f.name(), Language::Java)),
+                env.new_string(&render_type(f.ty(), Language::Java)),
             ])
         })
     })
 }
 
 /// Every method of the type, inherited ones first (`types::all_methods`), each as
-/// `Object[]{String name, Boolean isStatic, String doc}`.
+/// `Object[]{String name, Boolean isStatic, String doc, String javaName, String signature,
+/// String resultType, Object[] parameters}` (see [`parameter_records`]; the receiver left out).
 #[no_mangle]
 pub extern "system" fn Java_dev_tether_ffi_Native_typeMethods(
     env: *mut JNIEnv,
@@ -572,7 +825,16 @@ pub extern "system" fn Java_dev_tether_ffi_Native_typeMethods(
         let methods = types::all_methods(info(type_index)?);
         records(env, methods.len(), |i| {
             let m = methods[i];
-            Ok(vec![env.new_string(m.name()), java_bool(env, m.is_static != 0)?, env.new_string(m.doc())])
+            let func = m.func();
+            Ok(vec![
+                env.new_string(m.name()),
+                java_bool(env, m.is_static != 0)?,
+                env.new_string(m.doc()),
+                env.new_string(&language_name(m.name(), Language::Java)),
+                env.new_string(&java_signature(m.name(), &func.0)),
+                env.new_string(&java_result_type(&func.0)),
+                parameter_records(env, &func.0)?,
+            ])
         })
     })
 }
@@ -648,12 +910,14 @@ pub extern "system" fn Java_dev_tether_ffi_Native_construct<'l>(
         // SAFETY: Java encodes with `Marshal`; decode first so owned handles are consumed.
         let args = unsafe { decode_arrays(env, kinds, bits, refs) };
         let key = rust_string(&mut jenv, &key, "type key")?;
-        let args = args.map_err(|e| e.named(&key))?;
         let index =
             types::type_index_of(&key).ok_or_else(|| Error::key(format!("no type is registered as {key:?}")))?;
-        let ctor = info(index)?.constructor().ok_or_else(|| Error::type_error(format!("{key} has no constructor")))?;
+        let info = info(index)?;
+        let ctor = info.constructor().ok_or_else(|| no_constructor(info))?;
+        let args = args.map_err(|e| e.named(&ctor.0, false))?;
         let views: Vec<AnyView<'_>> = args.iter().map(Any::view).collect();
-        to_java(env, ctor.call(&views)?)
+        let mut defaults = Vec::new();
+        to_java(env, ctor.call(&with_defaults(&ctor.0, &views, &mut defaults)?)?)
     })
 }
 
@@ -673,7 +937,7 @@ pub extern "system" fn Java_dev_tether_ffi_Native_getField<'l>(
         let name = rust_string(&mut jenv, &name, "field name")?;
         // SAFETY: `_keep` (the wrapper) keeps `handle` alive for the call.
         let obj = unsafe { borrowed(handle) }?;
-        to_java(env, types::get_field(&obj, &name)?)
+        to_java(env, types::get_field(&obj, registry_field_name(&obj, &name))?)
     })
 }
 
@@ -697,7 +961,7 @@ pub extern "system" fn Java_dev_tether_ffi_Native_setField<'l>(
         let name = rust_string(&mut jenv, &name, "field name")?;
         // SAFETY: `_keep` keeps `handle` alive.
         let obj = unsafe { borrowed(handle) }?;
-        types::set_field(&obj, &name, value)
+        types::set_field(&obj, registry_field_name(&obj, &name), value)
     })
 }
 
@@ -718,18 +982,18 @@ pub extern "system" fn Java_dev_tether_ffi_Native_callMethod<'l>(
         // SAFETY: as in `call`.
         let args = unsafe { decode_arrays(env, kinds, bits, refs) };
         let name = rust_string(&mut jenv, &name, "method name")?;
-        let args = args.map_err(|e| e.named(&name))?;
         // SAFETY: `_keep` keeps `handle` alive.
         let obj = unsafe { borrowed(handle) }?;
-        let info = info(obj.type_index())?;
-        let method = types::find_method(info, &name)
-            .ok_or_else(|| Error::attribute(format!("{} has no method {name:?}", info.key())))?;
+        let method = method_named(info(obj.type_index())?, &name)?;
+        let func = method.func();
+        let args = args.map_err(|e| e.named(&func.0, method.is_static == 0))?;
         let mut views: Vec<AnyView<'_>> = Vec::with_capacity(args.len() + 1);
         if method.is_static == 0 {
             views.push(AnyView::object(&obj));
         }
         views.extend(args.iter().map(Any::view));
-        to_java(env, method.func().call(&views)?)
+        let mut defaults = Vec::new();
+        to_java(env, func.call(&with_defaults(&func.0, &views, &mut defaults)?)?)
     })
 }
 

@@ -5,6 +5,7 @@ use std::ptr;
 
 use napi::sys;
 use tether_core::function::get_global;
+use tether_core::signature::{language_name, Language};
 use tether_core::types::{self, type_info};
 use tether_core::{Any, AnyView, Error, ObjectRef};
 
@@ -62,6 +63,7 @@ cold_exports! {
     "isDisposed" => is_disposed,
     "loadModule" => load_module,
     "toNative" => to_native,
+    "jsName" => js_name,
 }
 
 /// Add the raw exports to `exports`.
@@ -193,11 +195,17 @@ fn type_info_of(state: &EnvState, args: Args) -> JsResult<Value> {
     raw::set_named(env, out, "allFields", all_fields)?;
     let all_methods = array_of(env, types::all_methods(info).into_iter(), |m| method_object(env, m))?;
     raw::set_named(env, out, "allMethods", all_methods)?;
-    let ctor = match info.constructor() {
-        Some(c) => function_value(state, c)?,
-        None => raw::null(env)?,
+    let short = info.key().rsplit('.').next().unwrap_or(info.key());
+    let (ctor, length, signature) = match info.constructor() {
+        Some(c) => {
+            let (length, signature) = (crate::call::caller_length(&c.0), crate::call::signature_text(short, &c.0));
+            (function_value(state, c)?, length, signature)
+        }
+        None => (raw::null(env)?, 0, format!("{short}(): never")),
     };
     raw::set_named(env, out, "constructor", ctor)?;
+    raw::set_named(env, out, "constructorLength", raw::number(env, length as f64)?)?;
+    raw::set_named(env, out, "constructorSignature", raw::string(env, &signature)?)?;
     Ok(out)
 }
 
@@ -205,16 +213,23 @@ fn type_info_of(state: &EnvState, args: Args) -> JsResult<Value> {
 fn field_object(env: Env, field: &types::FieldInfo) -> JsResult<Value> {
     let f = raw::object(env)?;
     raw::set_named(env, f, "name", raw::string(env, field.name())?)?;
+    raw::set_named(env, f, "jsName", raw::string(env, &language_name(field.name(), Language::JavaScript))?)?;
     raw::set_named(env, f, "doc", raw::string(env, field.doc())?)?;
     raw::set_named(env, f, "typeHint", raw::string(env, field.type_hint())?)?;
     raw::set_named(env, f, "settable", raw::boolean(env, field.setter().is_some())?)?;
     Ok(f)
 }
 
-/// A method's reflection: `name`, `doc`, `isStatic`.
+/// A method's reflection: `name` (the registry's), `jsName` (as JavaScript spells it),
+/// `doc`, `isStatic`, `length` (the parameters a caller writes that have no default, the
+/// receiver left out) and `signature` (core's rendering for JavaScript).
 fn method_object(env: Env, method: &types::MethodInfo) -> JsResult<Value> {
     let m = raw::object(env)?;
+    let func = method.func();
     raw::set_named(env, m, "name", raw::string(env, method.name())?)?;
+    raw::set_named(env, m, "jsName", raw::string(env, &language_name(method.name(), Language::JavaScript))?)?;
+    raw::set_named(env, m, "length", raw::number(env, crate::call::caller_length(&func.0) as f64)?)?;
+    raw::set_named(env, m, "signature", raw::string(env, &crate::call::signature_text(method.name(), &func.0))?)?;
     raw::set_named(env, m, "doc", raw::string(env, method.doc())?)?;
     raw::set_named(env, m, "isStatic", raw::boolean(env, method.is_static != 0)?)?;
     Ok(m)
@@ -246,7 +261,7 @@ fn construct(state: &EnvState, args: Args) -> JsResult<Value> {
     let ctor = info.constructor().ok_or_else(|| {
         Error::type_error(format!("{} has no constructor; get instances from native functions", info.key()))
     })?;
-    let values = args.argv[2..].iter().map(|&v| js_to_any(state, v)).collect::<JsResult<Vec<Any>>>()?;
+    let values = crate::call::convert_arguments(state, &ctor.0, &args.argv[2..])?;
     let views: Vec<AnyView<'_>> = values.iter().map(Any::view).collect();
     let made = {
         let _sync = crate::call::SyncCall::enter(state);
@@ -273,7 +288,7 @@ fn is_disposed(state: &EnvState, args: Args) -> JsResult<Value> {
     raw::boolean(state.env, disposed)
 }
 
-/// `loadModule(path)`: `{ module, path, functions: [[name, fn]], types: [index] }`.
+/// `loadModule(path)`: `{ module, path, functions: [[name, fn, jsName]], types: [index] }`.
 fn load_module(state: &EnvState, args: Args) -> JsResult<Value> {
     let env = state.env;
     let path = string_arg(state, &args, 0, "loadModule(path)")?;
@@ -282,9 +297,10 @@ fn load_module(state: &EnvState, args: Args) -> JsResult<Value> {
     raw::set_named(env, out, "path", raw::string(env, module.path())?)?;
     let functions = raw::array(env, module.functions().len())?;
     for (i, (name, f)) in module.functions().iter().enumerate() {
-        let pair = raw::array(env, 2)?;
+        let pair = raw::array(env, 3)?;
         raw::set_element(env, pair, 0, raw::string(env, name)?)?;
         raw::set_element(env, pair, 1, function_value(state, f.clone())?)?;
+        raw::set_element(env, pair, 2, raw::string(env, &language_name(name, Language::JavaScript))?)?;
         raw::set_element(env, functions, i as u32, pair)?;
     }
     raw::set_named(env, out, "functions", functions)?;
@@ -295,6 +311,13 @@ fn load_module(state: &EnvState, args: Args) -> JsResult<Value> {
     raw::set_named(env, out, "types", types)?;
     raw::set_named(env, out, "module", tie_object(state, ObjectRef::from(module), None)?)?;
     Ok(out)
+}
+
+/// `jsName(name)`: a registry name as JavaScript spells it (core's `language_name`:
+/// `make_pair` → `makePair`).
+fn js_name(state: &EnvState, args: Args) -> JsResult<Value> {
+    let name = string_arg(state, &args, 0, "jsName(name)")?;
+    raw::string(state.env, &language_name(&name, Language::JavaScript))
 }
 
 /// `toNative(value)`: the value converted to tether and back (plain arrays/objects become

@@ -16,6 +16,7 @@ use tether_core::boundary::{argument_message, ArgumentSource, Called, LeafCall};
 use tether_core::error::take_last_error;
 use tether_core::function::{FunctionObj, FUNC_CELL_GETTER, FUNC_LEAF};
 use tether_core::object::ObjectHeader;
+use tether_core::signature::{bind_call, language_name, render_signature, Bound, Language, SignatureInfo};
 use tether_core::{Any, AnyView, Error, ObjectRef};
 
 use crate::convert::{any_to_js, arg_view, js_to_any, wrapper_view};
@@ -70,14 +71,24 @@ pub fn make_function(state: &EnvState, wrapper: *mut Wrapper) -> JsResult<Value>
     let func = unsafe { function_obj((*wrapper).obj.get()) };
     let name = func.name.view().as_str().unwrap_or("").to_string();
     let short = name.rsplit('.').next().unwrap_or(&name);
+    let js_name = language_name(short, Language::JavaScript);
     // The callback finds its function through the call frame, not through callback data.
-    let raw_fn = raw::function(state.env, short, Some(native_function_callback), ptr::null_mut())?;
+    let raw_fn = raw::function(state.env, &js_name, Some(native_function_callback), ptr::null_mut())?;
     let factory = state.refs.borrow().shim_factory.expect("makeShim set at init");
     let factory = raw::reference_value(state.env, factory)?;
     let undefined = raw::undefined(state.env)?;
     // SAFETY: the box is live; the shim made here becomes its wrapper.
     let handle = crate::tie::handle(state.env, unsafe { &*wrapper })?;
-    let shim_args = [raw_fn, raw::number(state.env, func.arity as f64)?, raw::string(state.env, short)?, handle];
+    // Whoever calls this function object writes every argument, a method's receiver included.
+    let length = func.signature().map_or(func.arity.max(0) as usize, SignatureInfo::required);
+    let shim_args = [
+        raw_fn,
+        raw::number(state.env, func.arity as f64)?,
+        raw::string(state.env, &js_name)?,
+        handle,
+        raw::number(state.env, length as f64)?,
+        raw::string(state.env, &signature_text(short, func))?,
+    ];
     let f = raw::call(state.env, undefined, factory, &shim_args)?;
     let call_async = state.refs.borrow().call_async.expect("callAsync set at init");
     let call_async = raw::reference_value(state.env, call_async)?;
@@ -85,6 +96,64 @@ pub fn make_function(state: &EnvState, wrapper: *mut Wrapper) -> JsResult<Value>
     let full = raw::string(state.env, &name)?;
     raw::set_named(state.env, f, "qualifiedName", full)?;
     Ok(f)
+}
+
+/// `fn.signature`: the declaration core renders for JavaScript (`find(name: string): Node |
+/// null`, receiver left out), or the best we know without a signature.
+pub fn signature_text(name: &str, func: &FunctionObj) -> String {
+    match func.signature() {
+        Some(sig) => render_signature(name, sig, Language::JavaScript),
+        None => {
+            let js_name = language_name(name, Language::JavaScript);
+            let params = match usize::try_from(func.arity) {
+                Ok(n) => (0..n).map(|i| format!("arg{i}: any")).collect::<Vec<_>>().join(", "),
+                Err(_) => "...args: any[]".to_string(),
+            };
+            format!("{js_name}({params}): any")
+        }
+    }
+}
+
+/// How many parameters a caller who has the receiver bound writes without defaults (a
+/// method's `fn.length`; a plain function's, where there is no receiver).
+pub fn caller_length(func: &FunctionObj) -> usize {
+    match func.signature() {
+        Some(sig) => sig.required().saturating_sub(sig.has_receiver() as usize),
+        None => func.arity.max(0) as usize,
+    }
+}
+
+/// The defaults a call of `func` with `given` positional arguments leaves to fill, in order
+/// after the last given one (core's binding rule, `bind_call` with no keywords: too many or
+/// too few arguments are its TypeError). Empty when `given` is the arity or the function has
+/// no signature with defaults, so the call goes on as written.
+pub fn missing_defaults(func: &FunctionObj, given: usize) -> Result<Vec<Any>, Error> {
+    let Some(sig) = func.signature() else { return Ok(Vec::new()) };
+    if usize::try_from(func.arity) == Ok(given) || sig.params().iter().all(|p| p.default().is_none()) {
+        return Ok(Vec::new());
+    }
+    let bound = bind_call(func.name_str(), sig, given, &[])?;
+    Ok(bound
+        .iter()
+        .zip(sig.params())
+        .filter(|(b, _)| **b == Bound::Default)
+        .filter_map(|(_, p)| p.default().map(|d| d.view().to_owned_any()))
+        .collect())
+}
+
+/// A cold call's arguments (a constructor, `callAsync`): each converted, a failure worded by
+/// [`argument_message`] (naming the parameter), and the defaults the caller left out added.
+pub fn convert_arguments(state: &EnvState, func: &FunctionObj, argv: &[Value]) -> JsResult<Vec<Any>> {
+    let defaults = missing_defaults(func, argv.len())?;
+    let mut out = Vec::with_capacity(argv.len() + defaults.len());
+    for (i, &v) in argv.iter().enumerate() {
+        out.push(
+            js_to_any(state, v)
+                .map_err(|fail| <JsArguments<'_, '_> as ArgumentSource<EnvState>>::argument_failed(func, i, fail))?,
+        );
+    }
+    out.extend(defaults);
+    Ok(out)
 }
 
 /// # Safety
@@ -159,6 +228,13 @@ unsafe fn call_counted(
     mask: u32,
     count: usize,
 ) -> JsResult<Outcome> {
+    // SAFETY: the wrapper holds +1 on a Function while it is live.
+    let func = unsafe { function_obj(wrapper.live_object()?) };
+    // Only a call that leaves out (or adds) arguments pays for binding them to the signature.
+    if usize::try_from(func.arity) != Ok(count) && func.signature().is_some() {
+        // SAFETY: this function's contract, passed on.
+        return unsafe { call_binding(state, wrapper, frame, env, info, mask, count, func) };
+    }
     if count > STACK_ARGS {
         let mut heap = vec![ptr::null_mut(); count];
         let mut argc = count;
@@ -189,6 +265,45 @@ unsafe fn call_counted(
             _ => call_native::<STACK_ARGS>(state, wrapper, frame, mask, &argv[..count]),
         }
     }
+}
+
+/// A call whose argument count is not the function's arity: the defaults the caller left out
+/// (core's binding, which also words a missing required argument) appended as JS values,
+/// then the general path; a function without defaults is called as written.
+///
+/// # Safety
+/// As [`call_counted`].
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn call_binding(
+    state: &EnvState,
+    wrapper: &Wrapper,
+    frame: *const CallFrame,
+    env: Env,
+    info: sys::napi_callback_info,
+    mask: u32,
+    count: usize,
+    func: &FunctionObj,
+) -> JsResult<Outcome> {
+    let defaults = missing_defaults(func, count)?;
+    let mut argv = vec![ptr::null_mut(); count + defaults.len()];
+    if count > 0 {
+        let mut argc = count;
+        raw::napi_call!(
+            env,
+            napi_get_cb_info(env.raw(), info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut())
+        )?;
+    }
+    // Plain values (the only defaults a signature holds) run no JS on the way, so the frame's
+    // handles are still this call's.
+    for (slot, default) in argv[count..].iter_mut().zip(defaults) {
+        *slot = any_to_js(state, default)?;
+    }
+    // SAFETY: `frame` is this env's, filled by the shim that made this call, and `mask` came
+    // from it (this function's contract); its bits name arguments below `count` only; `argv`
+    // holds filled values.
+    unsafe { call_native::<STACK_ARGS>(state, wrapper, frame, mask, &argv) }
 }
 
 /// Marks the JS thread as inside a synchronous native call that may block or call back.
@@ -397,7 +512,8 @@ fn start_async(state: &EnvState, env: Env, info: sys::napi_callback_info) -> JsR
     }
     // SAFETY: the wrapper's +1 keeps `obj` alive while we take our own.
     let func = unsafe { ObjectRef::from_borrowed(obj) };
-    let values = args.argv.iter().map(|&v| js_to_any(state, v)).collect::<JsResult<Vec<Any>>>()?;
+    // SAFETY: a live Function (the reference just taken).
+    let values = convert_arguments(state, unsafe { function_obj(obj) }, &args.argv)?;
     let mut deferred = ptr::null_mut();
     let mut promise = ptr::null_mut();
     napi_call!(env, napi_create_promise(env.raw(), &mut deferred, &mut promise))?;

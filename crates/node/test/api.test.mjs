@@ -32,7 +32,7 @@ test('native functions are plain JS functions with a name', () => {
 
 test('numbers: integers go in as int, others as float; BigInt in and out', () => {
   assert.equal(testing.add(2, 3), 5);
-  assert.throws(() => testing.add(1.5, 2), { name: 'TetherTypeError', message: /argument 1: expected int, got float/ });
+  assert.throws(() => testing.add(1.5, 2), { name: 'TetherTypeError', message: "testing.add() argument 'a' must be int, not float" });
   assert.equal(testing.add(2n, 3n), 5);
   assert.equal(testing.add(2n ** 62n, 2n ** 62n - 1n), 2n ** 63n - 1n);
   assert.equal(typeof testing.add(2 ** 53, 1), 'bigint', 'beyond 2^53 comes back as BigInt');
@@ -136,7 +136,7 @@ test('errors carry kind and backtrace and print their class', () => {
 
 test('constructor and class checks', () => {
   assert.throws(() => new tether.TetherObject(), { name: 'TetherTypeError' });
-  assert.throws(() => new Pair(1), { name: 'TetherTypeError', message: /takes 2 arguments but 1 were given/ });
+  assert.throws(() => new Pair(1), { name: 'TetherTypeError', message: 'testing.Pair() takes 2 arguments but 1 was given' });
   assert.equal(tether.getClass('no.such.Type'), undefined);
   const Aligned = tether.getClass('testing.Aligned');
   assert.throws(() => new Aligned(), { name: 'TetherTypeError', message: /no constructor/ });

@@ -308,14 +308,13 @@ test('T30 wrong argument type', () => {
     assert.ok(e instanceof tether.TetherTypeError);
     assert.ok(e instanceof tether.TetherError);
     assert.equal(e.kind, 'TypeError');
-    assert.match(e.message, /argument 2/);
-    assert.match(e.message, /expected int/);
-    assert.match(e.message, /got str/);
+    assert.equal(e.message, "testing.add() argument 'b' must be int, not str");
     return true;
   });
+  // The addon's own conversion failures name the parameter too (core's argument_message).
   assert.throws(() => testing.add(1, Symbol('s')), (e) => {
     assert.ok(e instanceof tether.TetherTypeError);
-    assert.ok(e.message.startsWith('testing.add() argument 2: '), e.message);
+    assert.ok(e.message.startsWith("testing.add() argument 'b': "), e.message);
     return true;
   });
   // Found by the fast-check fuzzer (cargo xtask harden): a Proxy of a Map or Set, or an object
@@ -333,8 +332,8 @@ test('T30 wrong argument type', () => {
 });
 
 test('T31 wrong arity', () => {
-  assert.throws(() => testing.add(1), { name: 'TetherTypeError', message: /takes 2 arguments but 1 were given/ });
-  assert.throws(() => testing.add(1, 2, 3), { message: /takes 2 arguments but 3 were given/ });
+  assert.throws(() => testing.add(1), { name: 'TetherTypeError', message: 'testing.add() takes 2 arguments but 1 was given' });
+  assert.throws(() => testing.add(1, 2, 3), { message: 'testing.add() takes 2 arguments but 3 were given' });
 });
 
 test('T32 a Rust panic', () => {

@@ -94,8 +94,8 @@ final class Marshal {
      * Encode every argument into the arrays (at least {@code args.length} long); on failure
      * give back the owned references already made, since the call never happens. An argument
      * that cannot be passed is a {@link TetherTypeError} naming it as an argument of
-     * {@code callee} (a {@link TetherFunction}, or the name of a constructor or method; null
-     * for a container's items, whose failure the native side names).
+     * {@code callee} (a {@link TetherFunction}, or a {@link Member} for a constructor or method;
+     * null for a container's items, whose failure the native side names).
      */
     static void encodeInto(Object[] args, int[] kinds, long[] bits, Object[] refs, Object callee) {
         int i = 0;
@@ -124,10 +124,37 @@ final class Marshal {
             }
         }
         if (failure instanceof TetherTypeError && callee != null) {
-            String name = callee instanceof TetherFunction ? ((TetherFunction) callee).name() : String.valueOf(callee);
-            return new TetherTypeError("TypeError", Native.argumentMessage(name, i + 1, failure.getMessage()), "");
+            String message;
+            if (callee instanceof TetherFunction) {
+                TetherFunction f = (TetherFunction) callee;
+                try {
+                    message = Native.argumentMessage(f.ref.handle(), i, failure.getMessage());
+                } finally {
+                    java.lang.ref.Reference.reachabilityFence(f);
+                }
+            } else {
+                Member m = (Member) callee;
+                message = Native.memberArgumentMessage(m.typeIndex, m.typeKey, m.method, i, failure.getMessage());
+            }
+            return new TetherTypeError("TypeError", message, "");
         }
         return failure;
+    }
+
+    /**
+     * The callee of a constructor call ({@code method} null; the type by {@code typeKey}) or a
+     * method call (the type by {@code typeIndex}), for naming an argument that cannot be encoded.
+     */
+    static final class Member {
+        final int typeIndex;
+        final String typeKey;
+        final String method;
+
+        Member(int typeIndex, String typeKey, String method) {
+            this.typeIndex = typeIndex;
+            this.typeKey = typeKey;
+            this.method = method;
+        }
     }
 
     /** Encode {@code v} at index {@code i}; throws {@link TetherTypeError} for unsupported values. */

@@ -111,8 +111,31 @@ final class Native {
 
     static native String functionName(long function);
 
-    /** The words of every argument error (the core's): {@code name() argument position: message}. */
-    static native String argumentMessage(String name, int position, String message);
+    /**
+     * The words of every argument error (the core's {@code argument_message}):
+     * {@code testing.add() argument 'b': message}, by the parameter's name when the function's
+     * signature has one; {@code index} is 0-based among the function's own arguments.
+     */
+    static native String argumentMessage(long function, int index, String message);
+
+    /**
+     * As {@link #argumentMessage} for argument {@code index} (0-based, as the caller wrote it) of
+     * method {@code method} (its registry or Java name) of a type, or of its constructor when
+     * {@code method} is null; the type by {@code typeKey}, or by {@code typeIndex} when that is null.
+     */
+    static native String memberArgumentMessage(int typeIndex, String typeKey, String method, int index, String message);
+
+    /** The function's declaration in Java ({@code Long add(Long a, Long b)}; the receiver left out). */
+    static native String functionSignature(long function);
+
+    /** The function's result type in Java ({@code "Long"}; {@code "Object"} when unknown). */
+    static native String functionResultType(long function);
+
+    /** The parameters a caller writes: {@code Object[]{String name, String type, Boolean hasDefault, Object default}} each. */
+    static native Object[] functionParameters(long function);
+
+    /** The constructor's {@code Object[]{String signature, String resultType, Object[] parameters}}, or null. */
+    static native Object[] typeConstructor(int typeIndex);
 
     static native Object getGlobal(String name);
 
@@ -124,10 +147,16 @@ final class Native {
 
     static native int typeIndexOf(String key);
 
-    /** Every field, inherited ones first: {@code Object[]{String name, Boolean settable, String typeHint, String doc}} each. */
+    /**
+     * Every field, inherited ones first: {@code Object[]{String name, Boolean settable, String typeHint,
+     * String doc, String javaName, String type}} each.
+     */
     static native Object[] typeFields(int typeIndex);
 
-    /** Every method, inherited ones first: {@code Object[]{String name, Boolean isStatic, String doc}} each. */
+    /**
+     * Every method, inherited ones first: {@code Object[]{String name, Boolean isStatic, String doc,
+     * String javaName, String signature, String resultType, Object[] parameters}} each.
+     */
     static native Object[] typeMethods(int typeIndex);
 
     static native String typeDoc(int typeIndex);

@@ -43,7 +43,7 @@ final class ObjectOps {
 
     static Object call(Object wrapper, NativeRef ref, String method, Object[] args) {
         long handle = ref.handle();
-        Marshal.Encoded e = Marshal.encodeAll(args, method);
+        Marshal.Encoded e = Marshal.encodeAll(args, new Marshal.Member(ref.typeIndex, null, method));
         try {
             return Native.callMethod(handle, wrapper, method, e.kinds, e.bits, e.refs);
         } finally {
@@ -51,7 +51,7 @@ final class ObjectOps {
         }
     }
 
-    /** {@code testing.Pair(first=1, second=null)}; {@code <closed testing.Pair>} once closed. */
+    /** {@code testing.Pair(first=1, second=null)} (fields by their Java names); {@code <closed testing.Pair>} once closed. */
     static String describe(Object wrapper, NativeRef ref) {
         String key = typeKey(ref);
         if (ref.isClosed()) {
@@ -60,7 +60,7 @@ final class ObjectOps {
         StringJoiner fields = new StringJoiner(", ", key + "(", ")");
         for (TetherType.Field f : TetherType.of(ref.typeIndex).fields()) {
             Object v = get(wrapper, ref, f.name());
-            fields.add(f.name() + "=" + (v == wrapper ? "<self>" : v instanceof String ? "\"" + v + "\"" : String.valueOf(v)));
+            fields.add(f.javaName() + "=" + (v == wrapper ? "<self>" : v instanceof String ? "\"" + v + "\"" : String.valueOf(v)));
         }
         return fields.toString();
     }

@@ -40,7 +40,7 @@ public final class Tether {
 
     /** Construct an object of a registered type with its constructor. */
     public static Object construct(String typeKey, Object... args) {
-        Marshal.Encoded e = Marshal.encodeAll(args, typeKey);
+        Marshal.Encoded e = Marshal.encodeAll(args, new Marshal.Member(-1, typeKey, null));
         return Native.construct(typeKey, e.kinds, e.bits, e.refs);
     }
 

@@ -283,6 +283,39 @@ public final class TetherFunction implements TetherObject, Tied {
         }
     }
 
+    /**
+     * The declaration, as the core renders it for Java ({@code Long add(Long a, Long b)}; a
+     * method's receiver left out). Without a signature: {@code Object name(Object arg0, ...)}.
+     */
+    public String signature() {
+        try {
+            return Native.functionSignature(ref.handle());
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /**
+     * The parameters a caller writes, in order (a method's receiver left out: {@link #call}
+     * still takes it first). Trailing parameters with a default may be left out of a call.
+     */
+    public java.util.List<TetherParameter> parameters() {
+        try {
+            return TetherParameter.listOf(Native.functionParameters(ref.handle()));
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /** The result type as Java spells it ({@code "Long"}, {@code "Pair"}; {@code "Object"} when unknown). */
+    public String resultType() {
+        try {
+            return Native.functionResultType(ref.handle());
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
     @Override
     public String toString() {
         return ref.isClosed() ? "<closed tether.Function>" : "<tether.Function " + name() + ">";

@@ -13,16 +13,31 @@ public final class TetherType {
         private final boolean settable;
         private final String typeHint;
         private final String doc;
+        private final String javaName;
+        private final String type;
 
-        Field(String name, boolean settable, String typeHint, String doc) {
+        Field(String name, boolean settable, String typeHint, String doc, String javaName, String type) {
             this.name = name;
             this.settable = settable;
             this.typeHint = typeHint;
             this.doc = doc;
+            this.javaName = javaName;
+            this.type = type;
         }
 
+        /** The registry's name ({@code is_even}). */
         public String name() {
             return name;
+        }
+
+        /** The name as Java spells it ({@code isEven}); {@code get} and {@code set} take either. */
+        public String javaName() {
+            return javaName;
+        }
+
+        /** The field's type as Java spells it ({@code "Long"}, {@code "Object"} when unknown). */
+        public String type() {
+            return type;
         }
 
         public boolean settable() {
@@ -48,15 +63,44 @@ public final class TetherType {
         private final String name;
         private final boolean isStatic;
         private final String doc;
+        private final String javaName;
+        private final String signature;
+        private final String resultType;
+        private final List<TetherParameter> parameters;
 
-        Method(String name, boolean isStatic, String doc) {
-            this.name = name;
-            this.isStatic = isStatic;
-            this.doc = doc;
+        Method(Object[] m) {
+            this.name = (String) m[0];
+            this.isStatic = (Boolean) m[1];
+            this.doc = (String) m[2];
+            this.javaName = (String) m[3];
+            this.signature = (String) m[4];
+            this.resultType = (String) m[5];
+            this.parameters = TetherParameter.listOf((Object[]) m[6]);
         }
 
+        /** The registry's name ({@code increment_by}). */
         public String name() {
             return name;
+        }
+
+        /** The name as Java spells it ({@code incrementBy}); {@code call} takes either. */
+        public String javaName() {
+            return javaName;
+        }
+
+        /** The declaration in Java, the receiver left out: {@code Long incrementBy(Long by)}. */
+        public String signature() {
+            return signature;
+        }
+
+        /** The result type as Java spells it. */
+        public String resultType() {
+            return resultType;
+        }
+
+        /** The parameters a caller writes (the receiver left out). */
+        public List<TetherParameter> parameters() {
+            return parameters;
         }
 
         public boolean isStatic() {
@@ -69,7 +113,7 @@ public final class TetherType {
 
         @Override
         public String toString() {
-            return (isStatic ? "static " : "") + name + "()";
+            return (isStatic ? "static " : "") + signature;
         }
     }
 
@@ -103,6 +147,8 @@ public final class TetherType {
     private final List<Field> fields;
     private final List<Method> methods;
     private final boolean constructible;
+    private final String constructorSignature;
+    private final List<TetherParameter> constructorParameters;
 
     private TetherType(int index) {
         this.index = index;
@@ -111,16 +157,18 @@ public final class TetherType {
         List<Field> fs = new ArrayList<>();
         for (Object o : Native.typeFields(index)) {
             Object[] f = (Object[]) o;
-            fs.add(new Field((String) f[0], (Boolean) f[1], (String) f[2], (String) f[3]));
+            fs.add(new Field((String) f[0], (Boolean) f[1], (String) f[2], (String) f[3], (String) f[4], (String) f[5]));
         }
         this.fields = Collections.unmodifiableList(fs);
         List<Method> ms = new ArrayList<>();
         for (Object o : Native.typeMethods(index)) {
-            Object[] m = (Object[]) o;
-            ms.add(new Method((String) m[0], (Boolean) m[1], (String) m[2]));
+            ms.add(new Method((Object[]) o));
         }
         this.methods = Collections.unmodifiableList(ms);
         this.constructible = Native.typeHasConstructor(index);
+        Object[] ctor = constructible ? Native.typeConstructor(index) : null;
+        this.constructorSignature = ctor == null ? null : (String) ctor[0];
+        this.constructorParameters = ctor == null ? List.of() : TetherParameter.listOf((Object[]) ctor[2]);
     }
 
     static TetherType of(int index) {
@@ -181,16 +229,30 @@ public final class TetherType {
         return methods;
     }
 
+    /** The field by its registry name or its Java name, or null. */
     public Field field(String name) {
-        return fields.stream().filter(f -> f.name.equals(name)).findFirst().orElse(null);
+        return fields.stream().filter(f -> f.name.equals(name)).findFirst()
+                .or(() -> fields.stream().filter(f -> f.javaName.equals(name)).findFirst()).orElse(null);
     }
 
+    /** The method by its registry name or its Java name, or null. */
     public Method method(String name) {
-        return methods.stream().filter(m -> m.name.equals(name)).findFirst().orElse(null);
+        return methods.stream().filter(m -> m.name.equals(name)).findFirst()
+                .or(() -> methods.stream().filter(m -> m.javaName.equals(name)).findFirst()).orElse(null);
     }
 
     public boolean hasConstructor() {
         return constructible;
+    }
+
+    /** The constructor's declaration in Java ({@code Counter Counter(Long start)}), or null when there is none. */
+    public String constructorSignature() {
+        return constructorSignature;
+    }
+
+    /** The constructor's parameters (empty when there is no constructor). */
+    public List<TetherParameter> constructorParameters() {
+        return constructorParameters;
     }
 
     /** Construct an instance with the type's constructor. */

@@ -108,7 +108,7 @@ class CallPathTest {
             assertEquals(3L, add.call(1L, 2L));
         }
         TetherTypeError e = assertThrows(TetherTypeError.class, () -> add.call(1L, "x"));
-        assertTrue(e.getMessage().contains("argument 2"), e.getMessage());
+        assertTrue(e.getMessage().contains("argument 'b'"), e.getMessage());
         assertThrows(TetherTypeError.class, () -> add.call(1L, null));
         assertThrows(TetherTypeError.class, () -> add.call(1L));
         assertEquals(5L, add.call(2L, 3L), "still works after the errors");

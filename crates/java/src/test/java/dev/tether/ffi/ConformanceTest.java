@@ -365,18 +365,17 @@ class ConformanceTest {
         TetherTypeError e = assertThrows(TetherTypeError.class, () -> t("add").call(1L, "x"));
         assertTrue(e instanceof IllegalArgumentException);
         assertEquals("TypeError", e.kind());
-        assertTrue(e.getMessage().contains("argument 2"), e.getMessage());
-        assertTrue(e.getMessage().contains("expected int"), e.getMessage());
-        assertTrue(e.getMessage().contains("got str"), e.getMessage());
+        assertEquals("testing.add() argument 'b' must be int, not str", e.getMessage());
         assertThrows(TetherTypeError.class, () -> echo.call(new Object()), "an unsupported Java value");
+        // Java's own encoding failure names the parameter too (the core's argument_message).
         TetherTypeError named = assertThrows(TetherTypeError.class, () -> t("add").call(1L, new Object()));
-        assertTrue(named.getMessage().startsWith("testing.add() argument 2: "), named.getMessage());
+        assertTrue(named.getMessage().startsWith("testing.add() argument 'b': "), named.getMessage());
     }
 
     @Test
     void T31_wrongArity() {
         TetherTypeError e = assertThrows(TetherTypeError.class, () -> t("add").call(1L));
-        assertTrue(e.getMessage().contains("takes 2 arguments but 1 were given"), e.getMessage());
+        assertEquals("testing.add() takes 2 arguments but 1 was given", e.getMessage());
     }
 
     @Test
@@ -616,7 +615,7 @@ class ConformanceTest {
         assertSame(counter, echo.call(counter));
         TetherInstance built = (TetherInstance) m.construct("sample.Counter", 10L);
         assertEquals(10L, built.get("count"));
-        assertEquals("sample.Counter(count=10)", built.toString());
+        assertEquals("sample.Counter(count=10, isEven=true)", built.toString());
         assertThrows(TetherKeyError.class, () -> m.function("nope"));
     }
 
