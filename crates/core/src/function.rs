@@ -98,6 +98,25 @@ impl FunctionObj {
         unsafe { self.signature.as_ref() }
     }
 
+    /// The defaults a positional call with `given` arguments leaves out, in order (what a
+    /// frontend appends before calling), or the binding's TypeError (`signature::bind_call`:
+    /// "missing 1 required argument: 'b'", "takes 2 positional arguments but 3 were given").
+    /// Empty when `given` is the declared arity or the function has no signature: the call
+    /// goes as it is.
+    pub fn defaults_left_out(&self, given: usize) -> Result<Vec<Any>> {
+        let Some(sig) = self.signature() else { return Ok(Vec::new()) };
+        if usize::try_from(self.arity) == Ok(given) {
+            return Ok(Vec::new());
+        }
+        let bound = crate::signature::bind_call(self.name_str(), sig, given, &[])?;
+        Ok(bound
+            .iter()
+            .zip(sig.params())
+            .filter(|(b, _)| **b == crate::signature::Bound::Default)
+            .filter_map(|(_, p)| p.default().cloned())
+            .collect())
+    }
+
     /// The name for messages.
     pub fn name_str(&self) -> &str {
         self.name.view_str()

@@ -265,15 +265,4 @@ pub(crate) fn register() {
     })
     .with_params(&["keys", "values"])
     .with_doc("A Map from two Arrays of equal length."));
-    let greet = Signature {
-        params: vec![
-            Param::new("name", Ty::Str),
-            Param::new("greeting", Ty::Str).with_default(DefaultValue::Str("hello")),
-        ],
-        result: Ty::Str,
-        receiver: false,
-    };
-    reg(Function::from_typed("testing.greet", |name: String, greeting: String| format!("{greeting}, {name}"))
-        .with_signature(greet.intern().expect("testing.greet's signature is valid"))
-        .with_doc("\"greeting, name\" (greeting defaults to \"hello\": a parameter with a default)."));
 }

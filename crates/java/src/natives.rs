@@ -12,7 +12,7 @@ use tether_core::containers::{ArrayObj, MapObj};
 use tether_core::function::FunctionObj;
 use tether_core::object::ObjectHeader;
 use tether_core::plugin::{self, ModuleObj};
-use tether_core::signature::{bind_call, language_name, render_signature, render_type, Bound, Language};
+use tether_core::signature::{language_name, render_signature, render_type, Language};
 use tether_core::types::{self, FieldInfo, MethodInfo, TypeInfo};
 use tether_core::{function, Any, AnyView, Error, ObjectRef, Result, TypeIndex};
 
@@ -48,7 +48,7 @@ unsafe fn call_function(env: Env, func: jlong, args: &[Any]) -> Result<jobject> 
     // SAFETY: Java keeps the Function behind `func` reachable for the call (this function's contract).
     let f = unsafe { function_at(func) }?;
     if usize::try_from(f.arity) != Ok(args.len()) && f.signature().is_some() {
-        let defaults = missing_defaults(f, args.len())?;
+        let defaults = f.defaults_left_out(args.len())?;
         if !defaults.is_empty() {
             let all: Vec<Any> = args.iter().cloned().chain(defaults).collect();
             // SAFETY: this function's contract; `all` holds the arguments and the defaults.
@@ -129,27 +129,9 @@ unsafe fn function_at<'a>(func: jlong) -> Result<&'a FunctionObj> {
     Ok(unsafe { &(*(handle as *const ObjectBox<FunctionObj>)).value })
 }
 
-/// The defaults a call of `f` with `given` positional arguments (a receiver counted) leaves
-/// to fill, in order after the last given one: the core's binding rule (`bind_call`, no
-/// keywords), whose TypeError words a missing required argument or too many. Empty when
-/// `given` is the arity or `f` has no signature with defaults: the call goes on as written.
-fn missing_defaults(f: &FunctionObj, given: usize) -> Result<Vec<Any>> {
-    let Some(sig) = f.signature() else { return Ok(Vec::new()) };
-    if usize::try_from(f.arity) == Ok(given) || sig.params().iter().all(|p| p.default().is_none()) {
-        return Ok(Vec::new());
-    }
-    let bound = bind_call(f.name_str(), sig, given, &[])?;
-    Ok(bound
-        .iter()
-        .zip(sig.params())
-        .filter(|(b, _)| **b == Bound::Default)
-        .filter_map(|(_, p)| p.default().map(|d| d.view().to_owned_any()))
-        .collect())
-}
-
 /// `views` followed by the defaults the call leaves out (kept alive in `defaults`).
 fn with_defaults<'a>(f: &FunctionObj, views: &[AnyView<'a>], defaults: &'a mut Vec<Any>) -> Result<Vec<AnyView<'a>>> {
-    *defaults = missing_defaults(f, views.len())?;
+    *defaults = f.defaults_left_out(views.len())?;
     Ok(views.iter().copied().chain(defaults.iter().map(Any::view)).collect())
 }
 

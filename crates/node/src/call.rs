@@ -16,7 +16,7 @@ use tether_core::boundary::{argument_message, ArgumentSource, Called, LeafCall};
 use tether_core::error::take_last_error;
 use tether_core::function::{FunctionObj, FUNC_CELL_GETTER, FUNC_LEAF};
 use tether_core::object::ObjectHeader;
-use tether_core::signature::{bind_call, language_name, render_signature, Bound, Language, SignatureInfo};
+use tether_core::signature::{language_name, render_signature, Language, SignatureInfo};
 use tether_core::{Any, AnyView, Error, ObjectRef};
 
 use crate::convert::{any_to_js, arg_view, js_to_any, wrapper_view};
@@ -123,28 +123,10 @@ pub fn caller_length(func: &FunctionObj) -> usize {
     }
 }
 
-/// The defaults a call of `func` with `given` positional arguments leaves to fill, in order
-/// after the last given one (core's binding rule, `bind_call` with no keywords: too many or
-/// too few arguments are its TypeError). Empty when `given` is the arity or the function has
-/// no signature with defaults, so the call goes on as written.
-pub fn missing_defaults(func: &FunctionObj, given: usize) -> Result<Vec<Any>, Error> {
-    let Some(sig) = func.signature() else { return Ok(Vec::new()) };
-    if usize::try_from(func.arity) == Ok(given) || sig.params().iter().all(|p| p.default().is_none()) {
-        return Ok(Vec::new());
-    }
-    let bound = bind_call(func.name_str(), sig, given, &[])?;
-    Ok(bound
-        .iter()
-        .zip(sig.params())
-        .filter(|(b, _)| **b == Bound::Default)
-        .filter_map(|(_, p)| p.default().map(|d| d.view().to_owned_any()))
-        .collect())
-}
-
 /// A cold call's arguments (a constructor, `callAsync`): each converted, a failure worded by
 /// [`argument_message`] (naming the parameter), and the defaults the caller left out added.
 pub fn convert_arguments(state: &EnvState, func: &FunctionObj, argv: &[Value]) -> JsResult<Vec<Any>> {
-    let defaults = missing_defaults(func, argv.len())?;
+    let defaults = func.defaults_left_out(argv.len())?;
     let mut out = Vec::with_capacity(argv.len() + defaults.len());
     for (i, &v) in argv.iter().enumerate() {
         out.push(
@@ -269,7 +251,7 @@ unsafe fn call_counted(
 
 /// A call whose argument count is not the function's arity: the defaults the caller left out
 /// (core's binding, which also words a missing required argument) appended as JS values,
-/// then the general path; a function without defaults is called as written.
+/// then the general path.
 ///
 /// # Safety
 /// As [`call_counted`].
@@ -286,7 +268,7 @@ unsafe fn call_binding(
     count: usize,
     func: &FunctionObj,
 ) -> JsResult<Outcome> {
-    let defaults = missing_defaults(func, count)?;
+    let defaults = func.defaults_left_out(count)?;
     let mut argv = vec![ptr::null_mut(); count + defaults.len()];
     if count > 0 {
         let mut argc = count;

@@ -332,8 +332,8 @@ test('T30 wrong argument type', () => {
 });
 
 test('T31 wrong arity', () => {
-  assert.throws(() => testing.add(1), { name: 'TetherTypeError', message: 'testing.add() takes 2 arguments but 1 was given' });
-  assert.throws(() => testing.add(1, 2, 3), { message: 'testing.add() takes 2 arguments but 3 were given' });
+  assert.throws(() => testing.add(1), { name: 'TetherTypeError', message: "testing.add() missing 1 required argument: 'b'" });
+  assert.throws(() => testing.add(1, 2, 3), { message: 'testing.add() takes 2 positional arguments but 3 were given' });
 });
 
 test('T32 a Rust panic', () => {
@@ -645,4 +645,20 @@ test('T56 the same plugin under two paths', async () => {
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+// ---- signatures ----------------------------------------------------------------------------
+
+test('T60 signatures are readable', () => {
+  assert.equal(testing.add.signature, 'add(a: number, b: number): number');
+  assert.equal(testing.add.length, 2);
+  assert.equal(Pair.signature, 'Pair(first: any, second: any): Pair');
+  assert.equal(Pair.length, 2);
+  assert.equal(Pair.prototype.swap.signature, 'swap(): Pair', 'the receiver is left out');
+});
+
+test('T61 defaults fill what is left out', () => {
+  assert.equal(testing.greet('ann'), 'hello, ann');
+  assert.equal(testing.greet('ann', 'hi'), 'hi, ann');
+  assert.equal(testing.greet.length, 1);
 });

@@ -49,7 +49,7 @@ pub fn bind_call(func: &str, sig: &SignatureInfo, positional: usize, keywords: &
         let takes = if required == total {
             plural(total, "positional argument")
         } else {
-            format!("from {required} to {}", plural(total, "positional argument"))
+            format!("from {required} to {total} positional arguments")
         };
         let given = positional.saturating_sub(receiver);
         return Err(Error::type_error(format!("{func}() takes {takes} but {given} {} given", was(given))));

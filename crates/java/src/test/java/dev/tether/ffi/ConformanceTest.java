@@ -375,7 +375,9 @@ class ConformanceTest {
     @Test
     void T31_wrongArity() {
         TetherTypeError e = assertThrows(TetherTypeError.class, () -> t("add").call(1L));
-        assertEquals("testing.add() takes 2 arguments but 1 was given", e.getMessage());
+        assertEquals("testing.add() missing 1 required argument: 'b'", e.getMessage());
+        TetherTypeError more = assertThrows(TetherTypeError.class, () -> t("add").call(1L, 2L, 3L));
+        assertEquals("testing.add() takes 2 positional arguments but 3 were given", more.getMessage());
     }
 
     @Test
@@ -741,5 +743,22 @@ class ConformanceTest {
             Files.deleteIfExists(copy);
             Files.deleteIfExists(dir);
         }
+    }
+
+    // ---- signatures ------------------------------------------------------------------------
+
+    @Test
+    void T60_signaturesAreReadable() {
+        assertEquals("Long add(Long a, Long b)", t("add").signature());
+        TetherType pair = Tether.type("testing.Pair");
+        assertEquals("Pair Pair(Object first, Object second)", pair.constructorSignature());
+        assertEquals("Pair swap()", pair.method("swap").signature(), "the receiver is left out");
+    }
+
+    @Test
+    void T61_defaultsFillWhatIsLeftOut() {
+        assertEquals("hello, ann", t("greet").call("ann"));
+        assertEquals("hi, ann", t("greet").call("ann", "hi"));
+        assertEquals(1, t("greet").parameters().stream().filter(p -> !p.hasDefault()).count());
     }
 }
