@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import atexit as _atexit
 import collections.abc as _abc
-import inspect as _inspect
 import os as _os
 import reprlib as _reprlib
 import types as _types
@@ -60,11 +59,14 @@ class _TypeText(str):
         return str.__str__(self)
 
 
-def _signature_of(func: _Any, *, as_class: bool = False) -> _inspect.Signature | None:
-    """The registry's signature of a native Function (None when it has none)."""
+def _signature_of(func: _Any, *, as_class: bool = False) -> _Any:
+    """The registry's signature of a native Function (an ``inspect.Signature``, None when it
+    has none). ``inspect`` is imported on first use: it costs milliseconds at import."""
     described = _native.function_signature(func)
     if described is None:
         return None
+    import inspect as _inspect
+
     params, result, receiver = described
     P = _inspect.Parameter
 
@@ -85,6 +87,21 @@ def _signature_of(func: _Any, *, as_class: bool = False) -> _inspect.Signature |
         return build(keywords=True)
     except ValueError:  # an unnamed parameter after a named one: all positional
         return build(keywords=False)
+
+
+class _ConstructorSignature:
+    """A class's ``__signature__``: its constructor's, made on first use (not at class creation)."""
+
+    __slots__ = ("_constructor", "_signature")
+
+    def __init__(self, constructor: _Any) -> None:
+        self._constructor = constructor
+        self._signature: _Any = self
+
+    def __get__(self, obj: _Any, owner: _Any = None) -> _Any:
+        if self._signature is self:
+            self._signature = _signature_of(self._constructor, as_class=True)
+        return self._signature
 
 
 _DESCRIBED_METHOD_TYPES: set[type] = set()
@@ -150,9 +167,7 @@ def _class_hook(cls: type, index: int) -> None:
     cls.__tether_fields__ = tuple(f.name for f in cls.__tether_type__.fields)
     cls.__tether_has_constructor__ = info["has_constructor"]
     if info["constructor"] is not None:
-        signature = _signature_of(info["constructor"], as_class=True)
-        if signature is not None:
-            cls.__signature__ = signature
+        cls.__signature__ = _ConstructorSignature(info["constructor"])
     for m in info["own_methods"]:
         name, func = m["name"], m["func"]
         setattr(cls, name, staticmethod(func) if m["is_static"] else _make_method(func, name, m["doc"]))
