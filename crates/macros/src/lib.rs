@@ -63,7 +63,7 @@ fn doc_of(attrs: &[Attribute]) -> String {
         }
         if let syn::Meta::NameValue(nv) = &attr.meta {
             if let Expr::Lit(syn::ExprLit { lit: Lit::Str(s), .. }) = &nv.value {
-                lines.extend(s.value().lines().map(str::to_owned));
+                lines.extend(s.value().split('\n').map(str::to_owned));
             }
         }
     }
@@ -220,6 +220,17 @@ fn is_arc_of_self(ty: &Type, self_ty: Option<&Type>) -> bool {
     })
 }
 
+/// The receiver a first parameter `this: <ty>` stands for.
+fn this_receiver(ty: &Type, self_ty: Option<&Type>) -> Option<Receiver> {
+    self_ty?;
+    match ty {
+        Type::Reference(t) if t.mutability.is_none() && is_arc_of_self(&t.elem, self_ty) => Some(Receiver::ArcRef),
+        Type::Reference(t) if t.mutability.is_none() && is_self_type(&t.elem, self_ty) => Some(Receiver::Ref),
+        t if is_arc_of_self(t, self_ty) => Some(Receiver::Arc),
+        _ => None,
+    }
+}
+
 /// `impl Trait` anywhere in `ty`.
 fn find_impl_trait(ty: &Type) -> Option<&Type> {
     match ty {
@@ -347,10 +358,21 @@ fn shape_of(sig: &mut Signature, self_ty: Option<&Type>) -> Result<FnShape> {
                 receiver = Some(kind.ok_or_else(|| {
                     Error::new_spanned(
                         &*r,
-                        "unsupported receiver: tether methods take `&self`, `self: &ObjectArc<Self>` or \
-                         `self: ObjectArc<Self>` (the object stays shared; it is never moved out)",
+                        "unsupported receiver: tether methods take `&self`, or a first parameter \
+                         `this: &ObjectArc<Self>` or `this: ObjectArc<Self>` (the object stays shared; it is never \
+                         moved out)",
                     )
                 })?);
+            }
+            // `this: &ObjectArc<Self>` first: the receiver as an ObjectArc (what
+            // `self: &ObjectArc<Self>` says, which stable Rust does not accept).
+            FnArg::Typed(pt)
+                if receiver.is_none()
+                    && args.is_empty()
+                    && matches!(&*pt.pat, Pat::Ident(p) if p.ident == "this")
+                    && this_receiver(&pt.ty, self_ty).is_some() =>
+            {
+                receiver = this_receiver(&pt.ty, self_ty);
             }
             FnArg::Typed(pt) => {
                 let name = match &*pt.pat {

@@ -29,7 +29,9 @@
 //!   for a subtype) and [`TetherType`], whose builder starts with the struct's `///` doc and
 //!   its `#[tether(field)]` fields.
 //! - [`methods`]: exports an impl block's functions: methods (`&self`,
-//!   `self: &ObjectArc<Self>` or `self: ObjectArc<Self>`), static methods (no receiver),
+//!   or a first parameter `this: &ObjectArc<Self>` / `this: ObjectArc<Self>` when the method
+//!   needs the object's reference itself; stable Rust does not take `self: &ObjectArc<Self>`),
+//!   static methods (no receiver),
 //!   `#[tether(constructor)]` (the primary one; `#[tether(constructor, name = "from_xy")]` is
 //!   a static method returning a new object), `#[tether(getter)]` (or `#[tether(field)]`) and
 //!   `#[tether(setter)]` (`set_x` sets field `x`, a value converted by its type), and on each
