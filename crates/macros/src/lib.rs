@@ -161,6 +161,7 @@ struct Arg {
     tokens: TokenStream2,
 }
 
+#[allow(clippy::large_enum_variant)] // one per exported function, at compile time
 enum Ret {
     Unit,
     /// The written type; `result`: a `Result<T, E>` whose error converts into tether's;
