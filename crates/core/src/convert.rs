@@ -31,7 +31,7 @@ use crate::signature::Ty;
     message = "`{Self}` cannot be a tether argument: it does not implement FromArg",
     label = "no conversion from a tether value",
     note = "arguments are numbers, bool, String (or &str), Vec<u8>, Vec<T>, HashMap<K, V>, Option<T>, Any, \
-            ObjectRef, ObjectArc<T>, Function, or a type with its own `impl FromArg`"
+            ObjectRef, ObjectArc<T>, Function, Callback<(A..), R>, or a type with its own `impl FromArg`"
 )]
 pub trait FromArg: Sized {
     /// Convert, or `None` when the cell holds the wrong kind.
