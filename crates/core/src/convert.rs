@@ -27,6 +27,12 @@ use crate::object::Object;
 use crate::signature::Ty;
 
 /// A Rust argument type.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tether argument: it does not implement FromArg",
+    label = "no conversion from a tether value",
+    note = "arguments are numbers, bool, String (or &str), Vec<u8>, Vec<T>, HashMap<K, V>, Option<T>, Any, \
+            ObjectRef, ObjectArc<T>, Function, Callback<(A..), R>, or a type with its own `impl FromArg`"
+)]
 pub trait FromArg: Sized {
     /// Convert, or `None` when the cell holds the wrong kind.
     fn from_arg(v: &AnyView<'_>) -> Option<Self>;
@@ -45,6 +51,12 @@ pub trait FromArg: Sized {
 }
 
 /// A Rust result type.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tether result: it does not implement IntoRet",
+    label = "no conversion into a tether value",
+    note = "results are (), numbers, bool, String, Vec<u8>, Vec<T>, HashMap<K, V>, Option<T>, Any, ObjectRef, \
+            ObjectArc<T>, Function, tether's Result<T>, or a type with its own `impl IntoRet`"
+)]
 pub trait IntoRet {
     fn into_ret(self) -> Result<Any>;
     /// The result's type descriptor in signatures (Any unless the type says more).

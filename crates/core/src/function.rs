@@ -383,6 +383,11 @@ impl std::fmt::Debug for Function {
 
 /// A Rust closure usable as a typed function. Implemented for `Fn(A1, ..., An) -> R` with
 /// `Ai: FromArg`, `R: IntoRet`, n up to 8.
+#[diagnostic::on_unimplemented(
+    message = "this closure cannot be a typed tether Function",
+    label = "each parameter must convert from an argument (FromArg) and the result into a value (IntoRet)",
+    note = "a typed Function takes at most 8 parameters"
+)]
 pub trait TypedFn<Marker>: Send + Sync + 'static {
     const ARITY: usize;
     /// The parameter types, in order.

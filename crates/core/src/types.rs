@@ -632,6 +632,11 @@ struct PendingMethod {
 ///     .constructor(|a: Any, b: Any| Pair::new(a, b))
 ///     .register();
 /// ```
+///
+/// The `#[tether::object]` / `#[tether::methods]` macros (the `tether` crate) expand to these
+/// calls. A builder does nothing until it is registered: dropping one unregistered is a
+/// `#[must_use]` warning.
+#[must_use = "a TypeBuilder declares nothing until `.register()` or `.try_register()` publishes it"]
 pub struct TypeBuilder<T: Object> {
     doc: String,
     fields: Vec<PendingField>,

@@ -1,40 +1,61 @@
-//! Scene, Node and Transform, and their reflection.
+//! Scene, Node and Transform, exported with the `#[tether::...]` macros.
 
 use std::sync::Mutex;
 
-use tether_core::containers::ArrayObj;
-use tether_core::{Any, AnyView, Error, Function, ObjectArc, ObjectRef, Result, TypeBuilder, WeakObjectArc};
+use tether::containers::ArrayObj;
+use tether::{Any, AnyView, Error, Function, ObjectArc, ObjectRef, Result, WeakObjectArc};
 
-/// A position; `Node.transform` returns the same Transform object until it is replaced.
+/// A position in the scene. `Node.transform` returns the same Transform object until it is
+/// replaced.
+#[tether::object("scene.Transform")]
 pub struct Transform {
+    /// x coordinate
+    #[tether(field)]
     pub x: f64,
+    /// y coordinate
+    #[tether(field)]
     pub y: f64,
+    /// z coordinate
+    #[tether(field)]
     pub z: f64,
 }
-tether_core::declare_object!(Transform, "scene.Transform");
 
-/// A named node. Children are an immutable Array replaced on change (copy on write), so a
-/// fetched `children` stays valid while the tree changes.
+#[tether::methods]
+impl Transform {
+    #[tether(constructor)]
+    pub fn new(x: f64, y: f64, z: f64) -> Self {
+        Transform { x, y, z }
+    }
+}
+
+/// A named node of a scene graph. Children are an immutable Array replaced on change (copy
+/// on write), so a fetched `children` stays valid while the tree changes.
+#[tether::object("scene.Node")]
 pub struct Node {
+    /// The node's name.
+    #[tether(field)]
     name: String,
     transform: Mutex<ObjectArc<Transform>>,
     children: Mutex<ObjectArc<ArrayObj>>,
     parent: Mutex<Option<WeakObjectArc<Node>>>,
 }
-tether_core::declare_object!(Node, "scene.Node");
 
-/// A scene: a root node and event listeners.
+/// A scene graph with event listeners: a root node, and listeners called on each emit.
+#[tether::object("scene.Scene")]
 pub struct Scene {
+    /// The root node.
+    #[tether(field)]
     root: ObjectArc<Node>,
     listeners: Mutex<Vec<(String, Function)>>,
 }
-tether_core::declare_object!(Scene, "scene.Scene");
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+#[tether::methods]
 impl Node {
+    #[tether(constructor)]
     pub fn new(name: String) -> ObjectArc<Node> {
         ObjectArc::new(Node {
             name,
@@ -44,6 +65,32 @@ impl Node {
         })
     }
 
+    /// The node's position (the same object until replaced).
+    #[tether(getter)]
+    pub fn transform(&self) -> ObjectArc<Transform> {
+        lock(&self.transform).clone()
+    }
+
+    #[tether(setter)]
+    pub fn set_transform(&self, transform: ObjectArc<Transform>) {
+        *lock(&self.transform) = transform;
+    }
+
+    /// The child nodes (an Array, replaced when the tree changes).
+    #[tether(getter)]
+    pub fn children(&self) -> ObjectArc<ArrayObj> {
+        lock(&self.children).clone()
+    }
+
+    /// The parent node, or None for a root.
+    #[tether(getter)]
+    pub fn parent(&self) -> Option<ObjectArc<Node>> {
+        lock(&self.parent).as_ref().and_then(WeakObjectArc::upgrade)
+    }
+}
+
+/// What Rust code uses and no language sees.
+impl Node {
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -52,10 +99,6 @@ impl Node {
     pub fn child_nodes(&self) -> Vec<ObjectArc<Node>> {
         let children = lock(&self.children).clone();
         children.items().iter().filter_map(|c| c.clone().into_object()?.try_cast::<Node>().ok()).collect()
-    }
-
-    pub fn parent(&self) -> Option<ObjectArc<Node>> {
-        lock(&self.parent).as_ref().and_then(WeakObjectArc::upgrade)
     }
 
     /// Is `other` this node or one of its ancestors?
@@ -71,12 +114,29 @@ impl Node {
     }
 }
 
+#[tether::methods]
 impl Scene {
+    #[tether(constructor)]
     pub fn new(root_name: String) -> ObjectArc<Scene> {
         ObjectArc::new(Scene { root: Node::new(root_name), listeners: Mutex::new(Vec::new()) })
     }
 
-    /// Attach `child` under `parent`, detaching it from its old parent.
+    /// The node with this name, depth-first (KeyError if none).
+    pub fn find(&self, name: &str) -> Result<ObjectArc<Node>> {
+        let mut stack = vec![self.root.clone()];
+        while let Some(n) = stack.pop() {
+            if n.name == name {
+                return Ok(n);
+            }
+            let mut kids = n.child_nodes();
+            kids.reverse();
+            stack.extend(kids);
+        }
+        Err(Error::key(format!("no node named {name:?}")))
+    }
+
+    /// Attach child under parent (ValueError if child is parent or one of its ancestors),
+    /// detaching it from its old parent.
     pub fn add(&self, parent: &ObjectArc<Node>, child: &ObjectArc<Node>) -> Result<()> {
         if Node::has_ancestor_or_self(parent, child) {
             return Err(Error::value(format!(
@@ -104,33 +164,21 @@ impl Scene {
         self.emit("added", Any::object(child.clone().into()))
     }
 
-    /// The node named `name` (depth-first), or a KeyError.
-    pub fn find(&self, name: &str) -> Result<ObjectArc<Node>> {
-        let mut stack = vec![self.root.clone()];
-        while let Some(n) = stack.pop() {
-            if n.name == name {
-                return Ok(n);
-            }
-            let mut kids = n.child_nodes();
-            kids.reverse();
-            stack.extend(kids);
-        }
-        Err(Error::key(format!("no node named {name:?}")))
+    /// Call callback(event, payload) on each emit of event.
+    pub fn on(&self, event: String, callback: Function) {
+        lock(&self.listeners).push((event, callback));
     }
 
-    pub fn on(&self, event: String, cb: Function) {
-        lock(&self.listeners).push((event, cb));
-    }
-
-    /// Remove the listener `cb` (found by the identity of the function object); true if found.
-    pub fn off(&self, event: &str, cb: &Function) -> bool {
+    /// Remove the listener callback (the same function object passed to on); True if it was
+    /// there.
+    pub fn off(&self, event: &str, callback: &Function) -> bool {
         let mut listeners = lock(&self.listeners);
         let before = listeners.len();
-        listeners.retain(|(e, f)| !(e == event && f.as_object_ptr() == cb.as_object_ptr()));
+        listeners.retain(|(e, f)| !(e == event && f.as_object_ptr() == callback.as_object_ptr()));
         listeners.len() != before
     }
 
-    /// Call every listener of `event` with `payload`; the first error stops the emission.
+    /// Call the listeners of event with payload; the first error stops the emission.
     pub fn emit(&self, event: &str, payload: Any) -> Result<()> {
         let targets: Vec<Function> =
             lock(&self.listeners).iter().filter(|(e, _)| e == event).map(|(_, f)| f.clone()).collect();
@@ -140,13 +188,13 @@ impl Scene {
         Ok(())
     }
 
-    /// Depth-first traversal calling `cb(node, depth)`; returns the number of nodes visited.
-    pub fn visit(&self, cb: &Function) -> Result<i64> {
+    /// Depth-first callback(node, depth) over the tree; returns the node count.
+    pub fn visit(&self, callback: &Function) -> Result<i64> {
         let mut stack = vec![(self.root.clone(), 0i64)];
         let mut count = 0;
         while let Some((n, depth)) = stack.pop() {
             let node = ObjectRef::from(n.clone());
-            cb.call(&[AnyView::object(&node), AnyView::int(depth)])?;
+            callback.call(&[AnyView::object(&node), AnyView::int(depth)])?;
             count += 1;
             let mut kids = n.child_nodes();
             kids.reverse();
@@ -168,57 +216,4 @@ impl Scene {
         }
         out
     }
-}
-
-/// Register the three types' reflection (idempotent).
-pub fn register_types() {
-    TypeBuilder::<Transform>::new()
-        .doc("A position in the scene.")
-        .field("x", |t: &Transform| t.x)
-        .field_doc("x coordinate")
-        .field("y", |t: &Transform| t.y)
-        .field_doc("y coordinate")
-        .field("z", |t: &Transform| t.z)
-        .field_doc("z coordinate")
-        .constructor(|x: f64, y: f64, z: f64| ObjectArc::new(Transform { x, y, z }))
-        .register();
-    TypeBuilder::<Node>::new()
-        .doc("A named node of a scene graph.")
-        .field("name", |n: &Node| n.name.clone())
-        .field_doc("The node's name.")
-        .field_rw(
-            "transform",
-            |n: &Node| lock(&n.transform).clone(),
-            |n: &Node, t: ObjectArc<Transform>| {
-                *lock(&n.transform) = t;
-                Ok(())
-            },
-        )
-        .field_doc("The node's position (the same object until replaced).")
-        .field("children", |n: &Node| lock(&n.children).clone())
-        .field_doc("The child nodes (an Array, replaced when the tree changes).")
-        .field("parent", |n: &Node| n.parent())
-        .field_doc("The parent node, or None for a root.")
-        .constructor(Node::new)
-        .register();
-    TypeBuilder::<Scene>::new()
-        .doc("A scene graph with event listeners.")
-        .field("root", |s: &Scene| s.root.clone())
-        .field_doc("The root node.")
-        .method("find", |s: ObjectArc<Scene>, name: String| s.find(&name))
-        .method_doc("The node with this name (KeyError if none).")
-        .method("add", |s: ObjectArc<Scene>, parent: ObjectArc<Node>, child: ObjectArc<Node>| s.add(&parent, &child))
-        .method_doc("Attach child under parent (ValueError if child is parent or one of its ancestors).")
-        .method("on", |s: ObjectArc<Scene>, event: String, cb: Function| s.on(event, cb))
-        .method_doc("Call cb(event, payload) on each emit of event.")
-        .method("off", |s: ObjectArc<Scene>, event: String, cb: Function| s.off(&event, &cb))
-        .method_doc("Remove the listener cb (the same function object passed to on); True if it was there.")
-        .method("emit", |s: ObjectArc<Scene>, event: String, payload: Any| s.emit(&event, payload))
-        .method_doc("Call the listeners of event with payload.")
-        .method("visit", |s: ObjectArc<Scene>, cb: Function| s.visit(&cb))
-        .method_doc("Depth-first cb(node, depth) over the tree; returns the node count.")
-        .method("dump", |s: ObjectArc<Scene>| s.dump())
-        .method_doc("The tree as indented text.")
-        .constructor(Scene::new)
-        .register();
 }

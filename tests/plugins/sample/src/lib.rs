@@ -2,55 +2,57 @@
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use tether_core::signature::{DefaultValue, Param, Signature, Ty};
-use tether_core::{export_module, Function, ObjectArc, TypeBuilder};
+use tether::ObjectArc;
 
-/// `sample.Counter`: an integer that counts up.
+/// A counter made by the sample plugin.
+#[tether::object("sample.Counter")]
 pub struct Counter {
     count: AtomicI64,
 }
-tether_core::declare_object!(Counter, "sample.Counter");
 
+#[tether::methods]
 impl Counter {
-    fn new(start: i64) -> ObjectArc<Counter> {
-        ObjectArc::new(Counter { count: AtomicI64::new(start) })
+    #[tether(constructor)]
+    fn new(start: i64) -> Self {
+        Counter { count: AtomicI64::new(start) }
+    }
+
+    /// The current count.
+    #[tether(getter)]
+    fn count(&self) -> i64 {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// Whether the count is even (a snake_case name, for the frontends' naming rules).
+    #[tether(getter)]
+    fn is_even(&self) -> bool {
+        self.count.load(Ordering::Relaxed) % 2 == 0
+    }
+
+    /// Add one and return the new count.
+    fn increment(&self) -> i64 {
+        self.count.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Add `by` (1 unless given) and return the new count.
+    fn increment_by(&self, #[tether(default = 1)] by: i64) -> i64 {
+        self.count.fetch_add(by, Ordering::Relaxed) + by
     }
 }
 
-/// `sample.Counter.increment_by(by=1)`: a method with a snake_case name and a default.
-fn increment_by() -> Function {
-    let signature = Signature {
-        params: vec![
-            Param::new("self", Ty::Object("sample.Counter")),
-            Param::new("by", Ty::Int).with_default(DefaultValue::Int(1)),
-        ],
-        result: Ty::Int,
-        receiver: true,
-    }
-    .method()
-    .intern()
-    .expect("increment_by's signature is valid");
-    Function::from_typed("sample.Counter.increment_by", |c: ObjectArc<Counter>, by: i64| {
-        c.count.fetch_add(by, Ordering::Relaxed) + by
-    })
-    .with_signature(signature)
+/// Say hello to `name`.
+#[tether::function("sample.greet")]
+fn greet(name: &str) -> String {
+    format!("hello, {name}")
 }
 
-export_module!(|m| {
-    TypeBuilder::<Counter>::new()
-        .doc("A counter made by the sample plugin.")
-        .field("count", |c: &Counter| c.count.load(Ordering::Relaxed))
-        .field_doc("The current count.")
-        .field("is_even", |c: &Counter| c.count.load(Ordering::Relaxed) % 2 == 0)
-        .field_doc("Whether the count is even (a snake_case name, for the frontends' naming rules).")
-        .method("increment", |c: ObjectArc<Counter>| c.count.fetch_add(1, Ordering::Relaxed) + 1)
-        .method_doc("Add one and return the new count.")
-        .method_function("increment_by", "Add `by` (1 unless given) and return the new count.", increment_by(), false)
-        .constructor(Counter::new)
-        .params(&["start"])
-        .register();
-    m.object_type::<Counter>()?;
-    m.function("greet", Function::from_typed("sample.greet", |name: String| format!("hello, {name}")))?;
-    m.function("make_counter", Function::from_typed("sample.make_counter", Counter::new))?;
-    Ok(())
-});
+/// A new counter starting at `start`.
+#[tether::function("sample.make_counter")]
+fn make_counter(start: i64) -> ObjectArc<Counter> {
+    ObjectArc::new(Counter::new(start))
+}
+
+tether::module! {
+    types: [Counter],
+    functions: [greet, make_counter],
+}

@@ -1,0 +1,6 @@
+#[tether::object("ui.Boxed")]
+pub struct Boxed<T> {
+    value: T,
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+#[tether::function("ui.greet")]
+fn greet(name: impl Into<String>) -> String {
+    name.into()
+}
+
+fn main() {}

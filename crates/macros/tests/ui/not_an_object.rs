@@ -1,0 +1,7 @@
+pub struct Plain {}
+
+tether::module! {
+    types: [Plain],
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+#[tether::function("ui.open")]
+fn open() -> std::fs::File {
+    unimplemented!()
+}
+
+fn main() {}
