@@ -11,6 +11,7 @@ import dev.tether.ffi.TetherError;
 import dev.tether.ffi.TetherList;
 import dev.tether.ffi.TetherModule;
 import dev.tether.ffi.TetherObject;
+import dev.tether.ffi.TetherType;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -72,6 +73,12 @@ public final class App {
         house.set("transform", module.construct("scene.Transform", 4.0, 0.0, -2.0));
         door.set("transform", module.construct("scene.Transform", 4.5, 0.0, -1.5));
         tree.set("transform", module.construct("scene.Transform", -3.0, 0.0, 6.0));
+
+        // Signatures come from the plugin's Rust source: names, types, docs.
+        System.out.println("signatures:");
+        TetherType.Method find = Tether.type("scene.Scene").method("find");
+        System.out.println("  " + find.signature());
+        fact("find has one parameter, name", find.parameters().size() == 1 && find.parameters().get(0).name().equals("name"));
 
         System.out.println("identity:");
         fact("scene.call(\"find\", \"door\") == scene.call(\"find\", \"door\")",

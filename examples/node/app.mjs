@@ -49,6 +49,12 @@ fact('door.parent === house', door.parent === house);
 fact('house.children.get(0) === door', house.children.get(0) === door);
 fact('door.transform === door.transform', door.transform === door.transform);
 
+// Signatures come from the plugin's Rust source: names, types, docs.
+console.log('signatures:');
+console.log(`  ${Scene.prototype.find.signature}`);
+fact('scene.find.length === 1 (one required parameter)', scene.find.length === 1);
+fact("scene.add's signature names parent and child", /^add\(parent: Node, child: Node\)/.test(scene.add.signature));
+
 // Per-language data keyed by node: a Map compares keys by identity, so it needs one wrapper.
 const labels = new Map([
   [world, 'the root'],

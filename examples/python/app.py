@@ -6,6 +6,7 @@ created, a dict keyed by node finds its entries again, and `off()` finds a liste
 identity of the callable. Exits with status 1 if any identity fact fails.
 """
 
+import inspect
 import os
 import sys
 
@@ -53,6 +54,13 @@ def main():
     fact("door.parent is house", door.parent is house)
     fact("house.children[0] is door", house.children[0] is door)
     fact("door.transform is door.transform", door.transform is door.transform)
+
+    # Signatures come from the plugin's Rust source: names, types, docs; keywords bind by name.
+    print("signatures:")
+    print(f"  Scene.find{inspect.signature(Scene.find)}")
+    fact('scene.find(name="door") is door (a keyword argument)', scene.find(name="door") is door)
+    fact("inspect.signature(Scene.add) names parent and child",
+         list(inspect.signature(Scene.add).parameters)[1:] == ["parent", "child"])
 
     # Per-language data keyed by node: a plain dict works because a node has one wrapper.
     labels = {world: "the root", house: "a house", door: "the front door", tree: "an oak"}
