@@ -35,6 +35,7 @@ pub mod convert;
 pub mod error;
 pub mod ffi;
 pub mod function;
+pub mod manifest;
 pub mod nesting;
 pub mod object;
 pub mod plugin;

@@ -190,3 +190,23 @@ fn a_directory_and_a_bare_name_resolve_by_the_documented_rule() {
     std::env::set_current_dir(cwd).unwrap();
     assert!(ObjectArc::ptr_eq(&bare.unwrap(), &plugin::load_module(sample.to_str().unwrap()).unwrap()));
 }
+
+#[test]
+fn a_module_manifest_names_each_item_and_a_changed_one_is_caught() {
+    use tether_core::manifest::{check_manifest, module_manifest};
+    let m = plugin::load_module(&built("tether-test-plugin")).unwrap();
+    let manifest = module_manifest(&m);
+    let items: Vec<&str> = manifest.iter().map(|e| e.item.as_str()).collect();
+    assert!(items.contains(&"function greet") && items.contains(&"type sample.Counter"), "{items:?}");
+    let by = manifest.iter().find(|e| e.item == "method sample.Counter.increment_by").expect("the method");
+    assert_eq!(by.shape, "method (positional self: sample.Counter, by: int = 1) -> int");
+    let recorded: Vec<(String, String)> = manifest.iter().map(|e| (e.item.clone(), e.hash.clone())).collect();
+    assert_eq!(check_manifest(&m, &recorded), Ok(()));
+    let mut stale = recorded.clone();
+    stale.iter_mut().find(|(item, _)| item == "method sample.Counter.increment_by").unwrap().1 = "0".repeat(16);
+    stale.retain(|(item, _)| item != "function greet");
+    stale.push(("function gone".into(), "1".repeat(16)));
+    let e = check_manifest(&m, &stale).unwrap_err();
+    assert!(e.contains("method sample.Counter.increment_by changed (now method (positional self: sample.Counter, by: int = 1) -> int)"), "{e}");
+    assert!(e.contains("function gone is gone") && e.contains("function greet is new"), "{e}");
+}
