@@ -16,7 +16,7 @@ const disposeSymbol = Symbol.dispose ?? Symbol.for('nodejs.dispose');
 
 // Constants from their one source (tether-core's constants.rs, the addon's call frame).
 const {
-  TYPE_OBJECT, TYPE_ARRAY, TYPE_MAP, FRAME_HANDLES, FRAME_WORDS, FRAME_FLOATS_OFFSET,
+  TYPE_OBJECT, TYPE_ARRAY, TYPE_MAP, FRAME_HANDLES, FRAME_ANY_COUNT, FRAME_WORDS, FRAME_FLOATS_OFFSET,
 } = native.constants;
 
 // ---- errors ------------------------------------------------------------------------------
@@ -375,7 +375,7 @@ function makeShim(raw, arity, name, fh, length, signature) {
     }
     frameFloats[0] = fh;
     frameWords[0] = mask;
-    frameWords[1] = n;
+    frameWords[1] = n | FRAME_ANY_COUNT; // the addon checks this count against the signature
     const r = raw(...args);
     return r === undefined ? orig[frameWords[2]] : r;
   };

@@ -160,6 +160,17 @@ fn names_follow_each_language_convention() {
 }
 
 #[test]
+fn reserved_words_get_a_trailing_underscore_in_each_language() {
+    use tether_core::signature::escape_keyword;
+    assert_eq!(escape_keyword("from", Language::Python), "from_");
+    assert_eq!(escape_keyword("from", Language::JavaScript), "from");
+    assert_eq!(escape_keyword("new", Language::JavaScript), "new_");
+    assert_eq!(escape_keyword("new", Language::Python), "new");
+    assert_eq!(escape_keyword("long", Language::Java), "long_");
+    assert_eq!(escape_keyword("find", Language::Java), "find");
+}
+
+#[test]
 fn lists_and_maps_convert_both_ways() {
     let _g = common::serial();
     let total = Function::from_typed("t.total", |xs: Vec<i64>| xs.iter().sum::<i64>());

@@ -94,6 +94,7 @@ fn constants(env: Env) -> JsResult<Value> {
     let out = raw::object(env)?;
     let frame = [
         ("FRAME_HANDLES", crate::call::FRAME_HANDLES as i64),
+        ("FRAME_ANY_COUNT", crate::call::FRAME_ANY_COUNT as i64),
         ("FRAME_WORDS", crate::call::FRAME_WORDS as i64),
         ("FRAME_FLOATS_OFFSET", crate::call::FRAME_FLOATS_OFFSET as i64),
     ];

@@ -36,6 +36,12 @@ pub const FRAME_WORDS: usize = 3;
 /// Where the frame's doubles start (`function`, then `handles`).
 pub const FRAME_FLOATS_OFFSET: usize = std::mem::offset_of!(CallFrame, function);
 
+/// Set in [`CallFrame::count`] by the shim's general path, whose argument count may differ
+/// from the function's arity (the monomorphic shims take only calls of their arity): only
+/// those calls are checked against the signature, so a call of the declared arity pays
+/// nothing for defaults.
+pub const FRAME_ANY_COUNT: u32 = 1 << 30;
+
 /// What a shim (index.js `makeShim`) tells the addon about a call, in a buffer shared with
 /// index.js: one per env, used on its JS thread only. The called function and the wrapper
 /// arguments travel here as handles (see `tie::handle`), because a typed-array store in JS
@@ -46,7 +52,7 @@ pub struct CallFrame {
     /// Bit i: argument i is a wrapper whose handle is `handles[i]`; the JS argument is a
     /// placeholder (or absent when every argument is a handle).
     pub mask: u32,
-    /// The call's argument count.
+    /// The call's argument count, with [`FRAME_ANY_COUNT`] when the shim's general path made it.
     pub count: u32,
     /// Set when the addon returns `undefined` (which no conversion produces): the result is
     /// argument `returned` itself, so the shim hands back the caller's own wrapper.
@@ -162,10 +168,10 @@ unsafe extern "C" fn native_function_callback(raw_env: sys::napi_env, info: sys:
     let frame = state.frame;
     // SAFETY: the frame is this env's and the shim just filled it in; the function handle is
     // that of the shim's own wrapper, alive while the shim runs.
-    let (wrapper, mask, count) = unsafe {
+    let (wrapper, mask, count, any_count) = unsafe {
         let f = &*frame;
         match wrapper_of_handle(f.function) {
-            Some(w) => (w, f.mask, f.count as usize),
+            Some(w) => (w, f.mask, (f.count & !FRAME_ANY_COUNT) as usize, f.count & FRAME_ANY_COUNT != 0),
             None => {
                 throw(state, Fail::Native(Error::runtime("a native function was called without its call frame")));
                 return ptr::null_mut();
@@ -174,7 +180,7 @@ unsafe extern "C" fn native_function_callback(raw_env: sys::napi_env, info: sys:
     };
     // SAFETY: the frame is this env's and the shim just filled it in; `info` is this call's.
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
-        call_counted(state, wrapper, frame, env, info, mask, count)
+        call_counted(state, wrapper, frame, env, info, mask, count, any_count)
     }));
     match outcome {
         Ok(Ok(Outcome::Value(v))) => v,
@@ -199,8 +205,9 @@ unsafe extern "C" fn native_function_callback(raw_env: sys::napi_env, info: sys:
 /// get code with their loops unrolled, since most calls are these.
 ///
 /// # Safety
-/// As [`call_native`]; `info` is this call's and `mask`/`count` come from `frame`.
+/// As [`call_native`]; `info` is this call's and `mask`/`count`/`any_count` come from `frame`.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 unsafe fn call_counted(
     state: &EnvState,
     wrapper: &Wrapper,
@@ -209,13 +216,16 @@ unsafe fn call_counted(
     info: sys::napi_callback_info,
     mask: u32,
     count: usize,
+    any_count: bool,
 ) -> JsResult<Outcome> {
-    // SAFETY: the wrapper holds +1 on a Function while it is live.
-    let func = unsafe { function_obj(wrapper.live_object()?) };
-    // Only a call that leaves out (or adds) arguments pays for binding them to the signature.
-    if usize::try_from(func.arity) != Ok(count) && func.signature().is_some() {
-        // SAFETY: this function's contract, passed on.
-        return unsafe { call_binding(state, wrapper, frame, env, info, mask, count, func) };
+    if any_count {
+        // SAFETY: the wrapper holds +1 on a Function while it is live.
+        let func = unsafe { function_obj(wrapper.live_object()?) };
+        // Only a call that leaves out (or adds) arguments pays for binding them to the signature.
+        if usize::try_from(func.arity) != Ok(count) && func.signature().is_some() {
+            // SAFETY: this function's contract, passed on.
+            return unsafe { call_binding(state, wrapper, frame, env, info, mask, count, func) };
+        }
     }
     if count > STACK_ARGS {
         let mut heap = vec![ptr::null_mut(); count];

@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::plugin::ByteSlice;
 
 pub use bind::{arity_message, bind_call, Bound};
-pub use render::{language_name, render_default, render_signature, render_type, Language};
+pub use render::{escape_keyword, is_reserved, language_name, render_default, render_signature, render_type, Language};
 
 /// The kinds a type descriptor's node may have (`TETHER_TYPE_DESC_*` in tether.h; the values
 /// cross languages through `constants::SHARED`).

@@ -53,6 +53,145 @@ pub fn language_name(name: &str, language: Language) -> String {
     out
 }
 
+/// Words each language reserves (keywords and literals a name cannot be).
+const PYTHON_KEYWORDS: &[&str] = &[
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del",
+    "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal",
+    "not", "or", "pass", "raise", "return", "try", "while", "with", "yield",
+];
+const JAVASCRIPT_KEYWORDS: &[&str] = &[
+    "arguments",
+    "await",
+    "break",
+    "case",
+    "catch",
+    "class",
+    "const",
+    "continue",
+    "debugger",
+    "default",
+    "delete",
+    "do",
+    "else",
+    "enum",
+    "eval",
+    "export",
+    "extends",
+    "false",
+    "finally",
+    "for",
+    "function",
+    "if",
+    "implements",
+    "import",
+    "in",
+    "instanceof",
+    "interface",
+    "let",
+    "new",
+    "null",
+    "package",
+    "private",
+    "protected",
+    "public",
+    "return",
+    "static",
+    "super",
+    "switch",
+    "this",
+    "throw",
+    "true",
+    "try",
+    "typeof",
+    "var",
+    "void",
+    "while",
+    "with",
+    "yield",
+];
+const JAVA_KEYWORDS: &[&str] = &[
+    "_",
+    "abstract",
+    "assert",
+    "boolean",
+    "break",
+    "byte",
+    "case",
+    "catch",
+    "char",
+    "class",
+    "const",
+    "continue",
+    "default",
+    "do",
+    "double",
+    "else",
+    "enum",
+    "extends",
+    "false",
+    "final",
+    "finally",
+    "float",
+    "for",
+    "goto",
+    "if",
+    "implements",
+    "import",
+    "instanceof",
+    "int",
+    "interface",
+    "long",
+    "native",
+    "new",
+    "null",
+    "package",
+    "private",
+    "protected",
+    "public",
+    "return",
+    "short",
+    "static",
+    "strictfp",
+    "super",
+    "switch",
+    "synchronized",
+    "this",
+    "throw",
+    "throws",
+    "transient",
+    "true",
+    "try",
+    "var",
+    "void",
+    "volatile",
+    "while",
+    "yield",
+    "record",
+    "sealed",
+    "permits",
+];
+
+/// Is `name` reserved in `language` (a keyword or literal it cannot use as a name)?
+pub fn is_reserved(name: &str, language: Language) -> bool {
+    match language {
+        Language::Python => PYTHON_KEYWORDS,
+        Language::JavaScript => JAVASCRIPT_KEYWORDS,
+        Language::Java => JAVA_KEYWORDS,
+    }
+    .contains(&name)
+}
+
+/// The one rule for a name `language` reserves: a trailing underscore (`from` → `from_` in
+/// Python, `class` → `class_`, `new` → `new_`), as PEP 8 advises; other names are unchanged.
+/// Apply it after [`language_name`].
+pub fn escape_keyword(name: &str, language: Language) -> String {
+    if is_reserved(name, language) {
+        format!("{name}_")
+    } else {
+        name.to_string()
+    }
+}
+
 /// The short class name of a type key ("scene.Node" → "Node").
 fn class_name(key: &str) -> &str {
     key.rsplit('.').next().unwrap_or(key)
