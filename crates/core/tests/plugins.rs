@@ -192,6 +192,7 @@ fn a_directory_and_a_bare_name_resolve_by_the_documented_rule() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "builds and dlopens a shared library")]
 fn a_module_manifest_names_each_item_and_a_changed_one_is_caught() {
     use tether_core::manifest::{check_manifest, module_manifest};
     let m = plugin::load_module(&built("tether-test-plugin")).unwrap();
