@@ -3,6 +3,8 @@
 //! (`cargo xtask bindgen` calls it). See docs/bindings.md.
 
 mod model;
+mod node;
+mod python;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -83,5 +85,17 @@ fn main() -> ExitCode {
         module.types.len(),
         module.file_name
     );
+    for language in &options.languages {
+        let written = match language.as_str() {
+            "python" => python::write(&module, &options.out, &options),
+            "node" => node::write(&module, &options.out, &options),
+            _ => continue,
+        };
+        if let Err(e) = written {
+            eprintln!("error: {language}: {e}");
+            return ExitCode::FAILURE;
+        }
+        println!("tether-bindgen: wrote {}", options.out.join(language).display());
+    }
     ExitCode::SUCCESS
 }

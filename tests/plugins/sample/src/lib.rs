@@ -1,6 +1,7 @@
 //! Test plugin: one type and two functions, exported through the plugin ABI.
 
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Mutex;
 
 use tether::ObjectArc;
 
@@ -33,10 +34,60 @@ impl Counter {
     fn increment(&self) -> i64 {
         self.count.fetch_add(1, Ordering::Relaxed) + 1
     }
+}
 
+// increment_by in a block of its own, so the `changed` feature can swap its signature (a
+// `#[cfg]` applies to a whole `#[tether::methods]` block, not to one method in it).
+#[cfg(not(feature = "changed"))]
+#[tether::methods(block = 1)]
+impl Counter {
     /// Add `by` (1 unless given) and return the new count.
     fn increment_by(&self, #[tether(default = 1)] by: i64) -> i64 {
         self.count.fetch_add(by, Ordering::Relaxed) + by
+    }
+}
+
+/// The `changed` feature's increment_by: its default is 2, a changed signature that bindings
+/// generated without the feature must refuse (the stale-binding tests).
+#[cfg(feature = "changed")]
+#[tether::methods(block = 1)]
+impl Counter {
+    /// Add `by` (2 unless given) and return the new count.
+    fn increment_by(&self, #[tether(default = 2)] by: i64) -> i64 {
+        self.count.fetch_add(by, Ordering::Relaxed) + by
+    }
+}
+
+/// Names the target languages reserve and values that may be missing: the bindings
+/// generator's keyword-escaping and nullability cases.
+#[tether::object("sample.Names")]
+pub struct Names {
+    label: Mutex<Option<String>>,
+}
+
+#[tether::methods]
+impl Names {
+    #[tether(constructor)]
+    fn new(#[tether(default = None)] label: Option<String>) -> Self {
+        Names { label: Mutex::new(label) }
+    }
+
+    /// The label, or None when there is none.
+    #[tether(getter)]
+    fn label(&self) -> Option<String> {
+        self.label.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    #[tether(setter)]
+    fn set_label(&self, label: Option<String>) {
+        *self.label.lock().unwrap_or_else(|e| e.into_inner()) = label;
+    }
+
+    /// A method named like a keyword of Python and JavaScript (`import`), with a parameter
+    /// that is one too (`class`): the label's length plus `class`, or None without a label.
+    #[tether(name = "import")]
+    fn import_length(&self, r#class: i64) -> Option<i64> {
+        self.label().map(|l| l.len() as i64 + r#class)
     }
 }
 
@@ -53,6 +104,6 @@ fn make_counter(start: i64) -> ObjectArc<Counter> {
 }
 
 tether::module! {
-    types: [Counter],
+    types: [Counter, Names],
     functions: [greet, make_counter],
 }
