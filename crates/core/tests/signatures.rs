@@ -229,8 +229,8 @@ fn reflection_carries_descriptors_for_fields_methods_and_constructors() {
     );
 }
 
-fn node(kind: TypeKind, n_children: u32, key: &'static str) -> TypeNode {
-    TypeNode { kind: kind as u32, n_children, key: ByteSlice::from_static(key) }
+const fn node(kind: TypeKind, n_children: u32, key: &'static str) -> TypeNode {
+    TypeNode { kind: kind as u32, n_children, key: ByteSlice { ptr: key.as_ptr(), len: key.len() } }
 }
 
 fn param(name: &'static str, nodes: &'static [TypeNode], default: Option<Any>) -> ParamInfo {
@@ -256,31 +256,26 @@ fn foreign(params: &[ParamInfo]) -> SignatureInfo {
 #[test]
 fn signatures_from_c_are_checked_and_copied() {
     let _g = common::serial();
-    let leak = |v: Vec<TypeNode>| -> &'static [TypeNode] { Box::leak(v.into_boxed_slice()) };
-    let array_of_int = leak(vec![node(TypeKind::Array, 1, ""), node(TypeKind::Int, 0, "")]);
-    let good = [
-        param("xs", array_of_int, None),
-        param("scale", leak(vec![node(TypeKind::Float, 0, "")]), Some(Any::float(1.5))),
-    ];
+    // Static tables, as a C plugin declares them.
+    static ARRAY_OF_INT: [TypeNode; 2] = [node(TypeKind::Array, 1, ""), node(TypeKind::Int, 0, "")];
+    static FLOAT: [TypeNode; 1] = [node(TypeKind::Float, 0, "")];
+    static TWO_ROOTS: [TypeNode; 2] = [node(TypeKind::Int, 0, ""), node(TypeKind::Int, 0, "")];
+    static OPEN_ARRAY: [TypeNode; 1] = [node(TypeKind::Array, 1, "")];
+    static HALF_MAP: [TypeNode; 2] = [node(TypeKind::Map, 1, ""), node(TypeKind::Int, 0, "")];
+    static UNKNOWN: [TypeNode; 1] = [TypeNode { kind: 99, n_children: 0, key: ByteSlice::empty() }];
+    static KEYLESS: [TypeNode; 1] = [node(TypeKind::Object, 0, "")];
+    let array_of_int = &ARRAY_OF_INT;
+    let good = [param("xs", array_of_int, None), param("scale", &FLOAT, Some(Any::float(1.5)))];
     // SAFETY: the arrays are as long as the counts.
     let sig = unsafe { intern_foreign(&foreign(&good)) }.unwrap();
     assert_eq!(render_signature("f", sig, Language::Python), "f(xs: Array[int], scale: float = 1.5) -> Any");
 
     let cases: Vec<(Vec<ParamInfo>, &str)> = vec![
-        (
-            vec![param("a", leak(vec![node(TypeKind::Int, 0, ""), node(TypeKind::Int, 0, "")]), None)],
-            "do not form one tree",
-        ),
-        (vec![param("a", leak(vec![node(TypeKind::Array, 1, "")]), None)], "do not form one tree"),
-        (
-            vec![param("a", leak(vec![node(TypeKind::Map, 1, ""), node(TypeKind::Int, 0, "")]), None)],
-            "(Map) has 1 children",
-        ),
-        (
-            vec![param("a", leak(vec![TypeNode { kind: 99, n_children: 0, key: ByteSlice::empty() }]), None)],
-            "unknown kind 99",
-        ),
-        (vec![param("a", leak(vec![node(TypeKind::Object, 0, "")]), None)], "has no type key"),
+        (vec![param("a", &TWO_ROOTS, None)], "do not form one tree"),
+        (vec![param("a", &OPEN_ARRAY, None)], "do not form one tree"),
+        (vec![param("a", &HALF_MAP, None)], "(Map) has 1 children"),
+        (vec![param("a", &UNKNOWN, None)], "unknown kind 99"),
+        (vec![param("a", &KEYLESS, None)], "has no type key"),
         (
             vec![param("a", array_of_int, Some(Any::int(1))), param("b", array_of_int, None)],
             "\"b\" has no default but follows one",

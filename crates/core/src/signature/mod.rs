@@ -388,17 +388,15 @@ impl DefaultValue {
     }
 }
 
-fn default_value_of(d: &Any) -> DefaultValue {
+/// An interned default as a declaration writes it (its text borrowed from the interned copy,
+/// which lives for good).
+fn default_value_of(d: &'static Any) -> DefaultValue {
     let v = d.view();
     match v.type_index() {
         TypeIndex::BOOL => DefaultValue::Bool(v.as_bool().unwrap_or(false)),
         TypeIndex::INT => DefaultValue::Int(v.as_int().unwrap_or(0)),
         TypeIndex::FLOAT => DefaultValue::Float(v.as_float().unwrap_or(0.0)),
-        _ => match v.as_str() {
-            // Interned defaults live for good: the leaked copy's text is 'static.
-            Some(s) => DefaultValue::Str(Box::leak(s.to_string().into_boxed_str())),
-            None => DefaultValue::None,
-        },
+        _ => d.as_str().map_or(DefaultValue::None, DefaultValue::Str),
     }
 }
 
