@@ -2,6 +2,7 @@
 //! [--java-package NAME]`: load a tether plugin in-process and write typed bindings for it
 //! (`cargo xtask bindgen` calls it). See docs/bindings.md.
 
+mod java;
 mod model;
 
 use std::path::PathBuf;
@@ -83,5 +84,12 @@ fn main() -> ExitCode {
         module.types.len(),
         module.file_name
     );
+    if options.languages.iter().any(|l| l == "java") {
+        if let Err(e) = java::write(&module, &options.out, &options) {
+            eprintln!("error: java: {e}");
+            return ExitCode::FAILURE;
+        }
+        println!("tether-bindgen: java -> {}", java::project_dir(&options.out).display());
+    }
     ExitCode::SUCCESS
 }

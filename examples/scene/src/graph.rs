@@ -3,7 +3,7 @@
 use std::sync::Mutex;
 
 use tether::containers::ArrayObj;
-use tether::{Any, AnyView, Error, Function, ObjectArc, ObjectRef, Result, WeakObjectArc};
+use tether::{Any, AnyView, Callback, Error, Function, ObjectArc, Result, WeakObjectArc};
 
 /// A position in the scene. `Node.transform` returns the same Transform object until it is
 /// replaced.
@@ -189,12 +189,11 @@ impl Scene {
     }
 
     /// Depth-first callback(node, depth) over the tree; returns the node count.
-    pub fn visit(&self, callback: &Function) -> Result<i64> {
+    pub fn visit(&self, callback: Callback<(ObjectArc<Node>, i64), Any>) -> Result<i64> {
         let mut stack = vec![(self.root.clone(), 0i64)];
         let mut count = 0;
         while let Some((n, depth)) = stack.pop() {
-            let node = ObjectRef::from(n.clone());
-            callback.call(&[AnyView::object(&node), AnyView::int(depth)])?;
+            callback.call((n.clone(), depth))?;
             count += 1;
             let mut kids = n.child_nodes();
             kids.reverse();
