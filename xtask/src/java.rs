@@ -65,7 +65,8 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
             .env("TETHER_TEST_PLUGIN_DIR", &plugins.dir)
             .cwd(&ctx.root)
             .run_combined()?;
-        let summary: Vec<&str> = output.lines().filter(|l| l.contains("Tests run:") && !l.contains(" -- in ")).collect();
+        let summary: Vec<&str> =
+            output.lines().filter(|l| l.contains("Tests run:") && !l.contains(" -- in ")).collect();
         println!("  JDK 25: {}", summary.last().copied().unwrap_or("(no summary)").trim());
         if code != Some(0) {
             print!("{output}");
@@ -92,7 +93,14 @@ const BINDINGS_CHECK: &str = "tests/bindings/java/BindingsCheck.java";
 
 /// `tether-bindgen --plugin PLUGIN --out OUT --lang java [--name NAME] --java-package PACKAGE`
 /// (built and run by cargo); returns the generated Maven project's folder, OUT/java.
-pub fn bindgen(ctx: &Ctx, suite: &str, plugin: &Path, out: &Path, name: Option<&str>, package: &str) -> Result<PathBuf> {
+pub fn bindgen(
+    ctx: &Ctx,
+    suite: &str,
+    plugin: &Path,
+    out: &Path,
+    name: Option<&str>,
+    package: &str,
+) -> Result<PathBuf> {
     step(suite, format!("tether-bindgen --plugin {} --out {} --lang java", ctx.rel(plugin), ctx.rel(out)));
     let mut cmd = Cmd::cargo()
         .args(["run", "-q", "-p", "tether-bindgen", "--", "--plugin"])
@@ -130,7 +138,11 @@ fn java_sources(dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 fn javac(classpath: &str, out: &Path) -> Cmd {
-    Cmd::new("javac").args(["--release", "17", "-Xlint:all", "-Werror", "-encoding", "UTF-8", "-cp"]).arg(classpath).arg("-d").arg(out)
+    Cmd::new("javac")
+        .args(["--release", "17", "-Xlint:all", "-Werror", "-encoding", "UTF-8", "-cp"])
+        .arg(classpath)
+        .arg("-d")
+        .arg(out)
 }
 
 /// The typed-bindings checks of the java suite (see the module doc).
@@ -141,7 +153,11 @@ fn bindings_checks(ctx: &Ctx, lib: &Path, sample_plugin: &Path) -> Result {
 
     // The scene plugin's bindings, compiled with the example app.
     step(SUITE, "cargo build -p scene (the example plugin, for its bindings)");
-    Cmd::cargo().args(["build", "-q", "-p", "scene"]).cwd(&ctx.root).hint("reproduce with: cargo build -p scene").run()?;
+    Cmd::cargo()
+        .args(["build", "-q", "-p", "scene"])
+        .cwd(&ctx.root)
+        .hint("reproduce with: cargo build -p scene")
+        .run()?;
     let scene = bindgen(ctx, SUITE, &ctx.cdylib_path("scene")?, &work.join("scene"), None, SCENE_PACKAGE)?;
     let scene_classes = work.join("scene-classes");
     step(SUITE, format!("javac -Xlint:all -Werror: the scene bindings and {APP}"));
@@ -172,7 +188,8 @@ fn bindings_checks(ctx: &Ctx, lib: &Path, sample_plugin: &Path) -> Result {
     println!("  javac rejects it: {}", output.lines().find(|l| l.contains(&expected)).unwrap_or("").trim());
 
     // The sample plugin's bindings, exercised by BindingsCheck.
-    let sample = bindgen(ctx, SUITE, sample_plugin, &work.join("sample"), Some("sample"), "dev.tether.bindings.sample")?;
+    let sample =
+        bindgen(ctx, SUITE, sample_plugin, &work.join("sample"), Some("sample"), "dev.tether.bindings.sample")?;
     let sample_classes = work.join("sample-classes");
     step(SUITE, format!("javac -Xlint:all -Werror: the sample bindings and {BINDINGS_CHECK}"));
     javac(&ffi_classes.to_string_lossy(), &sample_classes)
