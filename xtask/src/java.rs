@@ -190,6 +190,23 @@ fn bindings_checks(ctx: &Ctx, lib: &Path, sample_plugin: &Path) -> Result {
     // The sample plugin's bindings, exercised by BindingsCheck.
     let sample =
         bindgen(ctx, SUITE, sample_plugin, &work.join("sample"), Some("sample"), "dev.tether.bindings.sample")?;
+    // The generator is deterministic: the same plugin gives the same bytes.
+    let again =
+        bindgen(ctx, SUITE, sample_plugin, &work.join("sample-again"), Some("sample"), "dev.tether.bindings.sample")?;
+    for (a, b) in java_sources(&sample)?
+        .iter()
+        .zip(java_sources(&again)?.iter())
+        .chain([(&sample.join("pom.xml"), &again.join("pom.xml"))])
+    {
+        let read = |p: &PathBuf| std::fs::read(p).map_err(|e| fail(format!("cannot read {}: {e}", p.display())));
+        if a.file_name() != b.file_name() || read(a)? != read(b)? {
+            return Err(fail(format!(
+                "tether-bindgen wrote {} and {} differently from the same plugin",
+                a.display(),
+                b.display()
+            )));
+        }
+    }
     let sample_classes = work.join("sample-classes");
     step(SUITE, format!("javac -Xlint:all -Werror: the sample bindings and {BINDINGS_CHECK}"));
     javac(&ffi_classes.to_string_lossy(), &sample_classes)

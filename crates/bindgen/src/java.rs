@@ -572,9 +572,7 @@ impl Gen<'_> {
             };
             let (decl, names, mut docs) = self.params(sig, &capitalize(&name));
             let result = self.result(sig);
-            if name != f.name {
-                docs.insert(0, format!("<p>Function {{@code {}}}.", f.name));
-            }
+            docs.insert(0, format!("<p>Function {{@code {}}} ({{@code {}}}).", f.name, f.qualified));
             javadoc(&mut src, "    ", &f.doc, &docs);
             let call = format!("module().function({}).call(new Object[] {{{}}})", lit(&f.name), names.join(", "));
             let _ = writeln!(src, "    public static {result} {name}({}) {{", decl.join(", "));
@@ -711,4 +709,36 @@ pub fn write(module: &Module, out: &Path, options: &Options) -> Result<(), Strin
     std::fs::copy(&options.plugin, &plugin_copy)
         .map_err(|e| format!("cannot copy {} to {}: {e}", options.plugin, plugin_copy.display()))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_camel_case_with_keywords_and_inherited_members_escaped() {
+        assert_eq!(member_name("increment_by"), "incrementBy");
+        assert_eq!(member_name("class"), "class_");
+        assert_eq!(member_name("new"), "new_");
+        assert_eq!(member_name("get"), "get_", "TetherObject.get is inherited");
+        assert_eq!(member_name("to_string"), "toString_", "Object.toString is inherited");
+        assert_eq!(member_name("find"), "find");
+        assert_eq!(param_name("new", 0), "new_");
+        assert_eq!(param_name("", 2), "arg2");
+        assert_eq!(module_class("scene"), "SceneModule");
+        assert_eq!(module_class("my_plugin"), "MyPluginModule");
+    }
+
+    #[test]
+    fn string_literals_are_escaped() {
+        assert_eq!(lit("a\"b\\c\nd"), "\"a\\\"b\\\\c\\nd\"");
+        assert_eq!(lit("\u{1}"), "\"\\u0001\"");
+    }
+
+    #[test]
+    fn javadoc_is_escaped_and_code_spans_kept() {
+        let lines = javadoc_text("Add `by` to x < y & z */ @see\n\nSecond.");
+        assert_eq!(lines, ["Add {@code by} to x &lt; y &amp; z *&#47; &#64;see", "<p>", "Second."]);
+        assert_eq!(javadoc_text("`{braces}`"), ["{braces}"], "no code tag around text with braces");
+    }
 }

@@ -962,7 +962,7 @@ pub extern "system" fn Java_dev_tether_ffi_Native_checkBindings<'l>(
                 (item.to_string(), hash.to_string())
             })
             .collect();
-        tether_core::manifest::check_manifest(&module, &recorded).map_err(Error::value)
+        tether_core::manifest::check_manifest(module, &recorded).map_err(Error::value)
     })
 }
 
