@@ -640,6 +640,8 @@ fn pom(module: &Module, package: &str) -> String {
         <groupId>org.apache.maven.plugins</groupId>
         <artifactId>maven-source-plugin</artifactId>
         <version>3.3.1</version>
+        <!-- The sources, without the packed plugin (a binary resource). -->
+        <configuration><excludeResources>true</excludeResources></configuration>
         <executions><execution><id>attach-sources</id><goals><goal>jar-no-fork</goal></goals></execution></executions>
       </plugin>
       <plugin>

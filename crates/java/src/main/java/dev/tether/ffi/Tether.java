@@ -44,22 +44,22 @@ public final class Tether {
      * ({@code "Node"}) when exactly one registered type has it.
      */
     public static Object construct(String typeKey, Object... args) {
-        return constructAmong(typeKeys(), typeKey, args);
+        return constructAmong(Tether::typeKeys, typeKey, args);
     }
 
-    static Object constructAmong(List<String> keys, String typeKey, Object... args) {
+    static Object constructAmong(java.util.function.Supplier<List<String>> keys, String typeKey, Object... args) {
         String key = resolveKey(keys, typeKey);
         Marshal.Encoded e = Marshal.encodeAll(args, new Marshal.Member(-1, key, null));
         return Native.construct(key, e.kinds, e.bits, e.refs);
     }
 
     /** {@code name} itself if registered, else the one key among {@code keys} whose last part it is. */
-    static String resolveKey(List<String> keys, String name) {
+    static String resolveKey(java.util.function.Supplier<List<String>> keys, String name) {
         if (name == null || name.indexOf('.') >= 0 || Native.typeIndexOf(name) >= 0) {
             return name;
         }
         String found = null;
-        for (String k : keys) {
+        for (String k : keys.get()) {
             if (k.endsWith("." + name)) {
                 if (found != null) {
                     throw new TetherKeyError("KeyError", "\"" + name + "\" is ambiguous: " + found + " and " + k

@@ -48,7 +48,7 @@ public final class TetherModule implements TetherObject, Tied {
      * ({@code "Node"}) means the module's type of that name.
      */
     public Object construct(String typeKey, Object... args) {
-        return Tether.constructAmong(typeKeys(), typeKey, args);
+        return Tether.constructAmong(this::typeKeys, typeKey, args);
     }
 
     void checkBindings(String manifest) {

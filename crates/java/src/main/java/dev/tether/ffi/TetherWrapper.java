@@ -12,7 +12,8 @@ package dev.tether.ffi;
  * new object's wrapper. Release works as for every wrapper: {@link #close()} or the Cleaner.
  */
 public abstract class TetherWrapper implements TetherObject, Tied {
-    private NativeRef ref;
+    /** Set once, by the constructor (volatile: a wrapper may reach another thread by a race). */
+    private volatile NativeRef ref;
 
     /**
      * What the frontend hands a generated class's factory: the native object it wraps. Only
