@@ -12,6 +12,7 @@ export const {
   getClass,
   namespace,
   loadModule,
+  checkBindings,
   isDisposed,
   toNative,
   isMainEnv,

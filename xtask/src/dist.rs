@@ -59,6 +59,10 @@ pub struct Packages {
     pub jar: PathBuf,
     /// The frontend's pom next to the jar (`<jar stem>.pom`), for `install:install-file`.
     pub pom: PathBuf,
+    /// The scene plugin's typed Python package (depends on tether_ffi).
+    pub scene_wheel: PathBuf,
+    /// The scene plugin's typed npm package (depends on tether-ffi).
+    pub scene_npm: PathBuf,
     /// The scene plugin's typed Java bindings (dev.tether:scene) and their pom beside.
     pub scene_jar: PathBuf,
     pub scene_pom: PathBuf,
@@ -76,12 +80,14 @@ struct Job<'a> {
 type Step = fn(&Job) -> Result<PathBuf>;
 
 /// Every package, in build order.
-const STEPS: [(&str, Step); 6] = [
+const STEPS: [(&str, Step); 8] = [
     ("tether.h", header),
     ("scene plugin", scene_plugin),
     ("wheel", wheel),
     ("npm tarball", npm_tarball),
     ("jar", jar),
+    ("scene wheel", scene_wheel),
+    ("scene npm", scene_npm),
     ("scene jar", scene_jar),
 ];
 
@@ -122,10 +128,11 @@ pub fn build(ctx: &Ctx, profile: Profile, label: &str) -> Result<Packages> {
         step(label, format!("package: {name} (into {})", ctx.rel(&job.out)));
         paths.push(build(&job)?);
     }
-    let [_header, plugin, wheel, npm, jar, scene_jar]: [PathBuf; 6] = paths.try_into().expect("one path per step");
+    let [_header, plugin, wheel, npm, jar, scene_wheel, scene_npm, scene_jar]: [PathBuf; 8] =
+        paths.try_into().expect("one path per step");
     let pom = jar.with_extension("pom");
     let scene_pom = scene_jar.with_extension("pom");
-    Ok(Packages { plugin, wheel, npm, jar, pom, scene_jar, scene_pom })
+    Ok(Packages { plugin, wheel, npm, jar, pom, scene_wheel, scene_npm, scene_jar, scene_pom })
 }
 
 impl<'a> Job<'a> {
@@ -371,6 +378,53 @@ fn scene_jar(job: &Job) -> Result<PathBuf> {
     copy_file(&pom, &jar.with_extension("pom"))?;
     copy_attached(&built, &job.out)?;
     Ok(jar)
+}
+
+/// The scene plugin of this profile (the scene plugin step's copy) and its bindings for
+/// `language`, generated into the staging folder; returns the generated project's folder.
+fn scene_bindings(job: &Job, language: &str) -> Result<PathBuf> {
+    let plugin = job.out.join(crate::util::cdylib_file_name("scene"));
+    if !plugin.is_file() {
+        return Err(fail(format!("{} is missing (the scene plugin step failed?)", plugin.display())));
+    }
+    let dir = job.work.join(format!("scene-{language}"));
+    crate::bindgen::generate(job.ctx, job.label, &plugin, &dir, language, "scene")?;
+    Ok(dir.join(language))
+}
+
+/// The scene wheel: the generated Python project built with `pip wheel` (its pinned setuptools
+/// from PyPI, in pip's isolated build environment).
+fn scene_wheel(job: &Job) -> Result<PathBuf> {
+    let project = scene_bindings(job, "python")?;
+    let venv = python::tool_venv(job.ctx, job.label)?;
+    step(job.label, format!("pip wheel --no-deps {} (into {})", job.ctx.rel(&project), job.ctx.rel(&job.out)));
+    Cmd::new(&venv.python)
+        .args(["-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check", "-q", "-w"])
+        .arg(&job.out)
+        .arg(&project)
+        .hint("pip could not build the scene wheel; check that PyPI is reachable (its build needs setuptools)")
+        .run()?;
+    let wheel = only_file(&job.out, "scene-", ".whl")?;
+    let listing = Cmd::new(&venv.python).args(["-m", "zipfile", "-l"]).arg(&wheel).output()?;
+    for inside in ["scene/__init__.pyi", "scene/py.typed", "scene/libscene"] {
+        if !listing.contains(inside) {
+            return Err(fail(format!("{} has no {inside}* inside", wheel.display())));
+        }
+    }
+    Ok(wheel)
+}
+
+/// The scene npm package: the generated package packed with `npm pack`.
+fn scene_npm(job: &Job) -> Result<PathBuf> {
+    let package = scene_bindings(job, "node")?;
+    step(job.label, format!("npm pack (in {})", job.ctx.rel(&package)));
+    Cmd::new("npm")
+        .args(["pack", "--pack-destination"])
+        .arg(&job.out)
+        .cwd(&package)
+        .hint("npm could not pack the generated scene package")
+        .output()?;
+    only_file(&job.out, "scene-", ".tgz")
 }
 
 /// The one file in `dir` named `<prefix>*<suffix>`.

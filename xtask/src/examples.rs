@@ -14,14 +14,19 @@ use std::path::{Path, PathBuf};
 use crate::dist::{self, Packages, Profile};
 use crate::util::{fail, report_failure, skipped, step, Cmd, Failure, Result, Status};
 use crate::workspace::Ctx;
-use crate::{java, node, python};
+use crate::{bindgen, java, node, python};
 
 const SUITE: &str = "examples";
 
 pub const SCENE_MANIFEST: &str = "examples/scene/Cargo.toml";
 const PYTHON_APP: &str = "examples/python/app.py";
+/// A call mypy must reject, and the line it must name.
+const PYTHON_WRONG_CALL: (&str, &str) = ("examples/python/wrong_call.py", "wrong_call.py:8:");
 const NODE_APP_DIR: &str = "examples/node";
-const NODE_APP: &str = "app.mjs";
+/// What `tsc -p examples/node` compiles app.ts into.
+const NODE_APP: &str = "build/app.js";
+/// A call tsc must reject, and the line it must name.
+const NODE_WRONG_CALL: (&str, &str) = ("wrong_call.ts", "wrong_call.ts(7,");
 const JAVA_POM: &str = "examples/java/pom.xml";
 /// The environment variable through which every app finds the scene plugin.
 pub const PLUGIN_ENV: &str = "TETHER_SCENE_PLUGIN";
@@ -56,6 +61,19 @@ struct Outcomes {
 }
 
 impl Outcomes {
+    /// A part that prints no tree (a check of the bindings).
+    fn record_check(&mut self, label: &str, name: &'static str, result: Result) {
+        let line = match result {
+            Ok(()) => "passed".to_string(),
+            Err(f) => {
+                report_failure(label, &Failure { what: format!("{name}: {}", f.what), hint: f.hint });
+                self.failed.push(name);
+                "failed".to_string()
+            }
+        };
+        self.rows.push(format!("    {name:<15} {line}"));
+    }
+
     fn record(&mut self, label: &str, name: &'static str, result: Result<String>) {
         let line = match result {
             Ok(stdout) => {
@@ -119,6 +137,7 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
         }
         Err(f) => outcomes.record(SUITE, "packages", Err(f)),
     }
+    outcomes.record_check(SUITE, "stale bindings", crate::stale::run(ctx, SUITE));
     outcomes.compare_trees(SUITE);
     outcomes.finish(SUITE)?;
     Ok(Status::Passed)
@@ -175,10 +194,93 @@ fn rust_demo(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<String> {
 
 // ---- the apps against the workspace builds ----------------------------------------------------
 
-/// examples/python/app.py with the dev venv's python (the extension from `maturin develop`).
+/// The scene plugin's typed bindings for `language`, generated into target/bindings/scene-<language>.
+fn scene_bindings(ctx: &Ctx, suite: &str, plugin: &Path, language: &str) -> Result<PathBuf> {
+    let out = ctx.target_dir.join("bindings").join(format!("scene-{language}"));
+    bindgen::generate(ctx, suite, plugin, &out, language, "scene")?;
+    Ok(out.join(language))
+}
+
+/// `mypy --strict` must accept `file` (`None`) or reject it naming `Some(line)`.
+pub fn mypy(ctx: &Ctx, suite: &str, python: &Path, path: &Path, file: &Path, rejects: Option<&str>) -> Result {
+    step(
+        suite,
+        format!("mypy --strict {}{}", ctx.rel(file), if rejects.is_some() { " (must be rejected)" } else { "" }),
+    );
+    let (code, text) = Cmd::new(python)
+        .args(["-m", "mypy", "--strict", "--no-color-output", "--cache-dir"])
+        .arg(ctx.target_dir.join("mypy-cache"))
+        .arg(file)
+        .env("MYPYPATH", path)
+        .env_remove("PYTHONPATH")
+        .cwd(&ctx.root)
+        .run_combined()?;
+    match rejects {
+        None if code == Some(0) => Ok(()),
+        None => Err(fail(format!("mypy --strict rejects {}:\n{text}", ctx.rel(file))).hint(format!(
+            "reproduce with: MYPYPATH={} {} -m mypy --strict {}",
+            path.display(),
+            python.display(),
+            file.display()
+        ))),
+        Some(line) if code == Some(1) && text.contains(line) => Ok(()),
+        Some(line) => Err(fail(format!(
+            "mypy --strict should reject {} at {line} (exit 1), but exited {code:?}:\n{text}",
+            ctx.rel(file)
+        ))),
+    }
+}
+
+/// `tsc` in `dir` (TypeScript from that folder's node_modules) with `args`: must pass
+/// (`None`) or fail naming `Some(line)`.
+pub fn tsc(ctx: &Ctx, suite: &str, dir: &Path, args: &[&str], rejects: Option<&str>) -> Result {
+    step(
+        suite,
+        format!(
+            "tsc {} (in {}){}",
+            args.join(" "),
+            ctx.rel(dir),
+            if rejects.is_some() { " (must be rejected)" } else { "" }
+        ),
+    );
+    let (code, text) = Cmd::new("node").arg("node_modules/typescript/bin/tsc").args(args).cwd(dir).run_combined()?;
+    match rejects {
+        None if code == Some(0) => Ok(()),
+        None => Err(fail(format!("tsc {} fails:\n{text}", args.join(" "))).hint(format!(
+            "reproduce with: cd {} && npx tsc {}",
+            dir.display(),
+            args.join(" ")
+        ))),
+        Some(line) if code != Some(0) && text.contains(line) => Ok(()),
+        Some(line) => {
+            Err(fail(format!("tsc {} should fail naming {line}, but exited {code:?}:\n{text}", args.join(" "))))
+        }
+    }
+}
+
+/// The tsc options of the strict check of one file (what examples/node/tsconfig.json says).
+pub const TSC_STRICT: [&str; 10] = [
+    "--strict",
+    "--noEmit",
+    "--target",
+    "es2022",
+    "--module",
+    "nodenext",
+    "--moduleResolution",
+    "nodenext",
+    "--types",
+    "node",
+];
+
+/// examples/python/app.py with the dev venv's python (the extension from `maturin develop`) and
+/// the scene bindings on PYTHONPATH, after `mypy --strict` accepted it (and rejected
+/// wrong_call.py).
 fn python_app(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<String> {
     let python = python::prepare(ctx, suite)?;
-    run_python(ctx, suite, &python, plugin)
+    let bindings = scene_bindings(ctx, suite, plugin, "python")?;
+    mypy(ctx, suite, &python, &bindings, &ctx.path(PYTHON_APP), None)?;
+    mypy(ctx, suite, &python, &bindings, &ctx.path(PYTHON_WRONG_CALL.0), Some(PYTHON_WRONG_CALL.1))?;
+    run_python(ctx, suite, &python, plugin, Some(&bindings))
 }
 
 /// examples/node/app.mjs, which depends on crates/node through `file:` (a symlink in its
@@ -186,7 +288,9 @@ fn python_app(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<String> {
 fn node_app(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<String> {
     node::prepare(ctx, suite)?;
     let dir = ctx.path(NODE_APP_DIR);
-    if !dir.join("node_modules/tether-ffi/package.json").is_file() {
+    if !dir.join("node_modules/tether-ffi/package.json").is_file()
+        || !dir.join("node_modules/typescript/package.json").is_file()
+    {
         step(suite, format!("npm ci (in {NODE_APP_DIR}: links crates/node as tether-ffi)"));
         Cmd::new("npm")
             .args(["ci", "--no-audit", "--no-fund"])
@@ -194,7 +298,19 @@ fn node_app(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<String> {
             .hint(format!("npm could not link tether-ffi; check {NODE_APP_DIR}/package.json and package-lock.json"))
             .run()?;
     }
-    run_node(ctx, suite, &dir, plugin)
+    // A copy, not a link: its `require('tether-ffi')` resolves from examples/node/node_modules.
+    let bindings = scene_bindings(ctx, suite, plugin, "node")?;
+    let installed = dir.join("node_modules/scene");
+    dist::reset_dir(&installed)?;
+    for entry in std::fs::read_dir(&bindings).map_err(|e| fail(format!("cannot list {}: {e}", bindings.display())))? {
+        let entry = entry.map_err(|e| fail(format!("cannot list {}: {e}", bindings.display())))?;
+        dist::copy_file(&entry.path(), &installed.join(entry.file_name()))?;
+    }
+    tsc(ctx, suite, &dir, &["-p", "."], None)?;
+    let mut wrong: Vec<&str> = TSC_STRICT.to_vec();
+    wrong.push(NODE_WRONG_CALL.0);
+    tsc(ctx, suite, &dir, &wrong, Some(NODE_WRONG_CALL.1))?;
+    run_node(ctx, suite, &dir, NODE_APP, plugin)
 }
 
 /// examples/java with Maven, after dev.tether:tether-ffi is installed by `mvn install`; the
@@ -252,25 +368,28 @@ fn java_app_on_jdk25(ctx: &Ctx, suite: &str, plugin: &Path, lib: &Path, bindings
     Ok(())
 }
 
-fn run_python(ctx: &Ctx, suite: &str, python: &Path, plugin: &Path) -> Result<String> {
+/// The app with `python`; `path` (the generated bindings) on PYTHONPATH when given, else
+/// `scene` is the installed package.
+fn run_python(ctx: &Ctx, suite: &str, python: &Path, plugin: &Path, path: Option<&Path>) -> Result<String> {
     step(suite, format!("{} {PYTHON_APP}", ctx.rel(python)));
-    Cmd::new(python)
-        .arg(ctx.path(PYTHON_APP))
-        .env(PLUGIN_ENV, plugin)
-        .env_remove("PYTHONPATH")
-        .cwd(&ctx.root)
+    let mut cmd = Cmd::new(python).arg(ctx.path(PYTHON_APP)).env(PLUGIN_ENV, plugin);
+    cmd = match path {
+        Some(p) => cmd.env("PYTHONPATH", p),
+        None => cmd.env_remove("PYTHONPATH"),
+    };
+    cmd.cwd(&ctx.root)
         .hint(format!("reproduce with: {PLUGIN_ENV}={} {} {PYTHON_APP}", plugin.display(), python.display()))
         .run_echo()
 }
 
-/// `node app.mjs` in `dir` (tether-ffi resolves from that folder's node_modules).
-fn run_node(ctx: &Ctx, suite: &str, dir: &Path, plugin: &Path) -> Result<String> {
-    step(suite, format!("node {NODE_APP} (in {})", ctx.rel(dir)));
+/// `node <app>` in `dir` (tether-ffi and scene resolve from that folder's node_modules).
+fn run_node(ctx: &Ctx, suite: &str, dir: &Path, app: &str, plugin: &Path) -> Result<String> {
+    step(suite, format!("node {app} (in {})", ctx.rel(dir)));
     Cmd::new("node")
-        .arg(NODE_APP)
+        .arg(app)
         .env(PLUGIN_ENV, plugin)
         .cwd(dir)
-        .hint(format!("reproduce with: cd {} && {PLUGIN_ENV}={} node {NODE_APP}", dir.display(), plugin.display()))
+        .hint(format!("reproduce with: cd {} && node {app}", dir.display()))
         .run_echo()
 }
 
@@ -323,6 +442,7 @@ fn python_package(ctx: &Ctx, packages: &Packages) -> Result<String> {
     Cmd::new(&python)
         .args(["-m", "pip", "install", "--no-index", "--disable-pip-version-check", "-q"])
         .arg(&packages.wheel)
+        .arg(&packages.scene_wheel)
         .hint("the wheel does not install into an empty venv; see pip's message above")
         .run()?;
     let location = Cmd::new(&python)
@@ -338,7 +458,7 @@ fn python_package(ctx: &Ctx, packages: &Packages) -> Result<String> {
             imported.display()
         )));
     }
-    run_python(ctx, SUITE, &python, &packages.plugin)
+    run_python(ctx, SUITE, &python, &packages.plugin, None)
 }
 
 /// An empty folder (target/pkg-node) with a bare package.json, `npm install` of the tarball,
@@ -349,11 +469,13 @@ fn node_package(ctx: &Ctx, packages: &Packages) -> Result<String> {
     let manifest = dir.join("package.json");
     std::fs::write(&manifest, "{ \"name\": \"tether-package-test\", \"version\": \"0.0.0\", \"private\": true }\n")
         .map_err(|e| fail(format!("cannot write {}: {e}", manifest.display())))?;
-    dist::copy_file(&ctx.path(NODE_APP_DIR).join(NODE_APP), &dir.join(NODE_APP))?;
+    // The compiled app (node app ran first), as an ES module.
+    dist::copy_file(&ctx.path(NODE_APP_DIR).join(NODE_APP), &dir.join("app.mjs"))?;
     step(SUITE, format!("npm install {} (in {})", ctx.rel(&packages.npm), ctx.rel(&dir)));
     Cmd::new("npm")
         .args(["install", "--no-audit", "--no-fund"])
         .arg(&packages.npm)
+        .arg(&packages.scene_npm)
         .cwd(&dir)
         .hint("the tarball does not install into an empty folder; see npm's message above")
         .run()?;
@@ -362,7 +484,7 @@ fn node_package(ctx: &Ctx, packages: &Packages) -> Result<String> {
     if !installed {
         return Err(fail(format!("npm install did not unpack the addon as a file at {}", addon.display())));
     }
-    run_node(ctx, SUITE, &dir, &packages.plugin)
+    run_node(ctx, SUITE, &dir, "app.mjs", &packages.plugin)
 }
 
 /// The jar installed into the local Maven repository (`install:install-file` with the

@@ -92,7 +92,7 @@ const WRONG_CALL: &str = "examples/java/WrongCall.java";
 const BINDINGS_CHECK: &str = "tests/bindings/java/BindingsCheck.java";
 
 /// `tether-bindgen --plugin PLUGIN --out OUT --lang java [--name NAME] --java-package PACKAGE`
-/// (built and run by cargo); returns the generated Maven project's folder, OUT/java.
+/// (built once by [`crate::bindgen::binary`]); returns the generated Maven project's folder, OUT/java.
 pub fn bindgen(
     ctx: &Ctx,
     suite: &str,
@@ -102,12 +102,13 @@ pub fn bindgen(
     package: &str,
 ) -> Result<PathBuf> {
     step(suite, format!("tether-bindgen --plugin {} --out {} --lang java", ctx.rel(plugin), ctx.rel(out)));
-    let mut cmd = Cmd::cargo()
-        .args(["run", "-q", "-p", "tether-bindgen", "--", "--plugin"])
-        .arg(plugin)
-        .arg("--out")
-        .arg(out)
-        .args(["--lang", "java", "--java-package", package]);
+    let bin = crate::bindgen::binary(ctx, suite)?;
+    let mut cmd = Cmd::new(&bin).arg("--plugin").arg(plugin).arg("--out").arg(out).args([
+        "--lang",
+        "java",
+        "--java-package",
+        package,
+    ]);
     if let Some(name) = name {
         cmd = cmd.args(["--name", name]);
     }
@@ -229,23 +230,20 @@ fn bindings_checks(ctx: &Ctx, lib: &Path, sample_plugin: &Path) -> Result {
         run_check(jvm, &cp, lib, &[], "ok")?;
     }
 
-    // Stale bindings: the same bindings against the `changed` build of the sample plugin.
-    step(SUITE, "cargo build -p tether-test-plugin --features changed (a registry whose signature differs)");
-    let changed_dir = work.join("changed");
-    crate::dist::reset_dir(&changed_dir)?;
+    // Stale bindings: the same bindings against the `changed` build of the sample plugin (in
+    // its own target dir, shared with the examples suite's Python/Node stale check).
+    let changed_target = ctx.target_dir.join("changed-plugin");
+    step(
+        SUITE,
+        format!("cargo build -p tether-test-plugin --features changed --target-dir {}", ctx.rel(&changed_target)),
+    );
     Cmd::cargo()
-        .args(["build", "-q", "-p", "tether-test-plugin", "--features", "changed"])
+        .args(["build", "-q", "-p", "tether-test-plugin", "--features", "changed", "--target-dir"])
+        .arg(&changed_target)
         .cwd(&ctx.root)
-        .hint("reproduce with: cargo build -p tether-test-plugin --features changed")
+        .hint("reproduce with: cargo build -p tether-test-plugin --features changed --target-dir target/changed-plugin")
         .run()?;
-    let changed = changed_dir.join(sample_plugin.file_name().unwrap_or_default());
-    crate::dist::copy_file(sample_plugin, &changed)?;
-    // Put the default build back for the suites after this one.
-    Cmd::cargo()
-        .args(["build", "-q", "-p", "tether-test-plugin"])
-        .cwd(&ctx.root)
-        .hint("reproduce with: cargo build -p tether-test-plugin")
-        .run()?;
+    let changed = changed_target.join("debug").join(sample_plugin.file_name().unwrap_or_default());
     run_check(&jvms[0], &cp, lib, &[format!("-Dsample.plugin={}", changed.display())], "stale")
 }
 

@@ -1,6 +1,7 @@
 //! `cargo xtask <command>`: the workspace's developer tasks (alias in .cargo/config.toml).
 
 mod bench;
+mod bindgen;
 mod dist;
 mod examples;
 mod harden;
@@ -10,6 +11,7 @@ mod miri;
 mod node;
 mod python;
 mod rust;
+mod stale;
 mod util;
 mod workspace;
 
@@ -26,6 +28,9 @@ commands:
                                    suites: rust, c, python, node, java, examples
   demo                             build the example plugin and run the demo in every language
   miri                             run tether-core's tests under Miri (nightly)
+  bindgen --plugin PATH --out DIR [--lang python,node,java] [--name NAME] [--java-package NAME]
+                                   typed bindings for a plugin: a Python package, an npm package,
+                                   Java classes (docs/bindings.md)
   build-all                        release-build the wheel, npm tarball, jar, plugin and tether.h into target/dist
   bench [--quick]                  run the benchmarks against the peers (--quick: CI smoke run)
   harden [--quick] [--only PART]   fuzz the C ABI and the slot state machine, run tether-core's tests
@@ -56,6 +61,7 @@ fn main() -> ExitCode {
         "test" => parse_only(rest).and_then(|only| test(&only)),
         "demo" => no_args(rest).and_then(|()| Ctx::load()).and_then(|ctx| examples::demo(&ctx)),
         "miri" => no_args(rest).and_then(|()| single("miri", miri::run)),
+        "bindgen" => bindgen::run(rest),
         "build-all" => no_args(rest).and_then(|()| Ctx::load()).and_then(|ctx| dist::build_all(&ctx)),
         "bench" => parse_bench(rest).and_then(bench::run),
         "harden" => parse_harden(rest).and_then(|(quick, only)| harden::run(quick, &only)),

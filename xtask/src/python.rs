@@ -9,7 +9,7 @@ use crate::workspace::Ctx;
 const SUITE: &str = "python";
 
 /// Tools installed into the venv, pinned (bump deliberately).
-const PINS: [(&str, &str); 2] = [("maturin", "1.16.0"), ("pytest", "9.2.0")];
+const PINS: [(&str, &str); 3] = [("maturin", "1.16.0"), ("pytest", "9.2.0"), ("mypy", "2.4.1")];
 
 pub const PYPROJECT: &str = "crates/python/pyproject.toml";
 pub const MANIFEST: &str = "crates/python/Cargo.toml";

@@ -23,6 +23,8 @@ pub struct Ctx {
     pub python_ready: RefCell<Option<PathBuf>>,
     /// The Node addon is built and copied to crates/node/tether.node.
     pub node_ready: Cell<bool>,
+    /// tether-bindgen was built in this run.
+    pub bindgen_ready: Cell<bool>,
     /// libtether_java is built (and, for the examples, the jar is installed in ~/.m2).
     pub java_built: Cell<bool>,
     pub java_installed: Cell<bool>,
@@ -80,6 +82,7 @@ impl Ctx {
             packages,
             python_ready: RefCell::new(None),
             node_ready: Cell::new(false),
+            bindgen_ready: Cell::new(false),
             java_built: Cell::new(false),
             java_installed: Cell::new(false),
         })

@@ -352,10 +352,22 @@ impl Gen<'_> {
             match t.constructor {
                 Some(sig) => {
                     let (decl, names, docs) = self.params(sig, cls);
-                    javadoc(&mut body, "    ", &format!("A new {cls} (the type's native constructor)."), &docs);
-                    let _ = writeln!(body, "    public {cls}({}) {{", decl.join(", "));
-                    let args: String = names.iter().map(|n| format!(", {n}")).collect();
-                    let _ = writeln!(body, "        super({module_class}.key(KEY){args});");
+                    // One constructor per count a caller may give, as for methods' defaults.
+                    let required = sig.caller_params().iter().take_while(|p| p.default().is_none()).count();
+                    for given in (required..=names.len()).rev() {
+                        if given < names.len() {
+                            let _ = writeln!(body, "    }}");
+                            let _ = writeln!(body);
+                            let left = names[given..].join(", ");
+                            let note = format!("A new {cls}, with the plugin's default for {left}.");
+                            javadoc(&mut body, "    ", &note, &[]);
+                        } else {
+                            javadoc(&mut body, "    ", &format!("A new {cls} (the type's native constructor)."), &docs);
+                        }
+                        let _ = writeln!(body, "    public {cls}({}) {{", decl[..given].join(", "));
+                        let args: String = names[..given].iter().map(|n| format!(", {n}")).collect();
+                        let _ = writeln!(body, "        super({module_class}.key(KEY){args});");
+                    }
                 }
                 None => {
                     javadoc(&mut body, "    ", &format!("A new {cls} (the constructor's signature is unknown)."), &[]);

@@ -4,6 +4,8 @@
 
 mod java;
 mod model;
+mod node;
+mod python;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -84,12 +86,18 @@ fn main() -> ExitCode {
         module.types.len(),
         module.file_name
     );
-    if options.languages.iter().any(|l| l == "java") {
-        if let Err(e) = java::write(&module, &options.out, &options) {
-            eprintln!("error: java: {e}");
+    for language in &options.languages {
+        let written = match language.as_str() {
+            "python" => python::write(&module, &options.out, &options),
+            "node" => node::write(&module, &options.out, &options),
+            "java" => java::write(&module, &options.out, &options),
+            _ => continue,
+        };
+        if let Err(e) = written {
+            eprintln!("error: {language}: {e}");
             return ExitCode::FAILURE;
         }
-        println!("tether-bindgen: java -> {}", java::project_dir(&options.out).display());
+        println!("tether-bindgen: wrote {}", options.out.join(language).display());
     }
     ExitCode::SUCCESS
 }

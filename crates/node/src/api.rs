@@ -62,6 +62,7 @@ cold_exports! {
     "dispose" => dispose_wrapper,
     "isDisposed" => is_disposed,
     "loadModule" => load_module,
+    "checkBindings" => check_bindings,
     "toNative" => to_native,
     "jsName" => js_name,
 }
@@ -312,6 +313,25 @@ fn load_module(state: &EnvState, args: Args) -> JsResult<Value> {
     raw::set_named(env, out, "types", types)?;
     raw::set_named(env, out, "module", tie_object(state, ObjectRef::from(module), None)?)?;
     Ok(out)
+}
+
+/// `checkBindings(path, manifest)`: bindings generated for the plugin at `path` recorded
+/// `manifest`, one `item\thash` line per item (index.js joins them); throws a TetherValueError
+/// naming each added, removed or changed item when the plugin's registry differs.
+fn check_bindings(state: &EnvState, args: Args) -> JsResult<Value> {
+    let path = string_arg(state, &args, 0, "checkBindings(path, manifest)")?;
+    let text = string_arg(state, &args, 1, "checkBindings(path, manifest)")?;
+    let recorded: Vec<(String, String)> = text
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let (item, hash) = l.rsplit_once('\t').unwrap_or((l, ""));
+            (item.to_string(), hash.to_string())
+        })
+        .collect();
+    let module = tether_core::plugin::load_module(&path)?;
+    tether_core::manifest::check_manifest(&module, &recorded).map_err(Error::value)?;
+    raw::undefined(state.env)
 }
 
 /// `jsName(name)`: a registry name as JavaScript spells it (core's `language_name`:

@@ -147,6 +147,15 @@ fn load_module<'py>(py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyTuple>
     (m.path(), funcs, m.types().to_vec()).into_pyobject(py)
 }
 
+/// Check bindings generated for the plugin at `path` against it: `manifest` is the
+/// `(item, hash)` list they recorded; a ValueError naming each added, removed or changed item
+/// when the plugin's registry differs (core `manifest::check_manifest`).
+#[pyfunction]
+fn check_bindings(py: Python<'_>, path: &str, manifest: Vec<(String, String)>) -> PyResult<()> {
+    let m = py.detach(|| plugin::load_module(path)).map_err(|e| raise(py, e))?;
+    tether_core::manifest::check_manifest(&m, &manifest).map_err(|msg| raise(py, Error::value(msg)))
+}
+
 /// Details of a Function wrapper: (name, doc, arity, flags).
 #[pyfunction]
 fn function_info(py: Python<'_>, f: &Bound<'_, PyAny>) -> PyResult<(String, String, i32, u32)> {
@@ -417,6 +426,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(type_reflection, m)?)?;
     m.add_function(wrap_pyfunction!(list_types, m)?)?;
     m.add_function(wrap_pyfunction!(load_module, m)?)?;
+    m.add_function(wrap_pyfunction!(check_bindings, m)?)?;
     m.add_function(wrap_pyfunction!(function_info, m)?)?;
     m.add_function(wrap_pyfunction!(function_signature, m)?)?;
     m.add_function(wrap_pyfunction!(type_key_of, m)?)?;

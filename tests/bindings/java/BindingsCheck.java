@@ -1,12 +1,13 @@
 // The Java bindings tether-bindgen generates for the sample plugin (tests/plugins/sample), used
 // as a user would (`cargo xtask test --only java` compiles them with javac and runs this):
-//   java BindingsCheck ok     typed calls, defaults by overload, nullability, keyword escaping,
-//                             identity, the packed plugin extracted from the class path
+//   java BindingsCheck ok     typed calls, defaults by overload, nullability and keyword
+//                             escaping (sample.Names), the packed plugin from the class path
 //   java BindingsCheck stale  -Dsample.plugin=<the `changed` build>: loading fails naming the
 //                             changed item
 // Exits with status 1 (printing what failed) if a check does not hold.
 
 import dev.tether.bindings.sample.Counter;
+import dev.tether.bindings.sample.Names;
 import dev.tether.bindings.sample.SampleModule;
 import dev.tether.ffi.TetherAttributeError;
 import dev.tether.ffi.TetherValueError;
@@ -47,11 +48,16 @@ public final class BindingsCheck {
         check("incrementBy(5)", c.incrementBy(5) == 9);
         check("getCount() is a long", c.getCount() == 9L);
         check("isEven() is a boolean", !c.isEven());
-        Long none = c.countAtLeast(100);
-        check("countAtLeast(100) is null (Optional[int] is a nullable Long)", none == null);
-        check("countAtLeast(0) is 9", Long.valueOf(9).equals(c.countAtLeast(0)));
-        check("class_() calls the method named class (a Java keyword, escaped)", c.class_().equals("Counter"));
-        check("swap(new_) (a parameter named new)", c.swap(2) == 9 && c.getCount() == 2);
+        Names names = new Names();
+        check("new Names() leaves the label to the plugin's default (None: null)", names.getLabel() == null);
+        Long none = names.import_(1);
+        check("import_(class_) (a method and a parameter named like keywords) is null without a label", none == null);
+        names.setLabel("abc");
+        check("setLabel/getLabel", "abc".equals(names.getLabel()));
+        check("import_(2) is the label's length plus 2", Long.valueOf(5).equals(names.import_(2)));
+        names.setLabel(null);
+        check("setLabel(null) (Optional[str] is a nullable String)", names.getLabel() == null);
+        check("new Names(\"x\")", "x".equals(new Names("x").getLabel()));
         Counter made = SampleModule.makeCounter(7);
         check("SampleModule.makeCounter returns a Counter", made.getCount() == 7);
         check("the generated class is the wrapper: construct(\"Counter\") by short name is a Counter",

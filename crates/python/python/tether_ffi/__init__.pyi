@@ -4,7 +4,7 @@ import builtins
 import inspect
 import os
 import types
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar, overload
 
 from . import _native as _native
@@ -12,7 +12,7 @@ from . import _native as _native
 __all__ = [
     "Object", "Function", "Array", "Map", "Error", "TypeError", "ValueError", "IndexError",
     "KeyError", "AttributeError", "RuntimeError", "RustPanic", "get_global_func",
-    "list_global_funcs", "register_object", "load_module", "namespace", "MAX_NESTING_DEPTH",
+    "list_global_funcs", "register_object", "load_module", "check_bindings", "namespace", "MAX_NESTING_DEPTH",
     "TypeInfo", "FieldInfo", "MethodInfo",
 ]
 
@@ -88,6 +88,7 @@ def get_global_func(name: str) -> Function: ...
 def list_global_funcs() -> list[str]: ...
 def register_object(type_key: str) -> Callable[[_T], _T]: ...
 def load_module(path: str | os.PathLike[str]) -> types.ModuleType: ...
+def check_bindings(module: types.ModuleType, manifest: Iterable[tuple[str, str]]) -> None: ...
 def namespace(prefix: str) -> types.ModuleType: ...
 
 testing: types.ModuleType

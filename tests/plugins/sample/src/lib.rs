@@ -1,6 +1,7 @@
 //! Test plugin: one type and two functions, exported through the plugin ABI.
 
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Mutex;
 
 use tether::ObjectArc;
 
@@ -10,63 +11,85 @@ pub struct Counter {
     count: AtomicI64,
 }
 
-// The methods, with increment_by's default as a parameter: the `changed` feature builds the
-// plugin with another default (a registry whose signature differs, for the stale-binding checks).
-macro_rules! counter_methods {
-    ($by_default:tt) => {
-        #[tether::methods]
-        impl Counter {
-            #[tether(constructor)]
-            fn new(start: i64) -> Self {
-                Counter { count: AtomicI64::new(start) }
-            }
+#[tether::methods]
+impl Counter {
+    #[tether(constructor)]
+    fn new(start: i64) -> Self {
+        Counter { count: AtomicI64::new(start) }
+    }
 
-            /// The current count.
-            #[tether(getter)]
-            fn count(&self) -> i64 {
-                self.count.load(Ordering::Relaxed)
-            }
+    /// The current count.
+    #[tether(getter)]
+    fn count(&self) -> i64 {
+        self.count.load(Ordering::Relaxed)
+    }
 
-            /// Whether the count is even (a snake_case name, for the frontends' naming rules).
-            #[tether(getter)]
-            fn is_even(&self) -> bool {
-                self.count.load(Ordering::Relaxed) % 2 == 0
-            }
+    /// Whether the count is even (a snake_case name, for the frontends' naming rules).
+    #[tether(getter)]
+    fn is_even(&self) -> bool {
+        self.count.load(Ordering::Relaxed) % 2 == 0
+    }
 
-            /// Add one and return the new count.
-            fn increment(&self) -> i64 {
-                self.count.fetch_add(1, Ordering::Relaxed) + 1
-            }
-
-            /// Add `by` (1 unless given; 2 in the `changed` build) and return the new count.
-            fn increment_by(&self, #[tether(default = $by_default)] by: i64) -> i64 {
-                self.count.fetch_add(by, Ordering::Relaxed) + by
-            }
-
-            /// The count if it is at least `min`, else None (a nullable result, for the bindings).
-            fn count_at_least(&self, min: i64) -> Option<i64> {
-                Some(self.count.load(Ordering::Relaxed)).filter(|c| *c >= min)
-            }
-
-            /// The type's short name; the method is named `class`, a word Python, JavaScript and Java
-            /// reserve (for the bindings' keyword rule).
-            #[tether(name = "class")]
-            fn class_name(&self) -> String {
-                "Counter".to_string()
-            }
-
-            /// Set the count to `new` (a parameter name Java reserves) and return the old one.
-            fn swap(&self, new: i64) -> i64 {
-                self.count.swap(new, Ordering::Relaxed)
-            }
-        }
-    };
+    /// Add one and return the new count.
+    fn increment(&self) -> i64 {
+        self.count.fetch_add(1, Ordering::Relaxed) + 1
+    }
 }
 
+// increment_by in a block of its own, so the `changed` feature can swap its signature (a
+// `#[cfg]` applies to a whole `#[tether::methods]` block, not to one method in it).
 #[cfg(not(feature = "changed"))]
-counter_methods!(1);
+#[tether::methods(block = 1)]
+impl Counter {
+    /// Add `by` (1 unless given) and return the new count.
+    fn increment_by(&self, #[tether(default = 1)] by: i64) -> i64 {
+        self.count.fetch_add(by, Ordering::Relaxed) + by
+    }
+}
+
+/// The `changed` feature's increment_by: its default is 2, a changed signature that bindings
+/// generated without the feature must refuse (the stale-binding tests).
 #[cfg(feature = "changed")]
-counter_methods!(2);
+#[tether::methods(block = 1)]
+impl Counter {
+    /// Add `by` (2 unless given) and return the new count.
+    fn increment_by(&self, #[tether(default = 2)] by: i64) -> i64 {
+        self.count.fetch_add(by, Ordering::Relaxed) + by
+    }
+}
+
+/// Names the target languages reserve and values that may be missing: the bindings
+/// generator's keyword-escaping and nullability cases.
+#[tether::object("sample.Names")]
+pub struct Names {
+    label: Mutex<Option<String>>,
+}
+
+#[tether::methods]
+impl Names {
+    #[tether(constructor)]
+    fn new(#[tether(default = None)] label: Option<String>) -> Self {
+        Names { label: Mutex::new(label) }
+    }
+
+    /// The label, or None when there is none.
+    #[tether(getter)]
+    fn label(&self) -> Option<String> {
+        self.label.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    #[tether(setter)]
+    fn set_label(&self, label: Option<String>) {
+        *self.label.lock().unwrap_or_else(|e| e.into_inner()) = label;
+    }
+
+    /// A method named like a keyword of Python and JavaScript (`import`), with a parameter
+    /// that is one too (`class`): the label's length plus `class`, or None without a label.
+    #[tether(name = "import")]
+    fn import_length(&self, r#class: i64) -> Option<i64> {
+        self.label().map(|l| l.len() as i64 + r#class)
+    }
+}
 
 /// Say hello to `name`.
 #[tether::function("sample.greet")]
@@ -81,6 +104,6 @@ fn make_counter(start: i64) -> ObjectArc<Counter> {
 }
 
 tether::module! {
-    types: [Counter],
+    types: [Counter, Names],
     functions: [greet, make_counter],
 }

@@ -632,7 +632,7 @@ class ConformanceTest {
         TetherModule m = Tether.loadModule(path.toString());
         assertSame(m, Tether.loadModule(path.toString()), "loading twice gives the same module");
         assertEquals(List.of("greet", "make_counter"), m.functionNames());
-        assertEquals(List.of("sample.Counter"), m.typeKeys());
+        assertEquals(List.of("sample.Counter", "sample.Names"), m.typeKeys());
         assertEquals("hello, tether", m.function("greet").call("tether"));
         TetherInstance counter = (TetherInstance) m.function("make_counter").call(5L);
         assertEquals("sample.Counter", counter.typeKey());

@@ -1,32 +1,31 @@
 // tether scene example, Node side.
 //
-// Loads the scene plugin (path in $TETHER_SCENE_PLUGIN), builds a small scene graph and shows
-// that every native node has exactly one JS wrapper: find() returns the very object you created,
-// a Map keyed by node finds its entries again, and off() finds a listener by the identity of the
-// function. Exits with status 1 if any identity fact fails.
+// Uses the typed bindings of the scene plugin (the `scene` package tether-bindgen generates,
+// which loads the plugin beside it), builds a small scene graph and shows that every native node
+// has exactly one JS wrapper: find() returns the very object you created, a Map keyed by node
+// finds its entries again, and off() finds a listener by the identity of the function. Exits
+// with status 1 if any identity fact fails. Checked by `tsc --strict`.
 
 import path from 'node:path';
-import { loadModule, TetherError } from 'tether-ffi';
+import { TetherError } from 'tether-ffi';
+import { Scene, Node, Transform, plugin } from 'scene';
 
-const failures = [];
+const failures: string[] = [];
 
 /** Print one checked fact; remember it if it does not hold. */
-function fact(label, holds) {
+function fact(label: string, holds: boolean): void {
   console.log(`  ${holds ? 'ok  ' : 'FAIL'} ${label}`);
   if (!holds) failures.push(label);
 }
 
 /** A coordinate the way the plugin's dump() prints it (Rust's `{}` for f64). */
-const fmt = (v) => String(v);
+const fmt = (v: number): string => String(v);
 
-const pluginPath = process.env.TETHER_SCENE_PLUGIN;
-if (!pluginPath) {
-  console.error('set TETHER_SCENE_PLUGIN to the path of libscene.so (cargo build -p scene)');
-  process.exit(2);
-}
-const { Scene, Node, Transform } = loadModule(pluginPath);
+/** The registry's declaration a native method carries at run time (`fn.signature`). */
+const signatureOf = (f: object): string => (f as { signature?: string }).signature ?? '';
+
 console.log('tether scene example (node)');
-console.log(`plugin: ${path.basename(pluginPath)}`);
+console.log(`plugin: ${path.basename(plugin.path)}`);
 
 // Build the scene: world -> house -> door, world -> tree, with positions.
 const scene = new Scene('world');
@@ -51,12 +50,12 @@ fact('door.transform === door.transform', door.transform === door.transform);
 
 // Signatures come from the plugin's Rust source: names, types, docs.
 console.log('signatures:');
-console.log(`  ${Scene.prototype.find.signature}`);
+console.log(`  ${signatureOf(Scene.prototype.find)}`);
 fact('scene.find.length === 1 (one required parameter)', scene.find.length === 1);
-fact("scene.add's signature names parent and child", /^add\(parent: Node, child: Node\)/.test(scene.add.signature));
+fact("scene.add's signature names parent and child", /^add\(parent: Node, child: Node\)/.test(signatureOf(scene.add)));
 
 // Per-language data keyed by node: a Map compares keys by identity, so it needs one wrapper.
-const labels = new Map([
+const labels = new Map<Node, string>([
   [world, 'the root'],
   [house, 'a house'],
   [door, 'the front door'],
@@ -67,8 +66,8 @@ console.log(`per-node data (Map): labels.get(scene.find("door")) = '${found}'`);
 fact('Map lookup through find() finds the entry', found === 'the front door');
 
 // Listeners: off() finds the listener by the identity of the function.
-const heard = [];
-const onAdded = (event, node) => {
+const heard: [string, Node][] = [];
+const onAdded = (event: string, node: Node): void => {
   heard.push([event, node]);
 };
 scene.on('added', onAdded);
@@ -77,7 +76,7 @@ window.transform = new Transform(5, 1.5, -2);
 scene.add(house, window);
 console.log(`listener: heard ${heard.length} event(s): ${heard.map(([e, n]) => `${e} ${n.name}`).join(', ')}`);
 fact("the listener's payload is the window wrapper", heard.length === 1 && heard[0][1] === window);
-fact('scene.off("added", (e, n) => {}) === false (a different function)', scene.off('added', (e, n) => {}) === false);
+fact('scene.off("added", (e, n) => {}) === false (a different function)', scene.off('added', (_e: string, _n: Node) => {}) === false);
 fact('scene.off("added", onAdded) === true (found by identity)', scene.off('added', onAdded) === true);
 const lamp = new Node('lamp');
 lamp.transform = new Transform(-1, 2.5, 0);
@@ -85,9 +84,9 @@ scene.add(world, lamp);
 fact('a removed listener is not called again', heard.length === 1);
 
 // visit(cb) calls back into JS with the canonical wrappers.
-const lines = [];
-const labelled = [];
-const count = scene.visit((node, depth) => {
+const lines: string[] = [];
+const labelled: Node[] = [];
+const count = scene.visit((node: Node, depth: number) => {
   const t = node.transform;
   lines.push(`${'  '.repeat(Number(depth))}${node.name} (${fmt(t.x)}, ${fmt(t.y)}, ${fmt(t.z)})`);
   if (labels.has(node)) labelled.push(node);
@@ -100,7 +99,7 @@ fact(
 );
 
 console.log('errors:');
-const expectError = (label, what, run) => {
+const expectError = (label: string, what: string, run: () => void): void => {
   try {
     run();
     fact(`${label} throws a ${what}`, false);

@@ -1,0 +1,23 @@
+"""The sample plugin's typed bindings: checked by `mypy --strict` and run (cargo xtask test
+--only examples, part "stale bindings"). Keyword escaping: the registry's `import` method and
+its `class` parameter are `import_` and a positional-only `class_`; nullability: Optional
+results and fields are `X | None`."""
+
+import sample
+
+counter = sample.Counter(start=5)
+assert counter.increment_by() == 6 and counter.increment_by(by=3) == 9
+assert sample.greet("bindings") == "hello, bindings"
+assert sample.make_counter(1).count == 1
+
+names = sample.Names()
+missing: int | None = names.import_(2)
+assert missing is None and names.label is None
+names.label = "abc"
+found = names.import_(2)
+assert found is not None and found + 0 == 5, found
+label: str | None = names.label
+assert label == "abc"
+names.label = None
+assert names.label is None
+print("sample bindings: ok")
