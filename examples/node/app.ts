@@ -86,7 +86,7 @@ fact('a removed listener is not called again', heard.length === 1);
 // visit(cb) calls back into JS with the canonical wrappers.
 const lines: string[] = [];
 const labelled: Node[] = [];
-const count = scene.visit((node: Node, depth: number) => {
+const count = scene.visit((node: Node, depth: number | bigint) => {
   const t = node.transform;
   lines.push(`${'  '.repeat(Number(depth))}${node.name} (${fmt(t.x)}, ${fmt(t.y)}, ${fmt(t.z)})`);
   if (labels.has(node)) labelled.push(node);
