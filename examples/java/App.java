@@ -1,16 +1,17 @@
 // tether scene example, Java side.
 //
-// Loads the scene plugin (path in $TETHER_SCENE_PLUGIN), builds a small scene graph and shows
-// that every native node has exactly one Java wrapper: find() returns the very object you
-// created, an IdentityHashMap keyed by node finds its entries again, and off() finds a listener
-// by the identity of the callback. Exits with status 1 if any identity fact fails.
+// Uses the typed bindings generated for the scene plugin (dev.tether:scene, package
+// dev.tether.examples.scene: Scene, Node, Transform; the plugin is packed in that jar, or taken
+// from $TETHER_SCENE_PLUGIN when set), builds a small scene graph and shows that every native
+// node has exactly one Java wrapper: find() returns the very object you created, an
+// IdentityHashMap keyed by node finds its entries again, and off() finds a listener by the
+// identity of the callback. No casts, no method names in strings. Exits with status 1 if any
+// identity fact fails.
 
+import dev.tether.examples.scene.*;
 import dev.tether.ffi.Tether;
 import dev.tether.ffi.TetherCallback;
 import dev.tether.ffi.TetherError;
-import dev.tether.ffi.TetherList;
-import dev.tether.ffi.TetherModule;
-import dev.tether.ffi.TetherObject;
 import dev.tether.ffi.TetherType;
 
 import java.nio.file.Path;
@@ -32,20 +33,15 @@ public final class App {
     }
 
     /** A coordinate the way the plugin's dump() prints it (Rust's `{}` for f64). */
-    private static String fmt(Object value) {
-        double v = (Double) value;
+    private static String fmt(double v) {
         return v == Math.rint(v) ? Long.toString((long) v) : Double.toString(v);
-    }
-
-    private static TetherObject obj(Object value) {
-        return (TetherObject) value;
     }
 
     public static void main(String[] args) {
         String plugin = System.getenv("TETHER_SCENE_PLUGIN");
-        if (plugin == null || plugin.isEmpty()) {
-            System.err.println("set TETHER_SCENE_PLUGIN to the path of libscene.so (cargo build -p scene)");
-            System.exit(2);
+        if (plugin != null && !plugin.isEmpty()) {
+            // Instead of the copy packed in the bindings' jar (the workspace build, say).
+            System.setProperty(SceneModule.PLUGIN_PROPERTY, plugin);
         }
         App app = new App();
         app.run(plugin);
@@ -57,46 +53,45 @@ public final class App {
     }
 
     private void run(String plugin) {
-        TetherModule module = Tether.loadModule(plugin);
         System.out.println("tether scene example (java)");
-        System.out.println("plugin: " + Path.of(plugin).getFileName());
+        SceneModule.module(); // loads the plugin and checks it matches the bindings
+        System.out.println("plugin: " + (plugin == null || plugin.isEmpty() ? "libscene.so" : Path.of(plugin).getFileName()));
 
         // Build the scene: world -> house -> door, world -> tree, with positions.
-        TetherObject scene = obj(module.construct("scene.Scene", "world"));
-        TetherObject world = obj(scene.get("root"));
-        TetherObject house = obj(module.construct("scene.Node", "house"));
-        TetherObject door = obj(module.construct("scene.Node", "door"));
-        TetherObject tree = obj(module.construct("scene.Node", "tree"));
-        scene.call("add", world, house);
-        scene.call("add", house, door);
-        scene.call("add", world, tree);
-        house.set("transform", module.construct("scene.Transform", 4.0, 0.0, -2.0));
-        door.set("transform", module.construct("scene.Transform", 4.5, 0.0, -1.5));
-        tree.set("transform", module.construct("scene.Transform", -3.0, 0.0, 6.0));
+        Scene scene = new Scene("world");
+        Node world = scene.getRoot();
+        Node house = new Node("house");
+        Node door = new Node("door");
+        Node tree = new Node("tree");
+        scene.add(world, house);
+        scene.add(house, door);
+        scene.add(world, tree);
+        house.setTransform(new Transform(4.0, 0.0, -2.0));
+        door.setTransform(new Transform(4.5, 0.0, -1.5));
+        tree.setTransform(new Transform(-3.0, 0.0, 6.0));
 
         // Signatures come from the plugin's Rust source: names, types, docs.
         System.out.println("signatures:");
-        TetherType.Method find = Tether.type("scene.Scene").method("find");
+        TetherType.Method find = Tether.type(Scene.KEY).method("find");
         System.out.println("  " + find.signature());
         fact("find has one parameter, name", find.parameters().size() == 1 && find.parameters().get(0).name().equals("name"));
 
         System.out.println("identity:");
-        fact("scene.call(\"find\", \"door\") == scene.call(\"find\", \"door\")",
-                scene.call("find", "door") == scene.call("find", "door"));
-        fact("scene.call(\"find\", \"door\") == door (the wrapper we created)", scene.call("find", "door") == door);
-        fact("scene.get(\"root\") == scene.call(\"find\", \"world\")", scene.get("root") == scene.call("find", "world"));
-        fact("door.get(\"parent\") == house", door.get("parent") == house);
-        fact("((TetherList) house.get(\"children\")).get(0) == door", ((TetherList) house.get("children")).get(0) == door);
-        fact("door.get(\"transform\") == door.get(\"transform\")", door.get("transform") == door.get("transform"));
+        fact("scene.find(\"door\") == scene.find(\"door\")", scene.find("door") == scene.find("door"));
+        fact("scene.find(\"door\") == door (the wrapper we created)", scene.find("door") == door);
+        fact("scene.getRoot() == scene.find(\"world\")", scene.getRoot() == scene.find("world"));
+        fact("door.getParent() == house", door.getParent() == house);
+        fact("house.getChildren().get(0) == door", house.getChildren().get(0) == door);
+        fact("door.getTransform() == door.getTransform()", door.getTransform() == door.getTransform());
 
         // Per-language data keyed by node: an IdentityHashMap compares keys with ==.
-        Map<Object, String> labels = new IdentityHashMap<>();
+        Map<Node, String> labels = new IdentityHashMap<>();
         labels.put(world, "the root");
         labels.put(house, "a house");
         labels.put(door, "the front door");
         labels.put(tree, "an oak");
-        String found = labels.get(scene.call("find", "door"));
-        System.out.println("per-node data (IdentityHashMap): labels.get(scene.call(\"find\", \"door\")) = '" + found + "'");
+        String found = labels.get(scene.find("door"));
+        System.out.println("per-node data (IdentityHashMap): labels.get(scene.find(\"door\")) = '" + found + "'");
         fact("IdentityHashMap lookup through find() finds the entry", "the front door".equals(found));
 
         // Listeners: off() finds the listener by the identity of the callback.
@@ -105,43 +100,39 @@ public final class App {
             heard.add(cbArgs);
             return null;
         };
-        scene.call("on", "added", onAdded);
-        TetherObject window = obj(module.construct("scene.Node", "window"));
-        window.set("transform", module.construct("scene.Transform", 5.0, 1.5, -2.0));
-        scene.call("add", house, window);
+        scene.on("added", onAdded);
+        Node window = new Node("window");
+        window.setTransform(new Transform(5.0, 1.5, -2.0));
+        scene.add(house, window);
         List<String> events = new ArrayList<>();
         for (Object[] e : heard) {
-            events.add(e[0] + " " + obj(e[1]).get("name"));
+            // The payload is an Any in the plugin's signature: a type test, not a cast.
+            events.add(e[0] + " " + (e[1] instanceof Node n ? n.getName() : String.valueOf(e[1])));
         }
         System.out.println("listener: heard " + heard.size() + " event(s): " + String.join(", ", events));
         fact("the listener's payload is the window wrapper", heard.size() == 1 && heard.get(0)[1] == window);
         TetherCallback lookalike = cbArgs -> null;
-        fact("scene.call(\"off\", \"added\", cbArgs -> null) is false (a different callback)",
-                Boolean.FALSE.equals(scene.call("off", "added", lookalike)));
-        fact("scene.call(\"off\", \"added\", onAdded) is true (found by identity)",
-                Boolean.TRUE.equals(scene.call("off", "added", onAdded)));
-        TetherObject lamp = obj(module.construct("scene.Node", "lamp"));
-        lamp.set("transform", module.construct("scene.Transform", -1.0, 2.5, 0.0));
-        scene.call("add", world, lamp);
+        fact("scene.off(\"added\", cbArgs -> null) is false (a different callback)", !scene.off("added", lookalike));
+        fact("scene.off(\"added\", onAdded) is true (found by identity)", scene.off("added", onAdded));
+        Node lamp = new Node("lamp");
+        lamp.setTransform(new Transform(-1.0, 2.5, 0.0));
+        scene.add(world, lamp);
         fact("a removed listener is not called again", heard.size() == 1);
 
-        // visit(cb) calls back into Java with the canonical wrappers.
+        // visit(cb) calls back into Java with the canonical wrappers, typed: (Node, long).
         List<String> lines = new ArrayList<>();
-        List<Object> labelled = new ArrayList<>();
-        TetherCallback visitor = cbArgs -> {
-            TetherObject node = obj(cbArgs[0]);
-            int depth = ((Long) cbArgs[1]).intValue();
-            TetherObject t = obj(node.get("transform"));
-            lines.add("  ".repeat(depth) + node.get("name")
-                    + " (" + fmt(t.get("x")) + ", " + fmt(t.get("y")) + ", " + fmt(t.get("z")) + ")");
+        List<Node> labelled = new ArrayList<>();
+        long count = scene.visit((node, depth) -> {
+            Transform t = node.getTransform();
+            lines.add("  ".repeat((int) depth) + node.getName()
+                    + " (" + fmt(t.getX()) + ", " + fmt(t.getY()) + ", " + fmt(t.getZ()) + ")");
             if (labels.containsKey(node)) {
                 labelled.add(node);
             }
             return null;
-        };
-        Object count = scene.call("visit", visitor);
+        });
         System.out.println("visit: " + count + " nodes, " + labelled.size() + " found in the IdentityHashMap");
-        List<Object> expected = List.of(world, house, door, tree);
+        List<Node> expected = List.of(world, house, door, tree);
         boolean sameWrappers = labelled.size() == expected.size();
         for (int i = 0; sameWrappers && i < expected.size(); i++) {
             sameWrappers = labelled.get(i) == expected.get(i);
@@ -150,11 +141,11 @@ public final class App {
 
         System.out.println("errors:");
         expectError("scene.add(door, world)", "ValueError", IllegalArgumentException.class,
-                () -> scene.call("add", door, world));
+                () -> scene.add(door, world));
         expectError("scene.find(\"attic\")", "KeyError", java.util.NoSuchElementException.class,
-                () -> scene.call("find", "attic"));
+                () -> scene.find("attic"));
 
-        String dump = (String) scene.call("dump");
+        String dump = scene.dump();
         System.out.println("--- tree ---");
         System.out.print(dump);
         System.out.println("--- end tree ---");

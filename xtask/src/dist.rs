@@ -1,6 +1,8 @@
 //! The packages a user installs, built into one folder: the Python wheel (maturin), the npm
 //! tarball (`npm pack`, with the addon inside as tether.node), the jar (`mvn package`, with
-//! libtether_java inside), the example plugin and tether.h.
+//! libtether_java inside, and its sources and javadoc jars), the example plugin, the scene
+//! example's typed Java bindings as a jar (tether-bindgen's output, the plugin packed inside,
+//! with its pom, sources and javadoc jars) and tether.h.
 //!
 //! `cargo xtask build-all` builds them in release mode into target/dist; the examples suite
 //! builds them in debug mode into target/dist-test and installs them into empty environments.
@@ -61,6 +63,9 @@ pub struct Packages {
     pub scene_wheel: PathBuf,
     /// The scene plugin's typed npm package (depends on tether-ffi).
     pub scene_npm: PathBuf,
+    /// The scene plugin's typed Java bindings (dev.tether:scene) and their pom beside.
+    pub scene_jar: PathBuf,
+    pub scene_pom: PathBuf,
 }
 
 /// What a step needs: the profile, the output folder, a scratch folder, the progress label.
@@ -75,7 +80,7 @@ struct Job<'a> {
 type Step = fn(&Job) -> Result<PathBuf>;
 
 /// Every package, in build order.
-const STEPS: [(&str, Step); 7] = [
+const STEPS: [(&str, Step); 8] = [
     ("tether.h", header),
     ("scene plugin", scene_plugin),
     ("wheel", wheel),
@@ -83,6 +88,7 @@ const STEPS: [(&str, Step); 7] = [
     ("jar", jar),
     ("scene wheel", scene_wheel),
     ("scene npm", scene_npm),
+    ("scene jar", scene_jar),
 ];
 
 /// `cargo xtask build-all`: every package in release mode into target/dist. Runs every step
@@ -122,10 +128,11 @@ pub fn build(ctx: &Ctx, profile: Profile, label: &str) -> Result<Packages> {
         step(label, format!("package: {name} (into {})", ctx.rel(&job.out)));
         paths.push(build(&job)?);
     }
-    let [_header, plugin, wheel, npm, jar, scene_wheel, scene_npm]: [PathBuf; 7] =
+    let [_header, plugin, wheel, npm, jar, scene_wheel, scene_npm, scene_jar]: [PathBuf; 8] =
         paths.try_into().expect("one path per step");
     let pom = jar.with_extension("pom");
-    Ok(Packages { plugin, wheel, npm, jar, pom, scene_wheel, scene_npm })
+    let scene_pom = scene_jar.with_extension("pom");
+    Ok(Packages { plugin, wheel, npm, jar, pom, scene_wheel, scene_npm, scene_jar, scene_pom })
 }
 
 impl<'a> Job<'a> {
@@ -285,8 +292,10 @@ fn packed_files(listing: &str) -> Result<Vec<String>> {
     Ok(files)
 }
 
-/// The jar: crates/java's pom and main sources staged, `mvn package` with this profile's
-/// libtether_java as the native directory; the pom is copied next to the jar.
+/// The jar: crates/java's pom and main sources staged, `mvn install` (package, then into the
+/// local Maven repository, where the scene bindings' build finds it) with this profile's
+/// libtether_java as the native directory; the pom, sources and javadoc jars are copied next
+/// to the jar.
 fn jar(job: &Job) -> Result<PathBuf> {
     if !job.ctx.path(java::POM).is_file() {
         return Err(fail(format!("{} is missing", java::POM)));
@@ -300,9 +309,9 @@ fn jar(job: &Job) -> Result<PathBuf> {
     copy_file(&java_dir.join("pom.xml"), &stage.join("pom.xml"))?;
     copy_tree(&java_dir.join("src/main"), &stage.join("src/main"))?;
     let pom = stage.join("pom.xml");
-    step(job.label, format!("mvn package -Dmaven.test.skip=true (staged in {})", job.ctx.rel(&stage)));
+    step(job.label, format!("mvn install -Dmaven.test.skip=true (staged in {})", job.ctx.rel(&stage)));
     java::mvn(&pom.to_string_lossy())
-        .args(["-q", "package", "-Dmaven.test.skip=true"])
+        .args(["-q", "install", "-Dmaven.test.skip=true"])
         .arg(java::native_dir_property(&lib))
         .cwd(&stage)
         .hint(format!(
@@ -320,6 +329,54 @@ fn jar(job: &Job) -> Result<PathBuf> {
     }
     let jar = copy_into(&built, &job.out)?;
     copy_file(&pom, &jar.with_extension("pom"))?;
+    copy_attached(&built, &job.out)?;
+    Ok(jar)
+}
+
+/// The `-sources.jar` and `-javadoc.jar` Maven built beside `jar`, copied into `out` (Maven
+/// Central requires both).
+fn copy_attached(jar: &Path, out: &Path) -> Result {
+    let stem = jar.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+    for kind in ["sources", "javadoc"] {
+        let attached = jar.with_file_name(format!("{stem}-{kind}.jar"));
+        if !attached.is_file() {
+            return Err(fail(format!("Maven wrote no {}", attached.display()))
+                .hint("the pom attaches them with maven-source-plugin and maven-javadoc-plugin"));
+        }
+        copy_into(&attached, out)?;
+    }
+    Ok(())
+}
+
+/// The scene example's typed Java bindings: tether-bindgen over this profile's scene plugin
+/// (package dev.tether.examples.scene, the plugin packed inside), `mvn package` of the
+/// generated project (it depends on dev.tether:tether-ffi, installed by the jar step); the
+/// jar, its pom (`scene-<version>.pom`), sources and javadoc jars into the output folder.
+fn scene_jar(job: &Job) -> Result<PathBuf> {
+    let plugin = job.cargo_cdylib("scene", "the example plugin, for its bindings")?;
+    let stage = job.stage("scene-java")?;
+    let project = java::bindgen(job.ctx, job.label, &plugin, &stage, None, java::SCENE_PACKAGE)?;
+    let pom = project.join("pom.xml");
+    step(job.label, format!("mvn package (the generated bindings, in {})", job.ctx.rel(&project)));
+    java::mvn(&pom.to_string_lossy())
+        .args(["-q", "package"])
+        .cwd(&project)
+        .hint(format!(
+            "Maven could not package the generated bindings; reproduce with: mvn -B package -f {}",
+            pom.display()
+        ))
+        .run()?;
+    let built = only_file(&project.join("target"), "scene-", ".jar")?;
+    let entries = Cmd::new("jar").arg("tf").arg(&built).output()?;
+    let plugin_name = plugin.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let packed = format!("{}/{plugin_name}", java::SCENE_PACKAGE.replace('.', "/"));
+    if !entries.lines().any(|e| e == packed) {
+        return Err(fail(format!("{} has no {packed} inside", built.display()))
+            .hint("tether-bindgen copies the plugin into src/main/resources/<package>/"));
+    }
+    let jar = copy_into(&built, &job.out)?;
+    copy_file(&pom, &jar.with_extension("pom"))?;
+    copy_attached(&built, &job.out)?;
     Ok(jar)
 }
 
@@ -378,7 +435,10 @@ fn only_file(dir: &Path, prefix: &str, suffix: &str) -> Result<PathBuf> {
         .map(|e| e.path())
         .filter(|p| {
             p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-                n.starts_with(prefix) && n.ends_with(suffix) && !n.ends_with(&format!("-sources{suffix}"))
+                n.starts_with(prefix)
+                    && n.ends_with(suffix)
+                    && !n.ends_with(&format!("-sources{suffix}"))
+                    && !n.ends_with(&format!("-javadoc{suffix}"))
             })
         })
         .collect();

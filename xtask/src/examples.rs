@@ -317,7 +317,55 @@ fn node_app(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<String> {
 /// library is the freshly built one (`-Dtether.library.path`).
 fn java_app(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<String> {
     let lib = java::install(ctx, suite)?;
-    run_java(ctx, suite, plugin, Some(&lib))
+    // The scene plugin's typed bindings (dev.tether:scene), generated from this build of it and
+    // installed into the local Maven repository, as the app depends on them.
+    let project =
+        java::bindgen(ctx, suite, plugin, &ctx.target_dir.join("bindgen-examples"), None, java::SCENE_PACKAGE)?;
+    step(suite, format!("mvn install (the scene bindings, in {})", ctx.rel(&project)));
+    java::mvn(&project.join("pom.xml").to_string_lossy())
+        .args(["-q", "install"])
+        .cwd(&project)
+        .hint(format!("reproduce with: mvn -B install -f {}", project.join("pom.xml").display()))
+        .run()?;
+    let out = run_java(ctx, suite, plugin, Some(&lib))?;
+    java_app_on_jdk25(ctx, suite, plugin, &lib, &project, &out)?;
+    Ok(out)
+}
+
+/// The app compiled by the run before, run again in Temurin 25 (where the machines have it)
+/// with `--enable-native-access=ALL-UNNAMED`: it must print the same and no warning (JEP 472).
+fn java_app_on_jdk25(ctx: &Ctx, suite: &str, plugin: &Path, lib: &Path, bindings: &Path, first: &str) -> Result {
+    const JAVA_25: &str = "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java";
+    if !Path::new(JAVA_25).is_file() {
+        return Ok(());
+    }
+    step(suite, format!("{JAVA_25} {} App (the same app on JDK 25)", java::NATIVE_ACCESS));
+    let cp = [
+        ctx.path("examples/java/target/classes"),
+        ctx.path("crates/java/target/classes"),
+        bindings.join("target/classes"),
+    ]
+    .map(|p| p.display().to_string())
+    .join(":");
+    let (code, output) = Cmd::new(JAVA_25)
+        .arg(java::NATIVE_ACCESS)
+        .arg(java::library_property(lib))
+        .args(["-cp", &cp, "App"])
+        .env(PLUGIN_ENV, plugin)
+        .cwd(&ctx.root)
+        .run_combined()?;
+    if code != Some(0) {
+        print!("{output}");
+        return Err(fail("the Java app fails on Temurin 25 (output above)"));
+    }
+    if let Some(w) = output.lines().find(|l| l.starts_with("WARNING")) {
+        return Err(fail(format!("the Java app printed a warning on Temurin 25: {w}")));
+    }
+    if tree_of(&output) != tree_of(first) {
+        return Err(fail(format!("the Java app printed another tree on Temurin 25:\n{output}")));
+    }
+    println!("  same output on JDK 25, no warning");
+    Ok(())
 }
 
 /// The app with `python`; `path` (the generated bindings) on PYTHONPATH when given, else
@@ -347,18 +395,38 @@ fn run_node(ctx: &Ctx, suite: &str, dir: &Path, app: &str, plugin: &Path) -> Res
 
 /// `mvn compile exec:java` on examples/java; `library` overrides the jar's packed library.
 fn run_java(ctx: &Ctx, suite: &str, plugin: &Path, library: Option<&Path>) -> Result<String> {
+    exec_java(ctx, suite, Some(plugin), library)
+}
+
+/// examples/java with the plugin packed in the scene bindings' jar: TETHER_SCENE_PLUGIN unset,
+/// the jar's copy of `plugin` (the packaged build) extracted and loaded.
+fn run_java_packed(ctx: &Ctx, plugin: &Path) -> Result<String> {
+    step(
+        SUITE,
+        format!(
+            "(the scene jar's packed {}, no {PLUGIN_ENV})",
+            plugin.file_name().unwrap_or_default().to_string_lossy()
+        ),
+    );
+    exec_java(ctx, SUITE, None, None)
+}
+
+fn exec_java(ctx: &Ctx, suite: &str, plugin: Option<&Path>, library: Option<&Path>) -> Result<String> {
     step(suite, format!("mvn compile exec:java -f {JAVA_POM}"));
     let library_arg = library.map(java::library_property);
     let mut cmd = Cmd::new("mvn")
         .args(["-B", "-q", "-Dstyle.color=never", "-f", JAVA_POM, "compile", "exec:java"])
-        .env(PLUGIN_ENV, plugin)
         .cwd(&ctx.root);
+    cmd = match plugin {
+        Some(p) => cmd.env(PLUGIN_ENV, p),
+        None => cmd.env_remove(PLUGIN_ENV),
+    };
     if let Some(arg) = &library_arg {
         cmd = cmd.arg(arg);
     }
+    let env = plugin.map(|p| format!("{PLUGIN_ENV}={} ", p.display())).unwrap_or_default();
     cmd.hint(format!(
-        "reproduce with: {PLUGIN_ENV}={} mvn -B -f {JAVA_POM} compile exec:java {}",
-        plugin.display(),
+        "reproduce with: {env}mvn -B -f {JAVA_POM} compile exec:java {}",
         library_arg.as_deref().unwrap_or("")
     ))
     .run_echo()
@@ -431,7 +499,16 @@ fn java_package(ctx: &Ctx, packages: &Packages) -> Result<String> {
         .cwd(jar_dir)
         .hint("Maven could not install the jar into the local repository (~/.m2)")
         .run()?;
-    run_java(ctx, SUITE, &packages.plugin, None)
+    step(SUITE, format!("mvn install:install-file -Dfile={}", ctx.rel(&packages.scene_jar)));
+    Cmd::new("mvn")
+        .args(["-B", "-q", "--no-transfer-progress", "-Dstyle.color=never", "install:install-file"])
+        .arg(format!("-Dfile={}", packages.scene_jar.display()))
+        .arg(format!("-DpomFile={}", packages.scene_pom.display()))
+        .cwd(jar_dir)
+        .hint("Maven could not install the scene bindings' jar into the local repository (~/.m2)")
+        .run()?;
+    // The plugin packed in the scene jar is the one the app loads (no TETHER_SCENE_PLUGIN).
+    run_java_packed(ctx, &packages.plugin)
 }
 
 fn canonical(path: &Path) -> PathBuf {

@@ -3,8 +3,15 @@
 //! `-Dtether.native.dir=<its directory>` (packed into the jar as a resource) and the plugins'
 //! paths as `-Dtether.test.plugin=...` / `-Dtether.test.pluginBadAbi=...` / `-Dtether.test.pluginDir=...`
 //! (also exported as TETHER_TEST_PLUGIN / TETHER_TEST_PLUGIN_BAD_ABI / TETHER_TEST_PLUGIN_DIR).
+//!
+//! Then the typed bindings (tether-bindgen's Java backend, [`bindings_checks`]): javac over the
+//! bindings generated for the scene plugin with examples/java/App.java, javac rejecting
+//! examples/java/WrongCall.java at its line, and the sample plugin's bindings run by
+//! tests/bindings/java/BindingsCheck.java (typed calls, defaults, nullability, keyword escaping)
+//! on JDK 17 and, when installed, Temurin 25 with no JEP 472 warning; then against the sample's
+//! `changed` build, where loading must fail naming the changed item (stale bindings).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::util::{fail, require_tool, skipped, step, Cmd, Result, Status};
 use crate::workspace::Ctx;
@@ -42,7 +49,223 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
         .cwd(&ctx.root)
         .hint(format!("rerun one test class with: mvn -B test -f {POM} {} -Dtest=<Class>", library_property(&lib)))
         .run()?;
+    if Path::new(TEMURIN_25).is_file() {
+        // The same compiled tests in a Temurin 25 JVM (surefire's `jvm`; no recompile), which
+        // must print no JEP 472 warning: the pom passes --enable-native-access=ALL-UNNAMED.
+        step(SUITE, format!("mvn surefire:test -Djvm={TEMURIN_25} (the tests on JDK 25)"));
+        let (code, output) = mvn(POM)
+            .arg("surefire:test")
+            .arg(format!("-Djvm={TEMURIN_25}"))
+            .arg(library_property(&lib))
+            .arg(format!("-Dtether.test.plugin={}", plugin.display()))
+            .arg(format!("-Dtether.test.pluginBadAbi={}", bad_abi.display()))
+            .arg(format!("-Dtether.test.pluginDir={}", plugins.dir.display()))
+            .env("TETHER_TEST_PLUGIN", plugin)
+            .env("TETHER_TEST_PLUGIN_BAD_ABI", bad_abi)
+            .env("TETHER_TEST_PLUGIN_DIR", &plugins.dir)
+            .cwd(&ctx.root)
+            .run_combined()?;
+        let summary: Vec<&str> =
+            output.lines().filter(|l| l.contains("Tests run:") && !l.contains(" -- in ")).collect();
+        println!("  JDK 25: {}", summary.last().copied().unwrap_or("(no summary)").trim());
+        if code != Some(0) {
+            print!("{output}");
+            return Err(fail("the Maven tests fail on Temurin 25 (output above)"));
+        }
+        if let Some(w) = output.lines().find(|l| l.contains("restricted method") || l.contains("native access")) {
+            return Err(fail(format!("the Maven tests on Temurin 25 printed a JEP 472 warning: {w}")));
+        }
+    }
+    bindings_checks(ctx, &lib, plugin)?;
     Ok(Status::Passed)
+}
+
+/// The Java package of the scene example's bindings.
+pub const SCENE_PACKAGE: &str = "dev.tether.examples.scene";
+/// The flag that lets the frontend load its library without JEP 472's warning on JDK 24+
+/// (the jars are used from the class path; JDK 17 accepts it too).
+pub const NATIVE_ACCESS: &str = "--enable-native-access=ALL-UNNAMED";
+/// Temurin 25 beside the system JDK 17, where the machines have it.
+const TEMURIN_25: &str = "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java";
+const APP: &str = "examples/java/App.java";
+const WRONG_CALL: &str = "examples/java/WrongCall.java";
+const BINDINGS_CHECK: &str = "tests/bindings/java/BindingsCheck.java";
+
+/// `tether-bindgen --plugin PLUGIN --out OUT --lang java [--name NAME] --java-package PACKAGE`
+/// (built once by [`crate::bindgen::binary`]); returns the generated Maven project's folder, OUT/java.
+pub fn bindgen(
+    ctx: &Ctx,
+    suite: &str,
+    plugin: &Path,
+    out: &Path,
+    name: Option<&str>,
+    package: &str,
+) -> Result<PathBuf> {
+    step(suite, format!("tether-bindgen --plugin {} --out {} --lang java", ctx.rel(plugin), ctx.rel(out)));
+    let bin = crate::bindgen::binary(ctx, suite)?;
+    let mut cmd = Cmd::new(&bin).arg("--plugin").arg(plugin).arg("--out").arg(out).args([
+        "--lang",
+        "java",
+        "--java-package",
+        package,
+    ]);
+    if let Some(name) = name {
+        cmd = cmd.args(["--name", name]);
+    }
+    cmd.cwd(&ctx.root)
+        .hint(format!(
+            "reproduce with: cargo run -p tether-bindgen -- --plugin {} --out {} --lang java --java-package {package}",
+            plugin.display(),
+            out.display()
+        ))
+        .run()?;
+    Ok(out.join("java"))
+}
+
+/// Every `.java` file under `dir`, sorted.
+fn java_sources(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let entries = std::fs::read_dir(dir).map_err(|e| fail(format!("cannot list {}: {e}", dir.display())))?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(java_sources(&path)?);
+        } else if path.extension().is_some_and(|x| x == "java") {
+            out.push(path);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn javac(classpath: &str, out: &Path) -> Cmd {
+    Cmd::new("javac")
+        .args(["--release", "17", "-Xlint:all", "-Werror", "-encoding", "UTF-8", "-cp"])
+        .arg(classpath)
+        .arg("-d")
+        .arg(out)
+}
+
+/// The typed-bindings checks of the java suite (see the module doc).
+fn bindings_checks(ctx: &Ctx, lib: &Path, sample_plugin: &Path) -> Result {
+    let work = ctx.target_dir.join("bindgen-java");
+    crate::dist::reset_dir(&work)?;
+    let ffi_classes = ctx.path("crates/java/target/classes");
+
+    // The scene plugin's bindings, compiled with the example app.
+    step(SUITE, "cargo build -p scene (the example plugin, for its bindings)");
+    Cmd::cargo()
+        .args(["build", "-q", "-p", "scene"])
+        .cwd(&ctx.root)
+        .hint("reproduce with: cargo build -p scene")
+        .run()?;
+    let scene = bindgen(ctx, SUITE, &ctx.cdylib_path("scene")?, &work.join("scene"), None, SCENE_PACKAGE)?;
+    let scene_classes = work.join("scene-classes");
+    step(SUITE, format!("javac -Xlint:all -Werror: the scene bindings and {APP}"));
+    javac(&ffi_classes.to_string_lossy(), &scene_classes)
+        .args(java_sources(&scene.join("src/main/java"))?)
+        .arg(ctx.path(APP))
+        .hint("the generated scene bindings or App.java do not compile (javac's errors above)")
+        .run()?;
+
+    // A wrong call must not compile, and javac must name its line.
+    let wrong = ctx.path(WRONG_CALL);
+    let text = std::fs::read_to_string(&wrong).map_err(|e| fail(format!("cannot read {WRONG_CALL}: {e}")))?;
+    let line = text
+        .lines()
+        .position(|l| l.contains("// WRONG"))
+        .map(|i| i + 1)
+        .ok_or_else(|| fail(format!("{WRONG_CALL} has no line marked // WRONG")))?;
+    step(SUITE, format!("javac {WRONG_CALL} must fail at line {line}"));
+    let cp = format!("{}:{}", ffi_classes.display(), scene_classes.display());
+    let (code, output) = javac(&cp, &work.join("wrong-classes")).arg(&wrong).run_combined()?;
+    let expected = format!("WrongCall.java:{line}: error");
+    if code == Some(0) || !output.contains(&expected) {
+        return Err(fail(format!(
+            "javac should reject {WRONG_CALL} with an error at line {line} (`{expected}`); it {}:\n{output}",
+            if code == Some(0) { "compiled it" } else { "failed otherwise" }
+        )));
+    }
+    println!("  javac rejects it: {}", output.lines().find(|l| l.contains(&expected)).unwrap_or("").trim());
+
+    // The sample plugin's bindings, exercised by BindingsCheck.
+    let sample =
+        bindgen(ctx, SUITE, sample_plugin, &work.join("sample"), Some("sample"), "dev.tether.bindings.sample")?;
+    // The generator is deterministic: the same plugin gives the same bytes.
+    let again =
+        bindgen(ctx, SUITE, sample_plugin, &work.join("sample-again"), Some("sample"), "dev.tether.bindings.sample")?;
+    for (a, b) in java_sources(&sample)?
+        .iter()
+        .zip(java_sources(&again)?.iter())
+        .chain([(&sample.join("pom.xml"), &again.join("pom.xml"))])
+    {
+        let read = |p: &PathBuf| std::fs::read(p).map_err(|e| fail(format!("cannot read {}: {e}", p.display())));
+        if a.file_name() != b.file_name() || read(a)? != read(b)? {
+            return Err(fail(format!(
+                "tether-bindgen wrote {} and {} differently from the same plugin",
+                a.display(),
+                b.display()
+            )));
+        }
+    }
+    let sample_classes = work.join("sample-classes");
+    step(SUITE, format!("javac -Xlint:all -Werror: the sample bindings and {BINDINGS_CHECK}"));
+    javac(&ffi_classes.to_string_lossy(), &sample_classes)
+        .args(java_sources(&sample.join("src/main/java"))?)
+        .arg(ctx.path(BINDINGS_CHECK))
+        .hint("the generated sample bindings or BindingsCheck.java do not compile (javac's errors above)")
+        .run()?;
+    // The packed plugin comes from the class path (the generated resources folder).
+    let cp = format!(
+        "{}:{}:{}",
+        ffi_classes.display(),
+        sample_classes.display(),
+        sample.join("src/main/resources").display()
+    );
+    let mut jvms = vec![PathBuf::from("java")];
+    if Path::new(TEMURIN_25).is_file() {
+        jvms.push(PathBuf::from(TEMURIN_25));
+    }
+    for jvm in &jvms {
+        run_check(jvm, &cp, lib, &[], "ok")?;
+    }
+
+    // Stale bindings: the same bindings against the `changed` build of the sample plugin (in
+    // its own target dir, shared with the examples suite's Python/Node stale check).
+    let changed_target = ctx.target_dir.join("changed-plugin");
+    step(
+        SUITE,
+        format!("cargo build -p tether-test-plugin --features changed --target-dir {}", ctx.rel(&changed_target)),
+    );
+    Cmd::cargo()
+        .args(["build", "-q", "-p", "tether-test-plugin", "--features", "changed", "--target-dir"])
+        .arg(&changed_target)
+        .cwd(&ctx.root)
+        .hint("reproduce with: cargo build -p tether-test-plugin --features changed --target-dir target/changed-plugin")
+        .run()?;
+    let changed = changed_target.join("debug").join(sample_plugin.file_name().unwrap_or_default());
+    run_check(&jvms[0], &cp, lib, &[format!("-Dsample.plugin={}", changed.display())], "stale")
+}
+
+/// `java BindingsCheck <mode>`: must exit 0 and print no warning (JEP 472's among them).
+fn run_check(jvm: &Path, cp: &str, lib: &Path, props: &[String], mode: &str) -> Result {
+    step(SUITE, format!("{} {NATIVE_ACCESS} BindingsCheck {mode}", jvm.display()));
+    let (code, output) = Cmd::new(jvm)
+        .arg(NATIVE_ACCESS)
+        .arg(library_property(lib))
+        .args(props)
+        .arg("-cp")
+        .arg(cp)
+        .args(["BindingsCheck", mode])
+        .run_combined()?;
+    print!("{output}");
+    if code != Some(0) {
+        return Err(fail(format!("BindingsCheck {mode} failed on {}", jvm.display())));
+    }
+    if let Some(w) = output.lines().find(|l| l.starts_with("WARNING")) {
+        return Err(fail(format!("BindingsCheck {mode} on {} printed a warning: {w}", jvm.display())));
+    }
+    Ok(())
 }
 
 /// `-Dtether.library.path=<abs>/target/debug/libtether_java.so`

@@ -2,6 +2,7 @@
 //! [--java-package NAME]`: load a tether plugin in-process and write typed bindings for it
 //! (`cargo xtask bindgen` calls it). See docs/bindings.md.
 
+mod java;
 mod model;
 mod node;
 mod python;
@@ -89,6 +90,7 @@ fn main() -> ExitCode {
         let written = match language.as_str() {
             "python" => python::write(&module, &options.out, &options),
             "node" => node::write(&module, &options.out, &options),
+            "java" => java::write(&module, &options.out, &options),
             _ => continue,
         };
         if let Err(e) = written {

@@ -19,6 +19,7 @@ pub struct Classes {
     pub boolean_value_of: jmethodID,
     pub wrappers: jclass,
     pub wrappers_create: jmethodID,
+    pub wrappers_adopt: jmethodID,
     pub callbacks: jclass,
     pub callbacks_invoke: jmethodID,
     pub errors: jclass,
@@ -105,6 +106,7 @@ pub fn init(env: Env) -> Result<(), String> {
         boolean_value_of: static_method(env, boolean, c"valueOf", c"(Z)Ljava/lang/Boolean;")?,
         wrappers,
         wrappers_create: static_method(env, wrappers, c"create", c"(JJI)Ljava/lang/Object;")?,
+        wrappers_adopt: static_method(env, wrappers, c"adopt", c"(Ljava/lang/Object;JJI)Ljava/lang/Object;")?,
         callbacks,
         callbacks_invoke: static_method(
             env,

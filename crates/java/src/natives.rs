@@ -903,6 +903,69 @@ pub extern "system" fn Java_dev_tether_ffi_Native_construct<'l>(
     })
 }
 
+/// `Native.constructInto(wrapper, typeKey, kinds, bits, refs)`: construct like `construct`, and
+/// make `wrapper` (an instance of the class registered for the type, whose constructor is
+/// running) the new object's canonical wrapper. Returns the object's wrapper: `wrapper`, or
+/// another one if the constructor returned an object Java holds already.
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_constructInto<'l>(
+    mut jenv: EnvUnowned<'l>,
+    _c: JClass<'l>,
+    wrapper: jobject,
+    key: JString<'l>,
+    kinds: jobject,
+    bits: jobject,
+    refs: jobject,
+) -> jobject {
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(jenv.as_raw()) };
+    guard(env, null(), || {
+        // SAFETY: Java encodes with `Marshal`; decode first so owned handles are consumed.
+        let args = unsafe { decode_arrays(env, kinds, bits, refs) };
+        let key = rust_string(&mut jenv, &key, "type key")?;
+        let index =
+            types::type_index_of(&key).ok_or_else(|| Error::key(format!("no type is registered as {key:?}")))?;
+        let info = info(index)?;
+        let ctor = info.constructor().ok_or_else(|| no_constructor(info))?;
+        let args = args.map_err(|e| e.named(&ctor.0, false))?;
+        let views: Vec<AnyView<'_>> = args.iter().map(Any::view).collect();
+        let mut defaults = Vec::new();
+        let made = ctor.call(&with_defaults(&ctor.0, &views, &mut defaults)?)?;
+        match made.into_object() {
+            Some(obj) => tie::to_wrapper_adopting(env, obj, wrapper),
+            None => Err(Error::type_error(format!("the constructor of {key} returned no object"))),
+        }
+    })
+}
+
+/// `Native.checkBindings(moduleHandle, manifest)`: compare the manifest generated bindings
+/// recorded (`item\thash` lines) with the module's (`tether_core::manifest::check_manifest`);
+/// a ValueError naming every added, removed or changed item when they differ.
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_checkBindings<'l>(
+    mut jenv: EnvUnowned<'l>,
+    _c: JClass<'l>,
+    handle: jlong,
+    manifest: JString<'l>,
+) {
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(jenv.as_raw()) };
+    guard(env, (), || {
+        let text = rust_string(&mut jenv, &manifest, "manifest")?;
+        // SAFETY: Java passes a reachable TetherModule's handle.
+        let module = unsafe { body::<ModuleObj>(handle, TypeIndex::MODULE, "Module") }?;
+        let recorded: Vec<(String, String)> = text
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(|l| {
+                let (item, hash) = l.rsplit_once('\t').unwrap_or((l, ""));
+                (item.to_string(), hash.to_string())
+            })
+            .collect();
+        tether_core::manifest::check_manifest(module, &recorded).map_err(Error::value)
+    })
+}
+
 // ---- fields and methods ----------------------------------------------------------------------
 
 #[no_mangle]

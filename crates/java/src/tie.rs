@@ -39,6 +39,10 @@ pub struct JavaHost {
     /// The calling thread's env (raw: a host lives in a static domain's type, `Env`'s brand
     /// is the one call's).
     raw_env: *mut jni_sys::JNIEnv,
+    /// A wrapper Java made (`new Scene("world")`, a generated class) to become the canonical
+    /// wrapper of the object being returned, instead of one `Wrappers.create` would make;
+    /// null for every other return.
+    adopt: jobject,
 }
 
 impl JavaHost {
@@ -80,9 +84,21 @@ unsafe impl TieHost for JavaHost {
         let c = classes::get();
         let type_index = obj.type_index();
         let raw = obj.into_raw();
-        let args = [jvalue { j: raw as i64 }, jvalue { j: generation as i64 }, jvalue { i: type_index }];
-        // SAFETY: `Wrappers.create(long, long, int) -> Object`, resolved at init.
-        let wrapper = unsafe { self.env().call_static_object(c.wrappers, c.wrappers_create, &args) };
+        let wrapper = if self.adopt.is_null() {
+            let args = [jvalue { j: raw as i64 }, jvalue { j: generation as i64 }, jvalue { i: type_index }];
+            // SAFETY: `Wrappers.create(long, long, int) -> Object`, resolved at init.
+            unsafe { self.env().call_static_object(c.wrappers, c.wrappers_create, &args) }
+        } else {
+            let args = [
+                jvalue { l: self.adopt },
+                jvalue { j: raw as i64 },
+                jvalue { j: generation as i64 },
+                jvalue { i: type_index },
+            ];
+            // SAFETY: `Wrappers.adopt(Object, long, long, int) -> Object`, resolved at init;
+            // `adopt` is a live local reference of the calling native method.
+            unsafe { self.env().call_static_object(c.wrappers, c.wrappers_adopt, &args) }
+        };
         if wrapper.is_null() || self.env().exception_check() {
             self.env().clear_exception();
             // SAFETY: no wrapper took the reference; it is still ours.
@@ -102,7 +118,18 @@ unsafe impl TieHost for JavaHost {
 
 /// Return `obj` (an owned +1) to Java as its canonical wrapper (a local reference).
 pub fn to_wrapper(env: Env, obj: ObjectRef) -> Result<jobject> {
-    FRONTEND.return_object(&JavaHost { raw_env: env.as_raw() }, obj).map(|returned| returned.into_handle())
+    FRONTEND
+        .return_object(&JavaHost { raw_env: env.as_raw(), adopt: std::ptr::null_mut() }, obj)
+        .map(|returned| returned.into_handle())
+}
+
+/// Return `obj` (an owned +1) to Java with `wrapper` (a generated class's instance under
+/// construction, a live local reference) as its canonical wrapper when it has none yet; an
+/// object that has a wrapper already comes back as that one (the caller sees the difference).
+pub fn to_wrapper_adopting(env: Env, obj: ObjectRef, wrapper: jobject) -> Result<jobject> {
+    FRONTEND
+        .return_object(&JavaHost { raw_env: env.as_raw(), adopt: wrapper }, obj)
+        .map(|returned| returned.into_handle())
 }
 
 /// A wrapper of `generation` lets go of `handle`: untie it if it still owns the slot, delete

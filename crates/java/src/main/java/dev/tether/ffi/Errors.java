@@ -9,6 +9,7 @@ final class Errors {
     private static final int VALUE_ERROR = (int) Native.constant("ERROR_VALUE_ERROR");
     private static final int INDEX_ERROR = (int) Native.constant("ERROR_INDEX_ERROR");
     private static final int KEY_ERROR = (int) Native.constant("ERROR_KEY_ERROR");
+    private static final int ATTRIBUTE_ERROR = (int) Native.constant("ERROR_ATTRIBUTE_ERROR");
 
     /** The exception for a native error of kind {@code code} named {@code kind}. */
     static Throwable create(int code, String kind, String message, String backtrace) {
@@ -20,6 +21,8 @@ final class Errors {
             return new TetherIndexError(kind, message, backtrace);
         } else if (code == KEY_ERROR) {
             return new TetherKeyError(kind, message, backtrace);
+        } else if (code == ATTRIBUTE_ERROR) {
+            return new TetherAttributeError(kind, message, backtrace);
         }
         return new TetherException(kind, message, backtrace);
     }

@@ -165,6 +165,12 @@ final class Native {
 
     static native Object construct(String key, int[] kinds, long[] bits, Object[] refs);
 
+    /** Construct like {@link #construct}, making {@code wrapper} the new object's wrapper (returns the object's wrapper). */
+    static native Object constructInto(Object wrapper, String key, int[] kinds, long[] bits, Object[] refs);
+
+    /** Compare {@code manifest} ({@code item\thash} lines) with the module's; ValueError naming the differences. */
+    static native void checkBindings(long module, String manifest);
+
     static native Object getField(long handle, Object keep, String name);
 
     static native void setField(long handle, Object keep, String name, int kind, long bits, Object ref);

@@ -38,10 +38,69 @@ public final class Tether {
         return (TetherModule) Native.loadModule(path);
     }
 
-    /** Construct an object of a registered type with its constructor. */
+    /**
+     * Construct an object of a registered type with its constructor. {@code typeKey} is the
+     * full key ({@code "scene.Node"}) or, as in Python and Node, the short name
+     * ({@code "Node"}) when exactly one registered type has it.
+     */
     public static Object construct(String typeKey, Object... args) {
-        Marshal.Encoded e = Marshal.encodeAll(args, new Marshal.Member(-1, typeKey, null));
-        return Native.construct(typeKey, e.kinds, e.bits, e.refs);
+        return constructAmong(Tether::typeKeys, typeKey, args);
+    }
+
+    static Object constructAmong(java.util.function.Supplier<List<String>> keys, String typeKey, Object... args) {
+        String key = resolveKey(keys, typeKey);
+        Marshal.Encoded e = Marshal.encodeAll(args, new Marshal.Member(-1, key, null));
+        return Native.construct(key, e.kinds, e.bits, e.refs);
+    }
+
+    /** {@code name} itself if registered, else the one key among {@code keys} whose last part it is. */
+    static String resolveKey(java.util.function.Supplier<List<String>> keys, String name) {
+        if (name == null || name.indexOf('.') >= 0 || Native.typeIndexOf(name) >= 0) {
+            return name;
+        }
+        String found = null;
+        for (String k : keys.get()) {
+            if (k.endsWith("." + name)) {
+                if (found != null) {
+                    throw new TetherKeyError("KeyError", "\"" + name + "\" is ambiguous: " + found + " and " + k
+                            + " (give the full type key)", "");
+                }
+                found = k;
+            }
+        }
+        return found == null ? name : found;
+    }
+
+    /**
+     * Make {@code cls} the wrapper class of the objects of type {@code typeKey}: every object
+     * of that type returned to Java from now on is made by {@code factory} (generated bindings
+     * call this for each class they define; see docs/bindings.md). Registering the same class
+     * again does nothing; another class for a bound key throws {@link TetherValueError}.
+     */
+    public static <T extends TetherWrapper> void registerClass(String typeKey, Class<T> cls,
+            java.util.function.Function<TetherWrapper.Token, T> factory) {
+        int index = Native.typeIndexOf(typeKey);
+        if (index < 0) {
+            throw new TetherKeyError("KeyError", "no type is registered as \"" + typeKey + "\"", "");
+        }
+        Wrappers.register(index, cls, factory);
+    }
+
+    /**
+     * Check that generated bindings match the loaded {@code module}: {@code manifest} is what
+     * they recorded, one {@code {item, hash}} pair per exported item (the core's module
+     * manifest). A {@link TetherValueError} naming every item added, removed or changed since
+     * the bindings were generated if they differ (stale bindings).
+     */
+    public static void checkBindings(TetherModule module, String[][] manifest) {
+        StringBuilder text = new StringBuilder();
+        for (String[] entry : manifest) {
+            if (entry.length != 2) {
+                throw new TetherValueError("ValueError", "a manifest entry is {item, hash}", "");
+            }
+            text.append(entry[0]).append('\t').append(entry[1]).append('\n');
+        }
+        module.checkBindings(text.toString());
     }
 
     /** Reflection for a registered type; {@link TetherKeyError} if no type has that key. */

@@ -43,9 +43,20 @@ public final class TetherModule implements TetherObject, Tied {
         }
     }
 
-    /** Construct an object of one of the module's types (or any registered type). */
+    /**
+     * Construct an object of one of the module's types (or any registered type); a short name
+     * ({@code "Node"}) means the module's type of that name.
+     */
     public Object construct(String typeKey, Object... args) {
-        return Tether.construct(typeKey, args);
+        return Tether.constructAmong(this::typeKeys, typeKey, args);
+    }
+
+    void checkBindings(String manifest) {
+        try {
+            Native.checkBindings(ref.handle(), manifest);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
     }
 
     @Override

@@ -110,6 +110,31 @@ class ConformanceTest {
         assertSame(x, seen.get());
         Function<Object[], Object> plus = args -> (Long) args[0] + (Long) args[1];
         assertEquals(5L, t("call").call(plus, 2L, 3L));
+        // A Function<Object, Object> is a one-argument callback: it gets the argument itself.
+        Function<Object, Object> twice = v -> (Long) v * 2;
+        assertEquals(42L, t("call").call(twice, 21L));
+        assertEquals(8L, t("call").call(twice, 4L), "again, once its shape is known");
+        // A Function<Object[], Object> called with one argument still gets the array.
+        Function<Object[], Object> first = args -> args[0];
+        assertSame(x, t("call").call(first, x));
+        assertSame(x, t("call").call(first, x));
+        // A ClassCastException thrown by the function's own body is its error, not a shape probe.
+        Function<Object, Object> bad = v -> ((String) v).length();
+        assertThrows(ClassCastException.class, () -> t("call").call(bad, 1L));
+    }
+
+    @Test
+    void constructTakesShortNames() {
+        assertEquals("testing.Pair", ((TetherObject) Tether.construct("Pair", 1L, 2L)).typeKey());
+        assertThrows(TetherKeyError.class, () -> Tether.construct("NoSuchType"));
+    }
+
+    @Test
+    void missingMembersAreAttributeErrors() {
+        TetherInstance p = pair(1L, 2L);
+        TetherAttributeError call = assertThrows(TetherAttributeError.class, () -> p.call("no_such_method"));
+        assertEquals("AttributeError", call.kind());
+        assertThrows(TetherAttributeError.class, () -> p.set("no_such_field", 1L));
     }
 
     @Test
@@ -411,7 +436,7 @@ class ConformanceTest {
         expected.put("ValueError", TetherValueError.class);
         expected.put("IndexError", TetherIndexError.class);
         expected.put("KeyError", TetherKeyError.class);
-        expected.put("AttributeError", TetherException.class);
+        expected.put("AttributeError", TetherAttributeError.class);
         expected.put("RuntimeError", TetherException.class);
         expected.put("RustPanic", TetherException.class);
         // The core's kinds (constants.rs ERROR_KINDS) are exactly the ones mapped here.
@@ -428,7 +453,7 @@ class ConformanceTest {
         assertTrue(java.util.NoSuchElementException.class.isAssignableFrom(TetherKeyError.class));
         TetherList items = (TetherList) t("make_array").call(2L);
         assertThrows(IndexOutOfBoundsException.class, () -> items.get(5));
-        TetherException attr = assertThrows(TetherException.class, () -> pair(1L, 2L).get("third"));
+        TetherAttributeError attr = assertThrows(TetherAttributeError.class, () -> pair(1L, 2L).get("third"));
         assertEquals("AttributeError", attr.kind());
         assertThrows(TetherKeyError.class, () -> Tether.getGlobalFunc("testing.no_such_function"));
     }

@@ -15,6 +15,8 @@ final class Subprocess {
         String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
         List<String> cmd = new ArrayList<>();
         cmd.add(java);
+        // As the test JVM itself runs (JEP 472: no native-access warning on JDK 24+).
+        cmd.add("--enable-native-access=ALL-UNNAMED");
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));
         if (withLibraryPath) {

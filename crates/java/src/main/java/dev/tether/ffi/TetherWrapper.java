@@ -1,0 +1,125 @@
+package dev.tether.ffi;
+
+/**
+ * The base of the classes generated bindings make per type ({@code tether-bindgen}; see
+ * docs/bindings.md): a generated class such as {@code Scene} IS the canonical wrapper of its
+ * native objects, so {@code scene.find("door") == door} holds with static types and no cast.
+ *
+ * <p>A generated class registers itself for its type key ({@link Tether#registerClass}) and
+ * has two constructors: one taking a {@link Token} (how the frontend makes the wrapper of an
+ * object native code returns) and the public ones calling the type's native constructor
+ * ({@link #TetherWrapper(String, Object...)}), which make the instance being constructed the
+ * new object's wrapper. Release works as for every wrapper: {@link #close()} or the Cleaner.
+ */
+public abstract class TetherWrapper implements TetherObject, Tied {
+    /** Set once, by the constructor (volatile: a wrapper may reach another thread by a race). */
+    private volatile NativeRef ref;
+
+    /**
+     * What the frontend hands a generated class's factory: the native object it wraps. Only
+     * the frontend makes one.
+     */
+    public static final class Token {
+        final long handle;
+        final long generation;
+        final int typeIndex;
+
+        Token(long handle, long generation, int typeIndex) {
+            this.handle = handle;
+            this.generation = generation;
+            this.typeIndex = typeIndex;
+        }
+    }
+
+    /** The wrapper of a native object the frontend is returning to Java. */
+    protected TetherWrapper(Token token) {
+        this.ref = new NativeRef(this, token.handle, token.generation, token.typeIndex);
+    }
+
+    /**
+     * Call the constructor of type {@code typeKey} with {@code args} and make this instance
+     * the new object's canonical wrapper.
+     *
+     * @throws TetherException if the constructor returned an object that has a Java wrapper
+     *     already (this instance cannot become it)
+     */
+    protected TetherWrapper(String typeKey, Object... args) {
+        Marshal.Encoded e = Marshal.encodeAll(args, new Marshal.Member(-1, typeKey, null));
+        Object made = Native.constructInto(this, typeKey, e.kinds, e.bits, e.refs);
+        if (made != this) {
+            throw new TetherException("RuntimeError", "the constructor of " + typeKey
+                    + " returned an object that has a Java wrapper already", "");
+        }
+    }
+
+    final void adopt(NativeRef r) {
+        if (ref != null) {
+            throw new IllegalStateException("this wrapper is tied already");
+        }
+        ref = r;
+    }
+
+    @Override
+    public final NativeRef nativeRef() {
+        return ref;
+    }
+
+    /** Call a method (by its registry name) with this object as {@code self}. */
+    protected final Object invoke(String method, Object... args) {
+        return ObjectOps.call(this, ref, method, args);
+    }
+
+    /** Read a field (by its registry name). */
+    protected final Object read(String field) {
+        return ObjectOps.get(this, ref, field);
+    }
+
+    /** Write a field (by its registry name). */
+    protected final void write(String field, Object value) {
+        ObjectOps.set(this, ref, field, value);
+    }
+
+    // The conversions generated code applies to results and callback arguments.
+
+    /** {@code value} as an int result ({@code long}); a TetherTypeError if it is none. */
+    public static long asLong(Object value) {
+        if (value instanceof Long) {
+            return (Long) value;
+        }
+        throw new TetherTypeError("TypeError", "expected an int result, got " + describe(value), "");
+    }
+
+    /** {@code value} as a float result. */
+    public static double asDouble(Object value) {
+        if (value instanceof Double) {
+            return (Double) value;
+        }
+        throw new TetherTypeError("TypeError", "expected a float result, got " + describe(value), "");
+    }
+
+    /** {@code value} as a bool result. */
+    public static boolean asBoolean(Object value) {
+        if (value instanceof Boolean) {
+            return (Boolean) value;
+        }
+        throw new TetherTypeError("TypeError", "expected a bool result, got " + describe(value), "");
+    }
+
+    /**
+     * {@code value} as a generic type (a {@code List<Node>} for an {@code Array[scene.Node]}
+     * result): what the signature promises, not checked item by item.
+     */
+    @SuppressWarnings("unchecked")
+    public static <T> T cast(Object value) {
+        return (T) value;
+    }
+
+    private static String describe(Object value) {
+        return value == null ? "null" : value.getClass().getName();
+    }
+
+    @Override
+    public String toString() {
+        return ObjectOps.describe(this, ref);
+    }
+}
