@@ -116,3 +116,15 @@ pub fn check_manifest(module: &ModuleObj, recorded: &[(String, String)]) -> Resu
         ))
     }
 }
+
+/// A manifest as generated Node and Java code record it: one `item<TAB>hash` line per item
+/// (the one text form; an item without a tab has an empty hash, which never matches).
+pub fn parse_recorded(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let (item, hash) = l.rsplit_once('\t').unwrap_or((l, ""));
+            (item.to_string(), hash.to_string())
+        })
+        .collect()
+}

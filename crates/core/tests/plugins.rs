@@ -210,4 +210,6 @@ fn a_module_manifest_names_each_item_and_a_changed_one_is_caught() {
     let e = check_manifest(&m, &stale).unwrap_err();
     assert!(e.contains("method sample.Counter.increment_by changed (now method (positional self: sample.Counter, by: int = 1) -> int)"), "{e}");
     assert!(e.contains("function gone is gone") && e.contains("function greet is new"), "{e}");
+    let text: String = recorded.iter().map(|(item, hash)| format!("{item}\t{hash}\n")).collect();
+    assert_eq!(tether_core::manifest::parse_recorded(&text), recorded, "the text form Node and Java record");
 }

@@ -954,14 +954,7 @@ pub extern "system" fn Java_dev_tether_ffi_Native_checkBindings<'l>(
         let text = rust_string(&mut jenv, &manifest, "manifest")?;
         // SAFETY: Java passes a reachable TetherModule's handle.
         let module = unsafe { body::<ModuleObj>(handle, TypeIndex::MODULE, "Module") }?;
-        let recorded: Vec<(String, String)> = text
-            .lines()
-            .filter(|l| !l.is_empty())
-            .map(|l| {
-                let (item, hash) = l.rsplit_once('\t').unwrap_or((l, ""));
-                (item.to_string(), hash.to_string())
-            })
-            .collect();
+        let recorded = tether_core::manifest::parse_recorded(&text);
         tether_core::manifest::check_manifest(module, &recorded).map_err(Error::value)
     })
 }

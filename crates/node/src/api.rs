@@ -321,14 +321,7 @@ fn load_module(state: &EnvState, args: Args) -> JsResult<Value> {
 fn check_bindings(state: &EnvState, args: Args) -> JsResult<Value> {
     let path = string_arg(state, &args, 0, "checkBindings(path, manifest)")?;
     let text = string_arg(state, &args, 1, "checkBindings(path, manifest)")?;
-    let recorded: Vec<(String, String)> = text
-        .lines()
-        .filter(|l| !l.is_empty())
-        .map(|l| {
-            let (item, hash) = l.rsplit_once('\t').unwrap_or((l, ""));
-            (item.to_string(), hash.to_string())
-        })
-        .collect();
+    let recorded = tether_core::manifest::parse_recorded(&text);
     let module = tether_core::plugin::load_module(&path)?;
     tether_core::manifest::check_manifest(&module, &recorded).map_err(Error::value)?;
     raw::undefined(state.env)
