@@ -233,7 +233,7 @@ const fn node(kind: TypeKind, n_children: u32, key: &'static str) -> TypeNode {
     TypeNode { kind: kind as u32, n_children, key: ByteSlice { ptr: key.as_ptr(), len: key.len() } }
 }
 
-fn param(name: &'static str, nodes: &'static [TypeNode], default: Option<Any>) -> ParamInfo {
+fn param(name: &'static str, nodes: &[TypeNode], default: Option<Any>) -> ParamInfo {
     ParamInfo {
         name: ByteSlice::from_static(name),
         ty: TypeDesc { nodes: nodes.as_ptr(), n_nodes: nodes.len() },
@@ -324,4 +324,23 @@ fn stored_callbacks_are_called_as_typed_closures() {
     let w = Any::object(wrong.0.clone().into());
     let e = apply.call(&[w.view()]).unwrap_err();
     assert_eq!((e.kind(), e.message()), ("TypeError", "the callback t.wrong returned int, but str was expected"));
+}
+
+#[test]
+fn a_deep_descriptor_from_c_is_read_and_rendered_without_exhausting_the_stack() {
+    let _g = common::serial();
+    // The deepest tree the host takes (4096 nodes): Array[Array[...[int]...]].
+    let depth = if cfg!(miri) { 64 } else { 4095 };
+    let mut nodes: Vec<TypeNode> = (0..depth).map(|_| node(TypeKind::Array, 1, "")).collect();
+    nodes.push(node(TypeKind::Int, 0, ""));
+    let params = [param("xs", &nodes, None)];
+    // SAFETY: the arrays are as long as the counts, alive for the call (the host copies them).
+    let sig = unsafe { intern_foreign(&foreign(&params)) }.unwrap();
+    let text = render_type(sig.params()[0].ty(), Language::Python);
+    assert_eq!(text.matches("Array[").count(), depth);
+    let too_many: Vec<TypeNode> = (0..5000).map(|_| node(TypeKind::Array, 1, "")).collect();
+    let params = [param("xs", &too_many, None)];
+    // SAFETY: as above; the host refuses the count before reading past it.
+    let e = unsafe { intern_foreign(&foreign(&params)) }.unwrap_err();
+    assert!(e.message().contains("at most 4096"), "{}", e.message());
 }
