@@ -83,3 +83,15 @@ def test_a_string_python_cannot_encode_names_its_argument(testing):
         testing.greet(name="\ud800")
     assert "testing.greet() argument 'name': surrogates not allowed" in str(info.value), str(info.value)
     assert info.value.object == "\ud800" and info.value.start == 0
+
+
+def test_hostile_keyword_calls_are_errors_and_the_process_keeps_working(testing):
+    with pytest.raises(UnicodeEncodeError):
+        testing.greet(**{"\ud800": 1})  # a keyword name with no UTF-8 form
+    with pytest.raises(UnicodeEncodeError):
+        testing.Pair(**{"\ud800": 1})
+    with pytest.raises(TypeError, match="unexpected keyword argument 'k0'"):
+        testing.greet("a", **{f"k{i}": i for i in range(10000)})
+    with pytest.raises(TypeError, match="but 100000 were given"):
+        testing.greet(*range(100000))
+    assert testing.greet("still alive") == "hello, still alive"
