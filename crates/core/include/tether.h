@@ -53,6 +53,7 @@ extern "C" {
 #define TETHER_TYPE_MAP 70
 #define TETHER_TYPE_MODULE 71
 #define TETHER_TYPE_OPAQUE 72
+#define TETHER_TYPE_HOST_VALUE 73
 #define TETHER_TYPE_FIRST_USER 128
 /* Most bytes a string or bytes value stores inline. */
 #define TETHER_SMALL_MAX 7
@@ -317,6 +318,16 @@ typedef struct TetherOpaqueObj {
     uint64_t owner;
 } TetherOpaqueObj;
 
+/* HostValue: a Python, JS or Java value held by native code (made by frontends only; C code
+ * stores, passes and releases it like any object and may read the type name). The value goes
+ * back as itself to its own language; language points at the frontend's description. */
+typedef struct TetherHostValueObj {
+    void *value;
+    const void *language;
+    const uint8_t *type_name; /* UTF-8, not NUL-terminated */
+    uint64_t type_name_len;
+} TetherHostValueObj;
+
 /* ---- types and reflection -------------------------------------------------------------- */
 
 /* getter(self) -> value and setter(self, value) -> None are Function objects. */
@@ -485,6 +496,8 @@ TETHER_ASSERT_LAYOUT(offsetof(TetherMapObj, index_cap) == 8 && offsetof(TetherMa
 TETHER_ASSERT_LAYOUT(sizeof(TetherMapObject) == 48, "Map object: items start at 48");
 TETHER_ASSERT_LAYOUT(sizeof(TetherOpaqueObj) == 24, "OpaqueObj is 24 bytes");
 TETHER_ASSERT_LAYOUT(offsetof(TetherOpaqueObj, finalize) == 8 && offsetof(TetherOpaqueObj, owner) == 16, "OpaqueObj");
+TETHER_ASSERT_LAYOUT(sizeof(TetherHostValueObj) == 32, "HostValueObj is 32 bytes");
+TETHER_ASSERT_LAYOUT(offsetof(TetherHostValueObj, type_name) == 16 && offsetof(TetherHostValueObj, type_name_len) == 24, "HostValueObj");
 
 TETHER_ASSERT_LAYOUT(sizeof(TetherFieldInfo) == 64, "FieldInfo is 64 bytes");
 TETHER_ASSERT_LAYOUT(offsetof(TetherFieldInfo, doc) == 16, "FieldInfo.doc");

@@ -42,6 +42,8 @@ impl TypeIndex {
     pub const MAP: i32 = 70;
     pub const MODULE: i32 = 71;
     pub const OPAQUE: i32 = 72;
+    /// A language's own value held by native code (`host_value::HostValueObj`).
+    pub const HOST_VALUE: i32 = 73;
     /// First index handed to registered types.
     pub const FIRST_USER: i32 = 128;
 
@@ -532,7 +534,10 @@ impl<'a> AnyView<'a> {
 
     /// A human name of this value's kind, for error messages ("int", "str", "testing.Pair").
     pub fn kind_name(&self) -> String {
-        crate::types::kind_name(self.tix())
+        match self.downcast_ref::<crate::host_value::HostValueObj>() {
+            Some(host) => host.type_name().to_string(),
+            None => crate::types::kind_name(self.tix()),
+        }
     }
 }
 

@@ -36,6 +36,7 @@ pub const SHARED: &[(&str, i64)] = &[
     ("TYPE_MAP", TypeIndex::MAP as i64),
     ("TYPE_MODULE", TypeIndex::MODULE as i64),
     ("TYPE_OPAQUE", TypeIndex::OPAQUE as i64),
+    ("TYPE_HOST_VALUE", TypeIndex::HOST_VALUE as i64),
     ("TYPE_FIRST_USER", TypeIndex::FIRST_USER as i64),
     ("ERROR_TYPE_ERROR", ErrorKind::TypeError.code() as i64),
     ("ERROR_VALUE_ERROR", ErrorKind::ValueError.code() as i64),

@@ -14,6 +14,7 @@
 //! - [`callback`]: stored callbacks called as typed closures (`Callback<(A, B), R>`)
 //! - [`types`]: the type registry with reflection
 //! - [`containers`]: Str, Bytes, Array, Map
+//! - [`host_value`]: a language's own object held by native code (`tether.HostValue`)
 //! - [`slot`]: the slot word's bits and the prefix memory a frontend allocator lays out
 //! - [`tying`]: the identity-tying state machine (the slot word's transitions)
 //! - [`boundary`]: the tying protocol composed once: return, release, leaf-call arguments
@@ -35,6 +36,7 @@ pub mod convert;
 pub mod error;
 pub mod ffi;
 pub mod function;
+pub mod host_value;
 pub mod manifest;
 pub mod nesting;
 pub mod object;

@@ -1,6 +1,7 @@
 //! The `testing` namespace: the contract every conformance suite and outside check uses.
 //! Registered at runtime init; names and signatures are fixed (see docs/conformance.md).
 
+use crate::host_value::{HostLanguage, HostValueObj};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -152,6 +153,16 @@ fn array_arg<'a>(v: &'a Any, func: &str, param: &str) -> Result<&'a ArrayObj> {
     })
 }
 
+/// The language of `testing.foreign_value`: stands for a frontend other than the caller's.
+static TESTING_LANGUAGE: HostLanguage = HostLanguage { name: "Testing", release: release_nothing };
+
+unsafe extern "C" fn release_nothing(_value: *mut std::ffi::c_void) {}
+
+fn foreign_value(type_name: String) -> ObjectArc<HostValueObj> {
+    // SAFETY: the value is a null pointer the testing language's release ignores.
+    unsafe { HostValueObj::new(std::ptr::null_mut(), &TESTING_LANGUAGE, &type_name) }
+}
+
 pub(crate) fn register() {
     let pair = TypeBuilder::<Pair>::new().doc("Two settable values (the testing namespace's object type).");
     let pair = crate::cell_field_rw!(pair, Pair, first, "first").field_doc("The first value.");
@@ -236,6 +247,9 @@ pub(crate) fn register() {
     })
     .with_params(&["x"])
     .with_doc("Take one native reference to x and drop it on a new native thread."));
+    reg(Function::from_typed("testing.foreign_value", foreign_value)
+        .with_params(&["type_name"])
+        .with_doc("A host value of another language (\"Testing\"), which every frontend must refuse."));
     reg(Function::from_typed("testing.live_objects", crate::alloc::live_objects)
         .leaf()
         .with_doc("Objects allocated and not yet freed."));

@@ -566,6 +566,7 @@ pub(crate) fn register_builtin_types() {
         (TypeIndex::MAP, "tether.Map"),
         (TypeIndex::MODULE, "tether.Module"),
         (TypeIndex::OPAQUE, "tether.Opaque"),
+        (TypeIndex::HOST_VALUE, "tether.HostValue"),
     ];
     for (index, key) in builtins {
         local_register_type_key(key, TypeIndex::OBJECT, Some(index)).expect("builtin type");

@@ -18,6 +18,7 @@ use tether_core::boundary::{
     argument_message, ArgumentSource, Called, ClaimMode, Frontend, LeafCall, Previous, Returned, TieHost,
 };
 use tether_core::function::{FunctionObj, FUNC_LEAF};
+use tether_core::host_value::{HostLanguage, HostValueObj};
 use tether_core::testing::Pair;
 use tether_core::thread_spares::ThreadSpares;
 use tether_core::Function;
@@ -34,6 +35,8 @@ struct Wrapper {
 enum LangError {
     NoClass,
     OutOfMemory,
+    /// A TypeError raised for another language's host value (its message).
+    Foreign(String),
 }
 
 /// A serialized language (one thread, like a Node env): the slot word is a `Weak<Wrapper>`.
@@ -68,6 +71,13 @@ unsafe impl<const AT_ONCE: bool> TieHost for Lang<AT_ONCE> {
     fn callable_of(&self, func: &ObjectRef) -> Result<Option<Rc<Wrapper>>, LangError> {
         let callables = self.callables.borrow();
         Ok(callables.iter().find(|(f, _)| *f == func.as_ptr() as usize).map(|(_, c)| c.clone()))
+    }
+
+    fn host_value_of(&self, value: &HostValueObj) -> Result<Option<Rc<Wrapper>>, LangError> {
+        let raw = value.value_for(&MOCK_LANGUAGE).map_err(|e| LangError::Foreign(e.message().to_string()))?;
+        // SAFETY: values of MOCK_LANGUAGE are `Rc::into_raw` pointers the HostValue owns.
+        let held = ManuallyDrop::new(unsafe { Rc::from_raw(raw as *const Wrapper) });
+        Ok(Some(Rc::clone(&held)))
     }
 
     fn prepare(&self, _obj: &ObjectRef) -> Result<&'static str, LangError> {
@@ -175,7 +185,9 @@ fn a_live_wrapper_is_revived_before_anything_is_prepared() {
     for _ in 0..3 {
         match f.return_object(&lang, obj.clone()).unwrap() {
             Returned::Revived(again) => assert!(Rc::ptr_eq(&again, &w)),
-            Returned::Created(_) | Returned::Callable(_) => panic!("a second wrapper for a live one"),
+            Returned::Created(_) | Returned::Callable(_) | Returned::HostValue(_) => {
+                panic!("a second wrapper for a live one")
+            }
         }
     }
     assert_eq!(lang.prepares.get(), 1, "reviving prepares nothing");
@@ -407,6 +419,64 @@ fn a_function_made_from_a_language_callable_comes_back_as_that_callable() {
     let w = f.return_object(&lang, func.clone()).unwrap();
     assert!(w.is_created(), "any other Function is tied as usual");
     finalize(w.into_handle());
+}
+
+/// The mock language's values are `Rc<Wrapper>`s; `release` counts what it dropped.
+static MOCK_LANGUAGE: HostLanguage = HostLanguage { name: "Mock", release: release_mock_value };
+static OTHER_LANGUAGE: HostLanguage = HostLanguage { name: "Other", release: release_mock_value };
+static RELEASED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+unsafe extern "C" fn release_mock_value(value: *mut std::ffi::c_void) {
+    // SAFETY: every mock host value owns one `Rc::into_raw` reference.
+    drop(unsafe { Rc::from_raw(value as *const Wrapper) });
+    RELEASED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn mock_host_value(language: &'static HostLanguage, value: &Rc<Wrapper>) -> ObjectRef {
+    // SAFETY: the HostValue owns the reference `into_raw` gives up; `release_mock_value` drops it.
+    unsafe { HostValueObj::new(Rc::into_raw(value.clone()) as *mut std::ffi::c_void, language, "Payload") }.into()
+}
+
+#[test]
+fn a_host_value_comes_back_as_the_language_value_itself_and_releases_it_when_it_dies() {
+    let _g = common::serial();
+    let (f, lang) = (frontend(), Lang::default());
+    let base = live_objects();
+    let released = RELEASED.load(std::sync::atomic::Ordering::Relaxed);
+    let payload = Rc::new(Wrapper { obj: Cell::new(std::ptr::null_mut()), generation: 0, class: "Payload" });
+    let held = mock_host_value(&MOCK_LANGUAGE, &payload);
+    assert_eq!(Rc::strong_count(&payload), 2, "the HostValue holds one reference");
+    for _ in 0..2 {
+        match f.return_object(&lang, held.clone()).unwrap() {
+            Returned::HostValue(v) => assert!(Rc::ptr_eq(&v, &payload)),
+            other => panic!("expected the value itself, got a wrapper (created: {})", other.is_created()),
+        }
+    }
+    assert_eq!((lang.prepares.get(), lang.creates.get()), (0, 0), "nothing was prepared or tied");
+    // A typed parameter names the language's type.
+    let add = tether_core::function::get_global("testing.add").unwrap();
+    let message = add.call(&[AnyView::object(&held), AnyView::int(1)]).unwrap_err().message().to_string();
+    assert_eq!(message, "testing.add() argument 'a' must be int, not Payload");
+    drop((held, add));
+    assert_eq!(Rc::strong_count(&payload), 1, "released with the native object");
+    assert_eq!(RELEASED.load(std::sync::atomic::Ordering::Relaxed), released + 1);
+    assert_eq!(live_objects(), base);
+}
+
+#[test]
+fn another_languages_host_value_is_the_hosts_type_error() {
+    let _g = common::serial();
+    let (f, lang) = (frontend(), Lang::default());
+    let payload = Rc::new(Wrapper { obj: Cell::new(std::ptr::null_mut()), generation: 0, class: "Payload" });
+    let err = f.return_object(&lang, mock_host_value(&OTHER_LANGUAGE, &payload)).map(|_| ()).unwrap_err();
+    assert_eq!(
+        err,
+        LangError::Foreign(
+            "Payload (a Other value) held by native code cannot be used from Mock: host values only go back to their own language"
+                .into()
+        )
+    );
+    assert_eq!(Rc::strong_count(&payload), 1, "the refused value was released with its object");
 }
 
 static CALLABLES: tether_core::boundary::CallableRegistry = tether_core::boundary::CallableRegistry::new();

@@ -8,7 +8,7 @@ use tether_core::alloc::live_objects;
 use tether_core::function::{get_global, list_globals};
 use tether_core::{Any, AnyView, ArrayObj, Function, MapObj, ObjectRef, TypeIndex};
 
-const NAMES: [&str; 20] = [
+const NAMES: [&str; 21] = [
     "testing.echo",
     "testing.make_pair",
     "testing.add",
@@ -22,6 +22,7 @@ const NAMES: [&str; 20] = [
     "testing.take",
     "testing.stash_clear",
     "testing.drop_in_thread",
+    "testing.foreign_value",
     "testing.live_objects",
     "testing.make_aligned",
     "testing.is_aligned",

@@ -19,7 +19,7 @@ use tether_core::object::inc_ref;
 use tether_core::Error;
 
 use crate::errors::PyErrSet;
-use crate::{callback, errors, moved, wrapper};
+use crate::{callback, errors, host_value, moved, wrapper};
 
 /// Owned values that must outlive the views of one call.
 #[derive(Default)]
@@ -207,9 +207,7 @@ unsafe fn slow_view<'a>(o: *mut ffi::PyObject, arena: &mut Arena) -> Result<AnyV
             let f = callback::function_for(o)?;
             return Ok(arena.hold(Any::object(f)));
         }
-        let name = std::ffi::CStr::from_ptr((*ffi::Py_TYPE(o)).tp_name).to_string_lossy().into_owned();
-        errors::raise(Error::type_error(format!("cannot pass a Python {name} to native code")));
-        Err(PyErrSet)
+        Ok(arena.hold(Any::object(host_value::hold(o))))
     }
 }
 

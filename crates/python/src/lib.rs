@@ -7,6 +7,7 @@
 //! - [`call`] — the Function vectorcall, constructors, the shared call path
 //! - [`convert`] — Python values <-> native cells
 //! - [`callback`] — Python callables as native Functions
+//! - [`host_value`] — any other Python object held by native code, coming back as itself
 //! - [`errors`] — native errors <-> Python exceptions
 //! - [`method`] — native methods in generated classes
 //! - [`moved`] — `x._move()`
@@ -20,6 +21,7 @@ mod callback;
 mod classes;
 mod convert;
 mod errors;
+mod host_value;
 mod method;
 mod moved;
 mod pending;

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 
 use pyo3::ffi;
 use tether_core::arc::ObjectRef;
-use tether_core::boundary::{ClaimMode, Previous, TieHost, TAG_INACTIVE};
+use tether_core::boundary::{ClaimMode, Previous, Returned, TieHost, TAG_INACTIVE};
 use tether_core::object::ObjectHeader;
 use tether_core::Error;
 
@@ -296,6 +296,12 @@ unsafe impl TieHost for PyHost {
         }
     }
 
+    /// A host value of Python's goes back as the object itself.
+    fn host_value_of(&self, value: &tether_core::host_value::HostValueObj) -> Result<Option<Handle>, PyErrSet> {
+        // SAFETY: the protocol runs with the GIL held; `value` is live (the caller's object).
+        unsafe { crate::host_value::value_of(value) }.map(Some)
+    }
+
     /// A Function made from a Python callable goes back as the callable itself.
     fn callable_of(&self, func: &ObjectRef) -> Result<Option<Handle>, PyErrSet> {
         // SAFETY: `func` is live; a Function made by `function_for` keeps its callable alive,
@@ -356,6 +362,14 @@ pub unsafe fn return_argument(obj: ObjectRef, args: &[*mut ffi::PyObject]) -> Re
 #[inline]
 pub unsafe fn return_object(obj: ObjectRef) -> *mut ffi::PyObject {
     match state::frontend().return_object(&PyHost, obj) {
+        Ok(Returned::HostValue(o)) => {
+            // The return may have dropped the last native reference to the value: let go of
+            // the Python one now rather than at the next call (`del o` frees at once).
+            // SAFETY: the GIL is held (this function's contract), at a point where Python code
+            // may run (a result or a callback argument being converted).
+            unsafe { pending::drain_refs() };
+            o
+        }
         Ok(returned) => returned.into_handle(),
         Err(PyErrSet) => null_mut(),
     }

@@ -40,8 +40,6 @@ def test_keywords_bind_by_the_signature(testing):
 
 
 def test_unconvertible_arguments(testing):
-    with pytest.raises(tether_ffi.TypeError, match="cannot pass a Python object"):
-        testing.echo(object())
     with pytest.raises(OverflowError):
         testing.echo(2**64)
 
@@ -170,8 +168,8 @@ def test_callback_result_conversion(testing):
     assert testing.call(lambda: p) is p
     assert testing.call(lambda: [1, 2])[1] == 2
     assert testing.call(lambda: "x" * 20) == "x" * 20
-    with pytest.raises(tether_ffi.TypeError, match="cannot pass"):
-        testing.call(lambda: object())
+    o = object()
+    assert testing.call(lambda: o) is o  # a host value, returned as itself
 
 
 def test_error_backtrace_attribute(testing):
@@ -356,8 +354,8 @@ def test_claimed_spares_settle_on_every_path(testing, baseline):
         assert testing.make_pair(x, x).first is x  # adopted: the claim is consumed
         with pytest.raises(TypeError):
             testing.add3(x, 1, 2)  # released by the callee: consumed too
-        with pytest.raises(TypeError):
-            testing.make_pair(x, {1, 2})  # conversion failed before the call: never used
+        with pytest.raises(OverflowError):
+            testing.make_pair(x, 2**70)  # conversion failed before the call: never used
         assert x.first == 7
     assert live_now() == baseline + 1
     del x

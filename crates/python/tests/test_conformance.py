@@ -190,6 +190,101 @@ def test_T15_alignment(testing, baseline):
     assert live_now() == baseline
 
 
+class Payload:
+    """A user object with no native conversion: crosses as a host value."""
+
+    def __init__(self, tag=0):
+        self.tag = tag
+
+    def __eq__(self, other):
+        return isinstance(other, Payload) and other.tag == self.tag
+
+    __hash__ = None
+
+
+def test_T16_host_values_come_back_as_themselves(testing, baseline):
+    o = Payload(1)
+    assert testing.echo(o) is o
+    assert testing.Pair(o, None).first is o  # stored in a field
+    p = testing.Pair(None, None)
+    p.second = o
+    assert p.second is o
+    assert testing.echo([o, 1])[0] is o  # an Array item
+    assert testing.echo({"k": o})["k"] is o  # a Map value
+    assert tether_ffi.Array([o])[0] is o
+    got = []
+    testing.call(got.append, o)  # passed to a callback
+    assert got[0] is o
+    for value in [{1, 2}, frozenset(), bytearray(b"x"), range(3), 2j, threading.Lock(), Payload]:
+        assert testing.echo(value) is value
+    # Another language's host value is a TypeError naming both languages, not a crash.
+    with pytest.raises(tether_ffi.TypeError) as info:
+        testing.foreign_value("Thing")
+    assert str(info.value) == (
+        "Thing (a Testing value) held by native code cannot be used from Python: "
+        "host values only go back to their own language"
+    )
+    # A typed parameter names the parameter and the Python type.
+    with pytest.raises(tether_ffi.TypeError, match=r"^testing.add\(\) argument 'a' must be int, not Payload$"):
+        testing.add(o, 1)
+    del p, got
+    assert live_now() == baseline
+
+
+def test_T16_host_values_live_while_native_code_holds_them(testing, baseline):
+    import weakref
+
+    o = Payload(2)
+    ref = weakref.ref(o)
+    testing.stash("held", o)
+    del o
+    gc.collect()
+    assert ref() is not None, "native code holds it"
+    assert testing.take("held") is ref()
+    gc.collect()
+    assert ref() is None, "released when the last native reference went"
+    # Released from a foreign native thread: deferred to a thread with the GIL.
+    o = Payload(3)
+    ref = weakref.ref(o)
+    testing.drop_in_thread(testing.Pair(o, None))
+    del o
+    testing.add(1, 2)  # the next entry releases what the thread queued
+    gc.collect()
+    assert ref() is None
+    assert live_now() == baseline
+
+
+def test_T16_no_leak_over_100k_round_trips(testing, baseline):
+    import weakref
+
+    o = Payload(4)
+    for _ in range(100_000):
+        assert testing.echo(o) is o
+    q = Payload(5)
+    for _ in range(1000):
+        testing.stash("k", q)
+        testing.take("k")
+    assert sys.getrefcount(o) == 2 and sys.getrefcount(q) == 2, "no Python reference left behind"
+    ref = weakref.ref(o)
+    del o, q
+    gc.collect()
+    assert ref() is None
+    assert live_now() == baseline
+
+
+def test_T16_pickle_keeps_host_values_that_pickle(testing, baseline):
+    import pickle
+
+    p = testing.Pair(Payload(6), [Payload(7)])
+    back = pickle.loads(pickle.dumps(p))
+    assert back.first == Payload(6) and back.second[0] == Payload(7)
+    assert type(back.first) is Payload
+    with pytest.raises(TypeError, match="cannot pickle"):
+        pickle.dumps(testing.Pair(threading.Lock(), None))
+    del p, back
+    assert live_now() == baseline
+
+
 # ---- threads -------------------------------------------------------------------------------
 
 def test_T20_threads_share_wrappers(testing, baseline):
@@ -267,9 +362,17 @@ def test_T30_wrong_argument_type(testing):
     assert isinstance(e, tether_ffi.Error) and isinstance(e, tether_ffi.TypeError)
     assert e.kind == "TypeError"
     assert str(e) == "testing.add() argument 'b' must be int, not str"
+    # A value with no conversion crosses as a host value; a typed parameter names its type.
+    class Payload:
+        pass
+
     with pytest.raises(TypeError) as info:
-        testing.add(1, object())
+        testing.add(1, Payload())
     assert isinstance(info.value, tether_ffi.TypeError)
+    assert str(info.value) == "testing.add() argument 'b' must be int, not Payload"
+    # A value that cannot cross at all still names the parameter.
+    with pytest.raises(OverflowError) as info:
+        testing.add(1, 2**70)
     assert str(info.value).startswith("testing.add() argument 'b': "), str(info.value)
     # An int subclass too big for 64 bits whose __str__ raises: still a typed, named error.
     class BadStr(int):
@@ -395,7 +498,7 @@ def test_T37_process_keeps_working(testing, baseline, tmp_path):
         lambda: testing.call(lambda: 1 / 0),
         lambda: testing.raise_error("KeyError", "k"),
         lambda: tether_ffi.load_module(tmp_path / "nothing.so"),
-        lambda: testing.echo(object()),
+        lambda: testing.add(1, object()),
         lambda: testing.echo(2**70),
         lambda: testing.take("never stashed"),
     ]

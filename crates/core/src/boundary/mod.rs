@@ -33,6 +33,7 @@ use crate::slot::AtomicUsize;
 use crate::alloc::SlotFreeHook;
 use crate::arc::ObjectRef;
 use crate::cell::AnyCell;
+use crate::host_value::HostValueObj;
 use crate::object::{dec_ref, ObjectHeader};
 use crate::thread_spares::{SpareCell, ThreadSpares};
 use crate::tying::{self, Slot};
@@ -111,7 +112,8 @@ impl<H: TieHost> Frontend<H> {
     /// Return `obj` (an owned +1) to the language as its one canonical wrapper. A serialized
     /// host's live wrapper is revived before anything is prepared (the path of nearly every
     /// return); a Function made from the language's own callable goes back as that callable
-    /// ([`TieHost::callable_of`]); otherwise the host prepares ([`TieHost::prepare`]) and the
+    /// ([`TieHost::callable_of`]), a host value of the language as that value
+    /// ([`TieHost::host_value_of`]); otherwise the host prepares ([`TieHost::prepare`]) and the
     /// object is tied.
     #[inline]
     pub fn return_object(&self, host: &H, obj: ObjectRef) -> Result<Returned<H::Handle>, H::Error> {
@@ -119,10 +121,20 @@ impl<H: TieHost> Frontend<H> {
             Ok(handle) => return Ok(Returned::Revived(handle)),
             Err(obj) => obj,
         };
-        if obj.type_index() == crate::TypeIndex::FUNCTION {
-            if let Some(callable) = host.callable_of(&obj)? {
-                return Ok(Returned::Callable(callable));
+        match obj.type_index() {
+            crate::TypeIndex::FUNCTION => {
+                if let Some(callable) = host.callable_of(&obj)? {
+                    return Ok(Returned::Callable(callable));
+                }
             }
+            crate::TypeIndex::HOST_VALUE => {
+                // SAFETY: the index says the object is a HostValueObj; `obj` keeps it alive.
+                let value = unsafe { &(*(obj.as_ptr() as *const crate::arc::ObjectBox<HostValueObj>)).value };
+                if let Some(own) = host.host_value_of(value)? {
+                    return Ok(Returned::HostValue(own));
+                }
+            }
+            _ => {}
         }
         let prepared = host.prepare(&obj)?;
         self.return_prepared(host, obj, &prepared)

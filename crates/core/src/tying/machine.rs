@@ -62,6 +62,9 @@ pub enum Returned<T> {
     /// The object is a Function made from the language's own callable, returned as that
     /// callable ([`TieHost::callable_of`]); nothing was tied.
     Callable(T),
+    /// The object is a host value of the language, returned as that value itself
+    /// ([`TieHost::host_value_of`]); nothing was tied.
+    HostValue(T),
 }
 
 impl<T> Returned<T> {
@@ -69,7 +72,7 @@ impl<T> Returned<T> {
     #[inline]
     pub fn into_handle(self) -> T {
         match self {
-            Returned::Revived(h) | Returned::Created(h) | Returned::Callable(h) => h,
+            Returned::Revived(h) | Returned::Created(h) | Returned::Callable(h) | Returned::HostValue(h) => h,
         }
     }
 
@@ -145,6 +148,16 @@ pub unsafe trait TieHost {
     /// `echo(f) is f`), if it is one. Such Functions go back as that callable and are never
     /// tied. Asked only for Functions whose slot names no live wrapper.
     fn callable_of(&self, _func: &ObjectRef) -> std::result::Result<Option<Self::Handle>, Self::Error> {
+        Ok(None)
+    }
+    /// The language value host value `value` holds, as a new strong handle, when it is of this
+    /// host's language (`value.value_for(&LANGUAGE)`: a host value coming home, `echo(o) is o`),
+    /// or the host's error (a TypeError) when it is another language's. Such objects are never
+    /// tied. The default, `None`, ties them like any object (a host with no values of its own).
+    fn host_value_of(
+        &self,
+        _value: &crate::host_value::HostValueObj,
+    ) -> std::result::Result<Option<Self::Handle>, Self::Error> {
         Ok(None)
     }
     /// May `obj`'s Active slot keep a return's extra reference as a spare? Only when the
