@@ -325,17 +325,25 @@ function classFor(typeIndex) {
 }
 
 /**
- * `[isMap, items]` for a JS Map (entries) or Set (values), else undefined. A Proxy of a Map or
- * Set, or an object that only inherits from their prototype, passes `instanceof` but has no
- * entries to read (Map.prototype.entries refuses it): a TetherTypeError.
+ * How the addon converts a non-array object that is not bytes: `[isMap, items]` for a JS Map
+ * (entries) or Set (values); undefined for a plain object (prototype Object.prototype or null),
+ * which becomes a Map of its own properties; otherwise the name of its constructor: the object
+ * crosses as a host value and comes back as itself. A Proxy of a Map or Set, or an object that
+ * only inherits from their prototype, passes `instanceof` but has no entries to read
+ * (Map.prototype.entries refuses it): a TetherTypeError.
  */
-function collectionEntries(value) {
+function classifyObject(value) {
   const map = value instanceof Map;
-  if (!map && !(value instanceof Set)) return undefined;
-  if (map ? nodeTypes.isMap(value) : nodeTypes.isSet(value)) return [map, Array.from(value)];
-  const what = map ? 'Map' : 'Set';
-  const how = nodeTypes.isProxy(value) ? `a Proxy of a ${what}` : `an object that inherits from ${what}.prototype`;
-  throw new TetherTypeError(`cannot pass ${how}: it is not a real ${what}`);
+  if (map || value instanceof Set) {
+    if (map ? nodeTypes.isMap(value) : nodeTypes.isSet(value)) return [map, Array.from(value)];
+    const what = map ? 'Map' : 'Set';
+    const how = nodeTypes.isProxy(value) ? `a Proxy of a ${what}` : `an object that inherits from ${what}.prototype`;
+    throw new TetherTypeError(`cannot pass ${how}: it is not a real ${what}`);
+  }
+  const proto = Object.getPrototypeOf(value);
+  if (proto === null || proto === Object.prototype) return undefined;
+  const ctor = Object.getOwnPropertyDescriptor(proto, 'constructor')?.value;
+  return typeof ctor === 'function' && typeof ctor.name === 'string' && ctor.name !== '' ? ctor.name : 'Object';
 }
 
 /**
@@ -344,7 +352,7 @@ function collectionEntries(value) {
  * (when `raw` returns undefined)]; `frameFloats` are [the called function's handle, then
  * argument i's handle at 1 + i].
  */
-const callFrame = native._setup(classFor, makeError, TOKEN, collectionEntries, makeShim);
+const callFrame = native._setup(classFor, makeError, TOKEN, classifyObject, makeShim);
 const frameWords = new Int32Array(callFrame, 0, FRAME_WORDS);
 const frameFloats = new Float64Array(callFrame, FRAME_FLOATS_OFFSET, 1 + FRAME_HANDLES);
 

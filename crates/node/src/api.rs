@@ -126,7 +126,7 @@ fn int_arg(state: &EnvState, args: &Args, i: usize, what: &str) -> JsResult<i64>
         .ok_or_else(|| Error::type_error(format!("{what}: expected an integer")).into())
 }
 
-/// `_setup(classFactory, errorFactory, token, collectionEntries, makeShim)`: the JS helpers
+/// `_setup(classFactory, errorFactory, token, classifyObject, makeShim)`: the JS helpers
 /// the native side calls. Returns the ArrayBuffer of the shims' call frame (`call::CallFrame`).
 fn setup(state: &EnvState, args: Args) -> JsResult<Value> {
     let env = state.env;
@@ -137,11 +137,11 @@ fn setup(state: &EnvState, args: Args) -> JsResult<Value> {
     let class_factory = raw::strong_ref(env, arg(&args, 0)?)?;
     let error_factory = raw::strong_ref(env, arg(&args, 1)?)?;
     let token = raw::strong_ref(env, arg(&args, 2)?)?;
-    let collection_entries = raw::strong_ref(env, arg(&args, 3)?)?;
+    let classify_object = raw::strong_ref(env, arg(&args, 3)?)?;
     let shim_factory = raw::strong_ref(env, arg(&args, 4)?)?;
     let mut refs = state.refs.borrow_mut();
     refs.shim_factory = Some(shim_factory);
-    refs.collection_entries = Some(collection_entries);
+    refs.classify_object = Some(classify_object);
     refs.class_factory = Some(class_factory);
     refs.error_factory = Some(error_factory);
     refs.token = Some(token);

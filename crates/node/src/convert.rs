@@ -12,7 +12,9 @@
 //! | tether wrapper | that object | its canonical wrapper |
 //! | JS function | a native Function calling it (the same one each time) | the JS function |
 //! | plain array | Array | tether Array |
-//! | other object | Map of its own enumerable string keys | tether Map |
+//! | Map / Set | Map / Array | tether Map / Array |
+//! | plain object (prototype `Object.prototype` or null) | Map of its own enumerable string keys | tether Map |
+//! | any other object (class instance, Date, Promise, ...) | a HostValue holding it | the object itself |
 
 use std::ffi::c_void;
 use std::ptr;
@@ -246,17 +248,25 @@ fn convert_plain_object(state: &EnvState, v: Value, open: &mut Open) -> JsResult
     Ok(Any::object(MapObj::new(entries).into()))
 }
 
-/// A JS Map (to a Map) or Set (to an Array), through index.js's `collectionEntries`.
+/// What index.js's `classifyObject` made of a non-array object that is no bytes: a JS Map (to
+/// a Map) or Set (to an Array), a host value (anything but a plain object), or `None` for a
+/// plain object (converted to a Map of its own properties by the caller).
 fn convert_collection(state: &EnvState, v: Value, open: &mut Open) -> JsResult<Option<Any>> {
     let env = state.env;
-    let Some(helper) = state.refs.borrow().collection_entries else {
+    let Some(helper) = state.refs.borrow().classify_object else {
         return Ok(None);
     };
     let helper = raw::reference_value(env, helper)?;
     let this = raw::undefined(env)?;
     let out = raw::call(env, this, helper, &[v])?;
-    if raw::type_of(env, out)? != ValueType::napi_object {
-        return Ok(None);
+    match raw::type_of(env, out)? {
+        ValueType::napi_object => {}
+        ValueType::napi_string => {
+            let mut type_name = String::new();
+            raw::read_string(env, out, &mut type_name)?;
+            return crate::host_value::hold(state, v, &type_name).map(Some);
+        }
+        _ => return Ok(None),
     }
     let element = |array: Value, i: u32| -> JsResult<Value> {
         let mut item = ptr::null_mut();

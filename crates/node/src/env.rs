@@ -34,9 +34,10 @@ pub struct JsRefs {
     pub class_factory: Option<Ref>,
     /// `makeError(kind, message, backtrace) -> Error`, from index.js.
     pub error_factory: Option<Ref>,
-    /// `collectionEntries(value)`: `[key, value]` pairs of a JS Map, items of a Set, else
-    /// undefined (from index.js).
-    pub collection_entries: Option<Ref>,
+    /// `classifyObject(value)` (from index.js): `[isMap, items]` for a JS Map (its `[key,
+    /// value]` pairs) or Set (its values), undefined for a plain object, else the name of the
+    /// object's constructor (a host value).
+    pub classify_object: Option<Ref>,
     /// The sentinel the class constructors recognise as "made by the addon".
     pub token: Option<Ref>,
     /// The shared `callAsync` installed on every native function.

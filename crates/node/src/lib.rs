@@ -7,6 +7,7 @@
 //! - [`convert`]: JS values <-> tether values
 //! - [`call`]: the native-function hot path and `callAsync`
 //! - [`callback`]: JS functions as native Functions, cross-thread calls
+//! - [`host_value`]: other JS objects held by native code, coming back as themselves
 //! - [`errors`]: tether errors <-> JS exceptions
 //! - [`api`]: the cold-path exports index.js builds the public API from
 //!
@@ -19,6 +20,7 @@ mod callback;
 mod convert;
 mod env;
 mod errors;
+mod host_value;
 mod raw;
 mod tie;
 

@@ -154,6 +154,11 @@ unsafe impl TieHost for EnvState {
         crate::callback::js_function_of(self, func)
     }
 
+    /// A JS host value of this env goes back as the object itself.
+    fn host_value_of(&self, value: &tether_core::host_value::HostValueObj) -> Result<Option<Value>, Fail> {
+        crate::host_value::value_of(self, value).map(Some)
+    }
+
     /// The class of the object's type (made by index.js's factory on first use), or a
     /// callable for a Function.
     fn prepare(&self, obj: &ObjectRef) -> Result<Shell, Fail> {
@@ -327,6 +332,6 @@ pub fn tie_object_made(state: &EnvState, obj: ObjectRef, preset: Option<Value>) 
     }?;
     Ok(match returned {
         Returned::Created(v) => (v, wrapper_of(state.env, v)),
-        Returned::Revived(v) | Returned::Callable(v) => (v, None),
+        Returned::Revived(v) | Returned::Callable(v) | Returned::HostValue(v) => (v, None),
     })
 }

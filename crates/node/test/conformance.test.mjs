@@ -228,6 +228,98 @@ test('T15 alignment', async () => {
   await expectLiveBackTo(baseline);
 });
 
+class Payload {
+  constructor(tag) {
+    this.tag = tag;
+  }
+}
+
+test('T16 host values come back as themselves', async () => {
+  const baseline = await settledBaseline();
+  (() => {
+    const o = new Payload(1);
+    assert.equal(testing.echo(o), o);
+    assert.equal(new Pair(o, null).first, o, 'stored in a field');
+    const p = new Pair(null, null);
+    p.second = o;
+    assert.equal(p.second, o);
+    assert.equal(testing.echo([o, 1]).get(0), o, 'an Array item');
+    assert.equal(testing.echo({ k: o }).get('k'), o, 'a Map value');
+    assert.equal(testing.echo(new Map([['k', o]])).get('k'), o);
+    let got;
+    testing.call((x) => {
+      got = x;
+    }, o);
+    assert.equal(got, o, 'passed to a callback');
+    for (const v of [new Date(0), /re/g, Promise.resolve(1), new WeakMap(), new Error('e'), Object.create(o), new (class {})()]) {
+      assert.equal(testing.echo(v), v);
+    }
+    // Plain objects, arrays, Maps, Sets and bytes still convert.
+    assert.equal(testing.echo({ a: 1 }).get('a'), 1);
+    assert.equal(testing.echo(Object.create(null)).size, 0);
+    assert.ok(!(testing.echo([1]) instanceof Array));
+    // A typed parameter names the parameter and the JS type.
+    assert.throws(() => testing.add(o, 1), (e) => {
+      assert.ok(e instanceof tether.TetherTypeError);
+      assert.equal(e.message, "testing.add() argument 'a' must be int, not Payload");
+      return true;
+    });
+    // Another language's host value is a TypeError naming both languages, not a crash.
+    assert.throws(() => testing.foreign_value('Thing'), (e) => {
+      assert.ok(e instanceof tether.TetherTypeError);
+      assert.equal(
+        e.message,
+        'Thing (a Testing value) held by native code cannot be used from JavaScript: host values only go back to their own language',
+      );
+      return true;
+    });
+  })();
+  await expectLiveBackTo(baseline);
+});
+
+test('T16 host values live while native code holds them, and are released after', async () => {
+  const baseline = await settledBaseline();
+  let ref;
+  (() => {
+    const o = new Payload(2);
+    ref = new WeakRef(o);
+    testing.stash('T16', o);
+  })();
+  await collect();
+  assert.ok(ref.deref() instanceof Payload, 'native code holds it');
+  assert.equal(testing.take('T16'), ref.deref());
+  await collect();
+  assert.equal(ref.deref(), undefined, 'released when the last native reference went');
+  // Released from a foreign native thread: the JS thread deletes the reference.
+  (() => {
+    const o = new Payload(3);
+    ref = new WeakRef(o);
+    testing.drop_in_thread(new Pair(o, null));
+  })();
+  // (deref() keeps its target alive to the end of the job: collect over two jobs each time)
+  for (let i = 0; i < 20 && ref.deref() !== undefined; i++) await collect(2);
+  assert.equal(ref.deref(), undefined);
+  // No growth over 100k round trips.
+  (() => {
+    const o = new Payload(4);
+    for (let i = 0; i < 100_000; i++) assert.equal(testing.echo(o), o);
+    ref = new WeakRef(o);
+  })();
+  await collect();
+  assert.equal(ref.deref(), undefined);
+  await expectLiveBackTo(baseline);
+});
+
+test('T16 a host value from another env is a TypeError there', async () => {
+  const out = await runWorker('host_value.mjs', {});
+  assert.equal(out.sameInWorker, true);
+  assert.throws(() => testing.take('T16-worker'), (e) => {
+    assert.ok(e instanceof tether.TetherTypeError);
+    assert.match(e.message, /^a JS Payload held by native code belongs to another JS environment/);
+    return true;
+  });
+});
+
 // ---- threads -----------------------------------------------------------------------------
 
 function runWorker(file, workerData) {
