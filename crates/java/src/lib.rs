@@ -7,6 +7,7 @@
 //! - [`tie`]: the core tying state machine with JNI weak references as slot words
 //! - [`convert`]: argument decoding and result conversion
 //! - [`callback`]: Java callables as native Functions; Java exceptions inside native Errors
+//! - [`host_value`]: any other Java object held by native code, coming back as itself
 //! - [`errors`]: native Errors to Java exceptions
 //! - [`natives`]: the `native` methods of `dev.tether.ffi.Native`
 
@@ -15,6 +16,7 @@ mod callback;
 mod classes;
 mod convert;
 mod errors;
+mod host_value;
 mod jenv;
 mod natives;
 mod tie;

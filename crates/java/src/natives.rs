@@ -489,6 +489,19 @@ pub extern "system" fn Java_dev_tether_ffi_Native_callbackFunction(
     guard(env, 0, || callback::function_for(env, callable, id_hash).map(|p| p as jlong))
 }
 
+/// `Native.hostValue(value, typeName)`: an owned handle to a new host value holding `value`.
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_hostValue(
+    env: *mut JNIEnv,
+    _c: jclass,
+    value: jobject,
+    type_name: jstring,
+) -> jlong {
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
+    guard(env, 0, || crate::host_value::hold(env, value, &env.get_string(type_name)).map(|p| p as jlong))
+}
+
 #[no_mangle]
 pub extern "system" fn Java_dev_tether_ffi_Native_functionName(env: *mut JNIEnv, _c: jclass, func: jlong) -> jstring {
     // SAFETY: JNI passes the calling thread's live env, valid for this native call.

@@ -72,6 +72,11 @@ unsafe impl TieHost for JavaHost {
         Ok(crate::callback::original_callable(func).map(|global| self.env().new_local_ref(global)))
     }
 
+    /// A Java host value goes back as the object itself.
+    fn host_value_of(&self, value: &tether_core::host_value::HostValueObj) -> Result<Option<jobject>> {
+        crate::host_value::value_of(self.env(), value).map(Some)
+    }
+
     fn prepare(&self, _obj: &ObjectRef) -> Result<()> {
         Ok(())
     }

@@ -1,5 +1,6 @@
 package dev.tether.ffi;
 
+import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
@@ -93,7 +94,7 @@ final class Marshal {
     /**
      * Encode every argument into the arrays (at least {@code args.length} long); on failure
      * give back the owned references already made, since the call never happens. An argument
-     * that cannot be passed is a {@link TetherTypeError} naming it as an argument of
+     * that cannot be passed is a {@link TetherTypeError} or {@link TetherValueError} naming it as an argument of
      * {@code callee} (a {@link TetherFunction}, or a {@link Member} for a constructor or method;
      * null for a container's items, whose failure the native side names).
      */
@@ -123,7 +124,7 @@ final class Marshal {
                 Native.release(bits[j], 0);
             }
         }
-        if (failure instanceof TetherTypeError && callee != null) {
+        if ((failure instanceof TetherTypeError || failure instanceof TetherValueError) && callee != null) {
             String message;
             if (callee instanceof TetherFunction) {
                 TetherFunction f = (TetherFunction) callee;
@@ -136,7 +137,9 @@ final class Marshal {
                 Member m = (Member) callee;
                 message = Native.memberArgumentMessage(m.typeIndex, m.typeKey, m.method, i, failure.getMessage());
             }
-            return new TetherTypeError("TypeError", message, "");
+            return failure instanceof TetherValueError
+                    ? new TetherValueError("ValueError", message, "")
+                    : new TetherTypeError("TypeError", message, "");
         }
         return failure;
     }
@@ -157,7 +160,10 @@ final class Marshal {
         }
     }
 
-    /** Encode {@code v} at index {@code i}; throws {@link TetherTypeError} for unsupported values. */
+    /**
+     * Encode {@code v} at index {@code i}: the converted kinds, or a host value for any other
+     * object (which native code holds and hands back as itself).
+     */
     static void encode(Object v, int[] kinds, long[] bits, Object[] refs, int i) {
         // Exact-class checks first: an `instanceof` against an interface (Tied) scans the
         // class's secondary supertypes, which profiling showed dominating calls with Longs.
@@ -178,6 +184,13 @@ final class Marshal {
         } else if (v instanceof Long || v instanceof Integer || v instanceof Short || v instanceof Byte) {
             kinds[i] = INT;
             bits[i] = ((Number) v).longValue();
+        } else if (v instanceof BigInteger) {
+            BigInteger big = (BigInteger) v;
+            if (big.bitLength() > 63) {
+                throw new TetherValueError("ValueError", "int too large to convert to a 64-bit signed integer", "");
+            }
+            kinds[i] = INT;
+            bits[i] = big.longValue();
         } else if (v instanceof Double || v instanceof Float) {
             kinds[i] = FLOAT;
             bits[i] = Double.doubleToRawLongBits(((Number) v).doubleValue());
@@ -200,9 +213,9 @@ final class Marshal {
             kinds[i] = MAP;
             refs[i] = v;
         } else {
-            throw new TetherTypeError("TypeError", "cannot pass a " + v.getClass().getName()
-                    + " to native code (supported: null, Long, Integer, Short, Byte, Double, Float, Boolean, String,"
-                    + " byte[], List, Map, TetherCallback, java.util.function.Function and tether wrappers)", "");
+            // Anything else crosses as a host value and comes back as this very object.
+            kinds[i] = OWNED;
+            bits[i] = Native.hostValue(v, c.getName());
         }
     }
 

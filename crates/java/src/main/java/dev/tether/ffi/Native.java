@@ -109,6 +109,9 @@ final class Native {
 
     static native long callbackFunction(Object callable, int identityHash);
 
+    /** An owned handle to a new native host value holding {@code value} (its class named {@code typeName}). */
+    static native long hostValue(Object value, String typeName);
+
     static native String functionName(long function);
 
     /**

@@ -98,13 +98,17 @@ class SignatureTest {
         TetherTypeError e = assertThrows(TetherTypeError.class, () -> t("greet").call("a", 3L));
         assertEquals("testing.greet() argument 'greeting' must be str, not int", e.getMessage());
         // Java's own encoding failures: a function, a method (receiver left out), a constructor.
-        TetherTypeError f = assertThrows(TetherTypeError.class, () -> t("echo").call(new Object()));
-        assertTrue(f.getMessage().startsWith("testing.echo() argument 'x': cannot pass"), f.getMessage());
+        java.math.BigInteger huge = java.math.BigInteger.TWO.pow(70);
+        TetherValueError f = assertThrows(TetherValueError.class, () -> t("echo").call(huge));
+        assertTrue(f.getMessage().startsWith("testing.echo() argument 'x': int too large"), f.getMessage());
         TetherInstance c = (TetherInstance) sample().construct("sample.Counter", 0L);
-        TetherTypeError m = assertThrows(TetherTypeError.class, () -> c.call("incrementBy", new Object()));
-        assertTrue(m.getMessage().startsWith("sample.Counter.increment_by() argument 'by': cannot pass"), m.getMessage());
-        TetherTypeError k = assertThrows(TetherTypeError.class, () -> sample().construct("sample.Counter", new Object()));
-        assertTrue(k.getMessage().startsWith("sample.Counter() argument 'start': cannot pass"), k.getMessage());
+        TetherValueError m = assertThrows(TetherValueError.class, () -> c.call("incrementBy", huge));
+        assertTrue(m.getMessage().startsWith("sample.Counter.increment_by() argument 'by': int too large"), m.getMessage());
+        TetherValueError k = assertThrows(TetherValueError.class, () -> sample().construct("sample.Counter", huge));
+        assertTrue(k.getMessage().startsWith("sample.Counter() argument 'start': int too large"), k.getMessage());
+        // A host value reaching a typed parameter: the native conversion names it and its class.
+        TetherTypeError h = assertThrows(TetherTypeError.class, () -> c.call("incrementBy", new Object()));
+        assertEquals("sample.Counter.increment_by() argument 'by' must be int, not java.lang.Object", h.getMessage());
         // A native decoding failure on the one-argument path (a List nested too deep).
         Object deep = List.of();
         for (int i = 0; i < Tether.MAX_NESTING_DEPTH + 1; i++) {
