@@ -241,7 +241,10 @@ unsafe fn call_bound(
     }
 }
 
-/// tp_new of every generated class: call the type's registered constructor.
+/// tp_new of every generated class. A generated class calls its native constructor here. A
+/// Python subclass gets an empty instance instead, whose native object the base class's
+/// `__init__` ([`object_init`]) makes, so the subclass's own `__init__` may take other
+/// arguments (as with pybind11 and nanobind) and must call `super().__init__(...)`.
 pub unsafe extern "C" fn object_new(
     cls: *mut ffi::PyTypeObject,
     args: *mut ffi::PyObject,
@@ -249,9 +252,75 @@ pub unsafe extern "C" fn object_new(
 ) -> *mut ffi::PyObject {
     // SAFETY: GIL held; `args` is a tuple, `kwargs` a dict or null (tp_new contract).
     unsafe {
+        let Some((index, ctor)) = constructor_of(cls) else {
+            return null_mut();
+        };
+        if classes::class_for(index) != cls {
+            let alloc = (*cls).tp_alloc.unwrap_or(ffi::PyType_GenericAlloc);
+            return alloc(cls, 0);
+        }
+        construct(ctor, args, kwargs)
+    }
+}
+
+/// tp_init of every generated class: makes the native object of a Python subclass's instance
+/// (see [`object_new`]) and ties it to that instance. Nothing for an instance that has its
+/// native object already (a generated class's, made by tp_new).
+pub unsafe extern "C" fn object_init(
+    this: *mut ffi::PyObject,
+    args: *mut ffi::PyObject,
+    kwargs: *mut ffi::PyObject,
+) -> std::ffi::c_int {
+    // SAFETY: GIL held; `this` is an instance of one of our classes (tp_init contract).
+    unsafe {
+        if !(*(this as *mut Wrapper)).obj.load(Ordering::Acquire).is_null() {
+            return 0;
+        }
+        let cls = ffi::Py_TYPE(this);
+        let Some((_, ctor)) = constructor_of(cls) else {
+            return -1;
+        };
+        let out = construct(ctor, args, kwargs);
+        if out.is_null() {
+            return -1;
+        }
+        let made = if !wrapper::is_wrapper(out) {
+            Err(Error::type_error("the native constructor did not return a native object"))
+        } else if ffi::Py_REFCNT(out) != 1 {
+            Err(Error::type_error(
+                "the native constructor returned an object that already has a wrapper; it cannot become an instance of this subclass",
+            ))
+        } else {
+            Ok(())
+        };
+        if let Err(e) = made {
+            ffi::Py_DECREF(out);
+            errors::raise(e);
+            return -1;
+        }
+        let obj = wrapper::take_for_move(out);
+        ffi::Py_DECREF(out);
+        match obj {
+            Ok(obj) => match wrapper::tie_into(obj, this) {
+                Ok(()) => 0,
+                Err(PyErrSet) => -1,
+            },
+            Err(PyErrSet) => -1,
+        }
+    }
+}
+
+/// The type index and constructor of the native type of class `cls` (a generated class or a
+/// Python subclass of one), or None with a TypeError set.
+///
+/// # Safety
+/// GIL held.
+unsafe fn constructor_of(cls: *mut ffi::PyTypeObject) -> Option<(i32, &'static types::TypeInfo)> {
+    // SAFETY: GIL held (caller).
+    unsafe {
         let Some(index) = classes::index_of(cls) else {
             errors::raise(Error::type_error("this class is not bound to a native type"));
-            return null_mut();
+            return None;
         };
         let info = types::type_info(index);
         let Some(ctor) = info.filter(|i| !i.constructor.is_null()) else {
@@ -259,12 +328,27 @@ pub unsafe extern "C" fn object_new(
             errors::raise(Error::type_error(format!(
                 "cannot create {key} instances: the type has no registered constructor"
             )));
-            return null_mut();
+            return None;
         };
+        Some((index, ctor))
+    }
+}
+
+/// Call the native constructor `ctor` with a tp_new/tp_init's arguments.
+///
+/// # Safety
+/// GIL held; `args` is a tuple, `kwargs` a dict or null.
+unsafe fn construct(
+    ctor: &types::TypeInfo,
+    args: *mut ffi::PyObject,
+    kwargs: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: GIL held, `args` a tuple and `kwargs` a dict or null (caller).
+    unsafe {
         let n = ffi::PyTuple_GET_SIZE(args) as usize;
         // The tuple's items are contiguous borrowed references.
         let items = std::slice::from_raw_parts((*(args as *mut ffi::PyTupleObject)).ob_item.as_ptr(), n);
-        let out = if kwargs.is_null() || ffi::PyDict_Size(kwargs) == 0 {
+        if kwargs.is_null() || ffi::PyDict_Size(kwargs) == 0 {
             let f = &(*(ctor.constructor as *const ObjectBox<FunctionObj>)).value;
             if n as i32 != f.arity && f.flags & FUNC_SIGNED != 0 {
                 call_bound(ctor.constructor, items, &[], &[])
@@ -281,39 +365,6 @@ pub unsafe extern "C" fn object_new(
                 values.push(value);
             }
             call_bound(ctor.constructor, items, &names, &values)
-        };
-        if out.is_null() || ffi::Py_TYPE(out) == cls || !wrapper::is_wrapper(out) {
-            return out;
         }
-        if ffi::PyType_IsSubtype(cls, ffi::Py_TYPE(out)) != 0 && classes::class_for(index) != cls {
-            // A Python subclass was called: rebind the fresh object to a wrapper of `cls`.
-            return rebind_to_subclass(out, cls);
-        }
-        out
-    }
-}
-
-/// `out` is the only wrapper of a just-constructed object; give the object a wrapper of the
-/// user's subclass `cls` instead.
-#[cold]
-unsafe fn rebind_to_subclass(out: *mut ffi::PyObject, cls: *mut ffi::PyTypeObject) -> *mut ffi::PyObject {
-    // SAFETY: GIL held; `out` is a live wrapper we own a reference to.
-    unsafe {
-        let alloc = (*cls).tp_alloc.unwrap_or(ffi::PyType_GenericAlloc);
-        let fresh = alloc(cls, 0);
-        if fresh.is_null() {
-            ffi::Py_DECREF(out);
-            return null_mut();
-        }
-        let obj = match wrapper::take_for_move(out) {
-            Ok(obj) => obj,
-            Err(PyErrSet) => {
-                ffi::Py_DECREF(out);
-                ffi::Py_DECREF(fresh);
-                return null_mut();
-            }
-        };
-        ffi::Py_DECREF(out);
-        wrapper::return_object_as(obj, cls, fresh)
     }
 }

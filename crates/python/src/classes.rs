@@ -104,9 +104,29 @@ fn common_slots() -> Vec<ffi::PyType_Slot> {
         slot(ffi::Py_tp_free, wrapper::wrapper_free as *mut c_void),
         slot(ffi::Py_tp_dealloc, wrapper::wrapper_dealloc as *mut c_void),
         slot(ffi::Py_tp_new, call::object_new as *mut c_void),
+        slot(ffi::Py_tp_init, call::object_init as *mut c_void),
         slot(ffi::Py_tp_richcompare, wrapper::wrapper_richcompare as *mut c_void),
         slot(ffi::Py_tp_hash, wrapper::wrapper_hash as *mut c_void),
     ]
+}
+
+/// The base type's slots: the common ones, and its weak reference list (every generated class
+/// inherits it, so `weakref.ref(wrapper)` works).
+fn base_slots() -> Vec<ffi::PyType_Slot> {
+    let members = Box::leak(Box::new([
+        ffi::PyMemberDef {
+            name: c"__weaklistoffset__".as_ptr(),
+            type_code: ffi::Py_T_PYSSIZET,
+            offset: std::mem::offset_of!(Wrapper, weaklist) as ffi::Py_ssize_t,
+            flags: ffi::Py_READONLY,
+            doc: null_mut(),
+        },
+        // SAFETY: an all-zero PyMemberDef ends the list.
+        unsafe { std::mem::zeroed() },
+    ]));
+    let mut slots = common_slots();
+    slots.push(slot(ffi::Py_tp_members, members.as_mut_ptr() as *mut c_void));
+    slots
 }
 
 unsafe fn make_type(
@@ -142,7 +162,7 @@ pub unsafe fn build_base_type() -> *mut ffi::PyTypeObject {
             "tether_ffi.Object",
             "The base class of every tether wrapper: one wrapper per native object.",
             std::mem::size_of::<Wrapper>(),
-            common_slots(),
+            base_slots(),
             0,
             null_mut(),
         )

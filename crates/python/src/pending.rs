@@ -17,7 +17,7 @@ use pyo3::ffi;
 /// Something Python-side to release.
 #[derive(Clone, Copy, Debug)]
 pub enum Release {
-    /// A cached wrapper block (memory only: its type reference was dropped at dealloc).
+    /// A cached wrapper block (memory, and a Python subclass's reference to its class).
     Block(*mut ffi::PyObject),
     /// A strong reference to drop.
     Decref(*mut ffi::PyObject),
@@ -104,8 +104,8 @@ pub fn release(item: Release) {
 /// The GIL is held.
 unsafe fn release_now(item: Release) {
     match item {
-        // SAFETY: a block made by our tp_alloc (PyObject_Malloc) that nobody references.
-        Release::Block(block) => unsafe { ffi::PyObject_Free(block as *mut c_void) },
+        // SAFETY: a cached wrapper block that nobody references.
+        Release::Block(block) => unsafe { crate::wrapper::free_cached_block(block) },
         // SAFETY: we own this reference.
         Release::Decref(obj) => unsafe { ffi::Py_DECREF(obj) },
     }

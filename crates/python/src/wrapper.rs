@@ -1,7 +1,8 @@
 //! The wrapper objects: a hand-built base type `tether_ffi.Object` with its own
 //! tp_alloc/tp_free/tp_dealloc, and the adapter of the core tying state machine to CPython.
 //!
-//! Layout of every wrapper: `PyObject_HEAD` and the native object it owns (+1). A wrapper
+//! Layout of every wrapper: `PyObject_HEAD`, the native object it owns (+1) and its weak
+//! reference list (32 bytes, pymalloc's size class for 24 as well). A wrapper
 //! is untied in its own dealloc, while its memory still exists, so it names itself to the
 //! core by address (`PyHost` is a word-only host: 8 bytes of slot in front of each native
 //! object, no generation). When a wrapper dies while its native object lives, its memory
@@ -25,9 +26,15 @@ use crate::{callback, classes, errors, pending, state};
 #[repr(C)]
 pub struct Wrapper {
     pub ob_base: ffi::PyObject,
-    /// The native object (owned +1); null once moved out by `_move()`.
+    /// The native object (owned +1); null once moved out by `_move()`, and in a Python
+    /// subclass's instance until the base class's `__init__` made it.
     pub obj: AtomicPtr<ObjectHeader>,
+    /// CPython's list of weak references to the wrapper (`__weaklistoffset__`); emptied when
+    /// the wrapper dies, before its block may be revived.
+    pub weaklist: *mut ffi::PyObject,
 }
+
+const _: () = assert!(std::mem::size_of::<Wrapper>() == 32 && std::mem::offset_of!(Wrapper, weaklist) == 24);
 
 /// Function wrappers also carry their vectorcall entry point.
 #[repr(C)]
@@ -65,23 +72,93 @@ pub unsafe extern "C" fn wrapper_free(block: *mut c_void) {
     unsafe { ffi::PyObject_Free(block) }
 }
 
-/// May a dead wrapper of type `tp` be cached for revival? Only blocks of our own classes
-/// (our tp_free), without `__dict__`, `__del__` or weak references.
+/// May a dead wrapper of type `tp` be cached for revival in place? Blocks of our own classes
+/// (our tp_free) without `__del__`; and those of Python subclasses of them (deallocated by
+/// CPython's subtype_dealloc, which cleared their `__dict__` and slots before calling us)
+/// without `__del__`, whose memory layout [`preheader_size`] knows: the block keeps its class,
+/// so a revived instance has the same class and `id()`.
 unsafe fn revivable(tp: *mut ffi::PyTypeObject) -> bool {
     // SAFETY: `tp` is a live type object.
     unsafe {
-        (*tp).tp_free.map(|f| f as usize) == Some(wrapper_free as *const () as usize)
-            && (*tp).tp_dictoffset == 0
-            && (*tp).tp_weaklistoffset == 0
-            && (*tp).tp_finalize.is_none()
-            && (*tp).tp_del.is_none()
+        if (*tp).tp_finalize.is_some() || (*tp).tp_del.is_some() {
+            return false;
+        }
+        if deallocs_as_wrapper(tp) {
+            return (*tp).tp_free.map(|f| f as usize) == Some(wrapper_free as *const () as usize)
+                && (*tp).tp_dictoffset == 0;
+        }
+        (*tp).tp_itemsize == 0 && (*tp).tp_free.is_some() && preheader_size(tp).is_some()
+    }
+}
+
+/// Bytes CPython allocates in front of an instance of `tp` (the GC header, managed dict and
+/// weak reference pointers), or None for a layout this frontend does not revive in place.
+///
+/// # Safety
+/// `tp` is a live type object.
+unsafe fn preheader_size(tp: *mut ffi::PyTypeObject) -> Option<usize> {
+    const MANAGED_WEAKREF: u64 = 1 << 3; // 3.12+
+    const MANAGED_DICT: u64 = 1 << 4; // 3.11+
+    const INLINE_VALUES: u64 = 1 << 2; // 3.13+: values after the body, set up by CPython only
+                                       // SAFETY: `tp` is live (caller).
+    let flags = unsafe { (*tp).tp_flags };
+    let gc = if flags & ffi::Py_TPFLAGS_HAVE_GC != 0 { std::mem::size_of::<[usize; 2]>() } else { 0 };
+    if cfg!(Py_3_13) && flags & INLINE_VALUES != 0 {
+        return None;
+    }
+    let managed = if cfg!(Py_3_12) {
+        if flags & (MANAGED_DICT | MANAGED_WEAKREF) != 0 {
+            16
+        } else {
+            0
+        }
+    } else if flags & MANAGED_DICT != 0 {
+        16
+    } else {
+        0
+    };
+    Some(gc + managed)
+}
+
+/// Free a wrapper block cached in a slot (the object it served is being freed, or the slot
+/// makes a new wrapper instead). A Python subclass's block holds a reference to its class,
+/// dropped here through the pending queue (a class's last reference may run Python code).
+///
+/// # Safety
+/// GIL held; `block` is a cached block nothing else references.
+pub unsafe fn free_cached_block(block: *mut ffi::PyObject) {
+    // SAFETY: a cached block keeps its type pointer; our classes live for the process and a
+    // subclass is kept alive by the block's reference (caller: GIL held).
+    unsafe {
+        let tp = (*block).ob_type;
+        if deallocs_as_wrapper(tp) {
+            ffi::PyObject_Free(block as *mut c_void);
+        } else {
+            free_block(block, tp);
+            pending::release(pending::Release::Decref(tp as *mut ffi::PyObject));
+        }
+    }
+}
+
+/// Empty a dying wrapper's weak references (their callbacks run here).
+///
+/// # Safety
+/// GIL held; `o` is the dying wrapper (refcount 0).
+#[inline]
+unsafe fn clear_weak_refs(o: *mut ffi::PyObject) {
+    // SAFETY: `o` is a wrapper (caller); its list is read only while CPython keeps it.
+    unsafe {
+        if !(*(o as *mut Wrapper)).weaklist.is_null() {
+            ffi::PyObject_ClearWeakRefs(o);
+        }
     }
 }
 
 /// tp_dealloc of every wrapper: untie, cache the block when allowed, drop the +1.
 pub unsafe extern "C" fn wrapper_dealloc(o: *mut ffi::PyObject) {
     // SAFETY: `o` is a dying wrapper (refcount 0, GIL held); every field is read before the
-    // block may be handed to the slot, and the block is not touched after that.
+    // block may be handed to the slot, and once it is, the block is only read by CPython's
+    // weak reference clearing, which is done with it before any callback runs.
     unsafe {
         let w = o as *mut Wrapper;
         let tp = ffi::Py_TYPE(o);
@@ -92,19 +169,27 @@ pub unsafe extern "C" fn wrapper_dealloc(o: *mut ffi::PyObject) {
         }
         let obj = take_native(w);
         if obj.is_null() {
+            clear_weak_refs(o);
             free_block(o, tp);
             ffi::Py_DECREF(tp as *mut ffi::PyObject);
             return;
         }
         let cache = (*obj).alloc_tag == state::tag() && revivable(tp) && !pending::finalizing();
         let replacement = if cache { o as usize | TAG_INACTIVE } else { 0 };
-        // The removed word is this block: cached in the slot now (the free hook frees it with
-        // the object), or ours to free. Nothing reads the block after the release.
-        let removed = state::frontend().release(obj, o as u64, replacement);
-        if !(cache && removed.is_some()) {
+        // Untied first, the object kept alive by its +1 meanwhile: a weak reference's callback
+        // may fetch the object again (reviving this very block in place when it is cached).
+        let (removed, held) = state::frontend().move_out(obj, o as u64, replacement);
+        let cached = cache && removed.is_some();
+        clear_weak_refs(o);
+        if !cached {
             free_block(o, tp);
         }
-        ffi::Py_DECREF(tp as *mut ffi::PyObject);
+        // A cached subclass block keeps its class alive (released with the block).
+        if !cached || deallocs_as_wrapper(tp) {
+            ffi::Py_DECREF(tp as *mut ffi::PyObject);
+        }
+        // May free the object, and the cached block with it (the free hook).
+        drop(held);
     }
 }
 
@@ -176,12 +261,18 @@ pub unsafe fn native_of(o: *mut ffi::PyObject) -> Result<*mut ObjectHeader, PyEr
 unsafe fn raise_moved(o: *mut ffi::PyObject) {
     // SAFETY: `o` is live; its type name is a C string.
     let name = unsafe { std::ffi::CStr::from_ptr((*ffi::Py_TYPE(o)).tp_name) }.to_string_lossy().into_owned();
-    // SAFETY: GIL held.
-    unsafe {
-        errors::raise(Error::value(format!(
-            "this {name} was moved (x._move()) and can no longer be used; use the object the callee returned"
-        )))
+    // SAFETY: `o` is live; GIL held.
+    let subclass = unsafe { !deallocs_as_wrapper(ffi::Py_TYPE(o)) };
+    let message = if subclass {
+        format!(
+            "this {name} has no native object: its __init__ did not call the base class __init__ \
+             (super().__init__(...)), or it was moved (x._move())"
+        )
+    } else {
+        format!("this {name} was moved (x._move()) and can no longer be used; use the object the callee returned")
     };
+    // SAFETY: GIL held.
+    unsafe { errors::raise(Error::value(message)) };
 }
 
 /// `_move()`: untie the wrapper and take its +1 out; the wrapper becomes unusable.
@@ -195,7 +286,7 @@ pub unsafe fn take_for_move(o: *mut ffi::PyObject) -> Result<ObjectRef, PyErrSet
             return Err(PyErrSet);
         }
         // The removed word is this wrapper itself, which stays alive: nothing to dispose.
-        let (_removed, taken) = state::frontend().move_out(obj, o as u64);
+        let (_removed, taken) = state::frontend().move_out(obj, o as u64, 0);
         Ok(taken)
     }
 }
@@ -273,11 +364,15 @@ unsafe impl TieHost for PyHost {
             let o = match previous {
                 Previous::Inactive(block) => {
                     let block = block as *mut ffi::PyObject;
-                    if fresh.is_null() && (*block).ob_type == cls {
+                    let block_type = (*block).ob_type;
+                    if fresh.is_null() && block_type == cls {
                         // Revival in place: same address, refcount 1, type reference taken.
                         ffi::PyObject_Init(block, cls)
+                    } else if fresh.is_null() && !deallocs_as_wrapper(block_type) {
+                        // A Python subclass's block: revived as that subclass, same address.
+                        revive_subclass_block(block, block_type)
                     } else {
-                        ffi::PyObject_Free(block as *mut c_void);
+                        free_cached_block(block);
                         allocate(prepared)?
                     }
                 }
@@ -313,6 +408,50 @@ unsafe impl TieHost for PyHost {
             }
             Ok(callable)
         }
+    }
+}
+
+/// Re-initialise the cached block of a Python subclass's instance as a new instance of that
+/// subclass: zeroed (the `__dict__` and slots were cleared at its death, so it starts empty,
+/// as an instance the subclass's `__new__` made), refcount 1, tracked by the GC again.
+///
+/// # Safety
+/// GIL held; `block` is a cached block of `tp` (checked by `revivable` when it was cached),
+/// holding one reference to `tp`.
+unsafe fn revive_subclass_block(block: *mut ffi::PyObject, tp: *mut ffi::PyTypeObject) -> *mut ffi::PyObject {
+    // SAFETY: the block's allocation spans the pre-header and the basic size (the caller's
+    // guarantee); the type is alive (the block's reference), which the new instance takes over.
+    unsafe {
+        let pre = preheader_size(tp).unwrap_or(0);
+        std::ptr::write_bytes((block as *mut u8).sub(pre), 0, pre + (*tp).tp_basicsize as usize);
+        let o = ffi::PyObject_Init(block, tp);
+        ffi::Py_DECREF(tp as *mut ffi::PyObject); // the block's reference; the instance holds one
+        if (*tp).tp_flags & ffi::Py_TPFLAGS_HAVE_GC != 0 {
+            ffi::PyObject_GC_Track(o as *mut c_void);
+        }
+        o
+    }
+}
+
+/// Tie native object `obj` (a new object, no wrapper yet) to `this`, an empty instance of a
+/// Python subclass (`__init__` of its generated base).
+///
+/// # Safety
+/// GIL held; `this` is a live wrapper without a native object.
+pub unsafe fn tie_into(obj: ObjectRef, this: *mut ffi::PyObject) -> Result<(), PyErrSet> {
+    // SAFETY: GIL held (caller); the new reference to `this` is the one `return_object_as`
+    // consumes, and the handle it returns is ours to drop.
+    unsafe {
+        let made = return_object_as(obj, ffi::Py_TYPE(this), ffi::Py_NewRef(this));
+        if made.is_null() {
+            return Err(PyErrSet);
+        }
+        ffi::Py_DECREF(made);
+        if made != this {
+            errors::raise(Error::type_error("the native object already has a wrapper"));
+            return Err(PyErrSet);
+        }
+        Ok(())
     }
 }
 

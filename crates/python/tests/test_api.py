@@ -360,3 +360,66 @@ def test_claimed_spares_settle_on_every_path(testing, baseline):
     assert live_now() == baseline + 1
     del x
     assert live_now() == baseline
+
+
+def test_moved_array_map_and_function_reprs_say_moved(testing):
+    a, m = tether_ffi.Array([1, 2]), tether_ffi.Map({1: 2})
+    for x, key in [(a, "tether.Array"), (m, "tether.Map")]:
+        assert repr(x) != f"<{key} (moved)>"
+        x._move()
+        assert repr(x) == f"<{key} (moved)>"
+
+
+def test_a_host_value_whose_del_raises_is_unraisable_and_nothing_else_is_affected(testing, baseline):
+    import sys
+
+    class Grumpy:
+        def __del__(self):
+            raise RuntimeError("grumpy __del__")
+
+    seen = []
+    old = sys.unraisablehook
+    sys.unraisablehook = lambda u: seen.append(u.exc_value)
+    try:
+        testing.stash("grumpy", Grumpy())
+        testing.stash_clear()  # the native release; the reference drops at the next safe point
+        assert testing.add(1, 2) == 3
+        gc.collect()
+    finally:
+        sys.unraisablehook = old
+    assert [str(e) for e in seen] == ["grumpy __del__"]
+    assert live_now() == baseline
+
+
+def test_a_host_value_stored_and_released_from_16_threads(testing, baseline):
+    import threading
+
+    class Payload:
+        pass
+
+    o = Payload()
+    start = threading.Barrier(16)
+    errors = []
+
+    def work(i):
+        try:
+            start.wait()
+            for j in range(300):
+                key = f"t{i}"
+                testing.stash(key, o)
+                assert testing.take(key) is o
+                testing.drop_in_thread(testing.Pair(o, j))
+                assert testing.echo([o])[0] is o
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    testing.add(1, 2)  # releases what foreign threads queued
+    gc.collect()
+    assert sys.getrefcount(o) == 2, "every native reference was released"
+    assert live_now() == baseline

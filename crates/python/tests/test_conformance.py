@@ -285,6 +285,104 @@ def test_T16_pickle_keeps_host_values_that_pickle(testing, baseline):
     assert live_now() == baseline
 
 
+def test_T17_weak_references_to_wrappers(testing, baseline):
+    import weakref
+
+    p = testing.Pair(1, 2)
+    ref = weakref.ref(p)
+    assert ref() is p
+    finalized = []
+    weakref.finalize(p, finalized.append, "finalized")
+    values, keys = weakref.WeakValueDictionary(), weakref.WeakKeyDictionary()
+    values["p"], keys[p] = p, "p"
+    assert values["p"] is p and keys[p] == "p"
+    before = id(p)
+    testing.stash("T17", p)
+    del p
+    gc.collect()
+    # A weak reference dies with its wrapper, even though the native object lives on.
+    assert ref() is None and finalized == ["finalized"]
+    assert len(values) == 0 and len(keys) == 0
+    again = testing.take("T17")
+    assert id(again) == before, "the revived wrapper keeps its id"
+    assert weakref.ref(again)() is again
+    # A weak reference's callback may fetch the object again while its wrapper dies.
+    testing.stash("T17", again)
+    fetched = []
+    watch = weakref.ref(again, lambda _: fetched.append(testing.take("T17")))
+    del again
+    gc.collect()
+    assert watch() is None and id(fetched[0]) == before and fetched[0].first == 1
+    del fetched
+    assert live_now() == baseline
+
+
+class LabelledPair(tether_ffi.testing.Pair):
+    """A Python subclass whose __init__ takes other arguments than the native constructor."""
+
+    def __init__(self, first, second, label):
+        super().__init__(first, second)
+        self.label = label
+
+    def describe(self):
+        return f"{getattr(self, 'label', '?')}:{self.first}"
+
+
+def test_T18_subclass_identity_across_revival(testing, baseline):
+    import weakref
+
+    p = LabelledPair(1, 2, "x")
+    assert type(p) is LabelledPair and p.describe() == "x:1"
+    assert testing.echo(p) is p and testing.Pair(p, None).first is p
+    before = id(p)
+    testing.stash("T18", p)
+    ref = weakref.ref(p)
+    del p
+    gc.collect()
+    assert ref() is None
+    back = testing.take("T18")
+    # Revival in place keeps the class and the id; the instance's __dict__ was cleared when the
+    # wrapper died (docs/python.md), so attributes set in __init__ are gone.
+    assert type(back) is LabelledPair and id(back) == before
+    assert back.__dict__ == {} and back.describe() == "?:1"
+    assert testing.echo(back) is back
+    # __slots__ subclasses and subclasses of subclasses too.
+    class Slotted(testing.Pair):
+        __slots__ = ("extra",)
+
+    s = Slotted(3, 4)
+    s.extra = 5
+    sid = id(s)
+    testing.stash("T18", s)
+    del s
+    gc.collect()
+    s = testing.take("T18")
+    assert type(s) is Slotted and id(s) == sid and not hasattr(s, "extra") and s.second == 4
+    # A subclass whose __init__ does not call the base __init__: a clear error at first use.
+    class Forgetful(testing.Pair):
+        def __init__(self):
+            pass
+
+    f = Forgetful()
+    with pytest.raises(ValueError, match=r"has no native object: its __init__ did not call the base class __init__"):
+        f.first
+    with pytest.raises(ValueError):
+        testing.echo(f)
+    del back, s, f
+    gc.collect()
+    assert live_now() == baseline
+
+
+def test_T18_no_leak_over_subclass_revivals(testing, baseline):
+    for i in range(2000):
+        p = LabelledPair(i, None, "l")
+        testing.stash("k", p)
+        del p
+        assert type(testing.take("k")) is LabelledPair
+    gc.collect()
+    assert live_now() == baseline
+
+
 # ---- threads -------------------------------------------------------------------------------
 
 def test_T20_threads_share_wrappers(testing, baseline):

@@ -210,13 +210,19 @@ impl<H: TieHost> Frontend<H> {
     }
 
     /// As [`Frontend::release`], but the wrapper's +1 goes to the caller instead of being
-    /// dropped (Python's `_move()` hands it to a callee).
+    /// dropped: Python's `_move()` hands it to a callee (`replacement` 0), and a dying wrapper
+    /// keeps the object alive while its weak references' callbacks run, after the untie.
     ///
     /// # Safety
     /// As [`Frontend::release`], taking over the +1 instead of giving it up.
-    pub unsafe fn move_out(&self, obj: *mut ObjectHeader, ticket: u64) -> (Option<usize>, ObjectRef) {
+    pub unsafe fn move_out(
+        &self,
+        obj: *mut ObjectHeader,
+        ticket: u64,
+        replacement: usize,
+    ) -> (Option<usize>, ObjectRef) {
         // SAFETY: the caller owns the wrapper's live +1 and every call using the wrapper has finished.
-        let removed = unsafe { self.untie(obj, ticket, 0) };
+        let removed = unsafe { self.untie(obj, ticket, replacement) };
         // SAFETY: the wrapper's +1, now the caller's.
         (removed, unsafe { ObjectRef::from_raw(obj) })
     }

@@ -180,12 +180,23 @@ def _class_hook(cls: type, index: int) -> None:
 
 # ---- the Object base ---------------------------------------------------------------------
 
+def _moved_repr(repr_: _Any) -> _Any:
+    """``repr_``, except for a wrapper whose native object was moved out: ``<key (moved)>``."""
+
+    def checked(self: _Any) -> str:
+        if _native.is_moved(self):
+            cls = type(self)
+            return f"<{getattr(cls, '__tether_type_key__', cls.__name__)} (moved)>"
+        return repr_(self)
+
+    return checked
+
+
+@_moved_repr
 @_reprlib.recursive_repr()
 def _object_repr(self: _Any) -> str:
     cls = type(self)
     key = getattr(cls, "__tether_type_key__", cls.__name__)
-    if _native.is_moved(self):
-        return f"<{key} (moved)>"
     fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in getattr(cls, "__tether_fields__", ()))
     return f"{key}({fields})"
 
@@ -259,7 +270,7 @@ def _function_extras(cls: type) -> None:
 
     cls.__doc__ = property(doc)  # per-instance docstring from the registry
     cls.__signature__ = property(_signature_of)  # inspect.signature() and help()
-    cls.__repr__ = repr_
+    cls.__repr__ = _moved_repr(repr_)
     cls.__reduce__ = reduce
     # Instances answer __name__ from the registry; the class keeps its own (type's getset wins).
     _native.set_class_attr(cls, "__name__", property(name))
@@ -283,7 +294,7 @@ def _array_extras(cls: type) -> None:
     cls.__iter__ = lambda self: iter(_native.array_items(self))
     for name in ("__contains__", "__reversed__", "index", "count"):
         setattr(cls, name, getattr(_abc.Sequence, name))
-    cls.__repr__ = _reprlib.recursive_repr()(repr_)
+    cls.__repr__ = _moved_repr(_reprlib.recursive_repr()(repr_))
     cls.__reduce__ = lambda self: (Array, (_native.array_items(self),))
     _abc.Sequence.register(cls)
 
@@ -304,7 +315,7 @@ def _map_extras(cls: type) -> None:
     cls.keys = lambda self: [k for k, _ in _native.map_items(self)]
     cls.values = lambda self: [v for _, v in _native.map_items(self)]
     cls.get = _abc.Mapping.get
-    cls.__repr__ = _reprlib.recursive_repr()(repr_)
+    cls.__repr__ = _moved_repr(_reprlib.recursive_repr()(repr_))
     cls.__reduce__ = lambda self: (Map, (dict(_native.map_items(self)),))
     _abc.Mapping.register(cls)
 
