@@ -97,6 +97,18 @@ function describe(value) {
 let handleOf;
 
 /** Base class of every tied native object. */
+/** Ids of the JS subclasses of generated classes (their native registration, once each). */
+const subclassIds = new Map();
+
+function subclassId(ctor) {
+  let id = subclassIds.get(ctor);
+  if (id === undefined) {
+    id = native.registerSubclass(ctor);
+    subclassIds.set(ctor, id);
+  }
+  return id;
+}
+
 class TetherObject {
   /**
    * A number naming this wrapper's native side. Function shims pass it to the addon in place
@@ -119,6 +131,9 @@ class TetherObject {
     const made = native.construct(this, typeIndex, ...args);
     if (typeof made !== 'number') return made;
     this.#handle = made;
+    // A JS subclass: the object remembers it, so a refetch after this wrapper is collected
+    // makes an instance of the subclass again (running only the base constructor).
+    if (!Object.hasOwn(new.target, TYPE_INDEX)) native.setSubclass(this, subclassId(new.target));
   }
 
   static {

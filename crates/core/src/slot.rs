@@ -34,6 +34,9 @@ pub(crate) const TAG_MASK: usize = TAG_LOCKED | TAG_INACTIVE;
 
 /// `aux` bits holding the generation.
 pub(crate) const GENERATION_MASK: u64 = 0xffff_ffff;
+/// Where `aux` keeps the host's class hint for the object (`Frontend::class_hint`): the high
+/// 32 bits, kept across wrappers (a create rewrites the generation only).
+pub(crate) const HINT_SHIFT: u32 = 32;
 /// Where an Active word of a serialized host keeps its spare references: the top 16 bits
 /// (such hosts' words are user-space addresses, below 2^48).
 pub(crate) const SPARE_SHIFT: u32 = 48;
@@ -48,7 +51,8 @@ pub(crate) const SPARE_MAX: usize = 0xffff;
 #[repr(C)]
 pub struct SlotPrefix {
     pub slot: AtomicUsize,
-    /// Low 32 bits: the generation of the wrapper the slot names (or last named).
+    /// Low 32 bits: the generation of the wrapper the slot names (or last named); high 32
+    /// bits: the host's class hint (0: none).
     pub aux: AtomicU64,
 }
 

@@ -479,6 +479,29 @@ fn another_languages_host_value_is_the_hosts_type_error() {
     assert_eq!(Rc::strong_count(&payload), 1, "the refused value was released with its object");
 }
 
+#[test]
+fn a_class_hint_outlives_the_wrappers_and_their_generations() {
+    let _g = common::serial();
+    let (f, lang) = (frontend(), Lang::default());
+    let obj = new_pair();
+    // SAFETY: `obj` is live (we hold it).
+    unsafe {
+        assert_eq!(f.class_hint(obj.as_ptr()), 0);
+        assert!(f.set_class_hint(obj.as_ptr(), 7));
+    }
+    for _ in 0..3 {
+        let w = f.return_object(&lang, obj.clone()).unwrap();
+        assert!(w.is_created());
+        // SAFETY: as above.
+        assert_eq!(unsafe { f.class_hint(obj.as_ptr()) }, 7, "a create rewrites the generation only");
+        finalize(w.into_handle());
+    }
+    // An object of another allocator has no prefix slot: no hint is kept.
+    let foreign: ObjectRef = tether_core::function::get_global("testing.echo").unwrap().0.into();
+    // SAFETY: `foreign` is live.
+    assert!(!unsafe { f.set_class_hint(foreign.as_ptr(), 3) });
+}
+
 static CALLABLES: tether_core::boundary::CallableRegistry = tether_core::boundary::CallableRegistry::new();
 /// Every mock callable shares this key, as colliding identity hashes do.
 const SHARED_KEY: usize = 7;

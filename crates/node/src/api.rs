@@ -61,6 +61,8 @@ cold_exports! {
     "construct" => construct,
     "dispose" => dispose_wrapper,
     "isDisposed" => is_disposed,
+    "registerSubclass" => register_subclass,
+    "setSubclass" => set_subclass,
     "loadModule" => load_module,
     "checkBindings" => check_bindings,
     "toNative" => to_native,
@@ -288,6 +290,35 @@ fn dispose_wrapper(state: &EnvState, args: Args) -> JsResult<Value> {
 fn is_disposed(state: &EnvState, args: Args) -> JsResult<Value> {
     let disposed = wrapper_of(state.env, arg(&args, 0)?).is_some_and(|w| w.obj.get().is_null());
     raw::boolean(state.env, disposed)
+}
+
+/// `registerSubclass(ctor)`: the id of JS subclass `ctor` (index.js asks once per subclass).
+fn register_subclass(state: &EnvState, args: Args) -> JsResult<Value> {
+    let env = state.env;
+    let ctor = raw::strong_ref(env, arg(&args, 0)?)?;
+    if state.refs.borrow().reflect_construct.is_none() {
+        let mut global = std::ptr::null_mut();
+        crate::raw::napi_call!(env, napi_get_global(env.raw(), &mut global))?;
+        let reflect = raw::get_named(env, global, "Reflect")?;
+        let r = raw::strong_ref(env, raw::get_named(env, reflect, "construct")?)?;
+        state.refs.borrow_mut().reflect_construct = Some(r);
+    }
+    let mut refs = state.refs.borrow_mut();
+    refs.subclasses.push(ctor);
+    raw::number(env, refs.subclasses.len() as f64)
+}
+
+/// `setSubclass(wrapper, id)`: the wrapper is an instance of subclass `id`; its object keeps
+/// that (the class hint) for the wrappers made for it later. Main env only: a worker's objects
+/// are tied through the side table, which keeps no hints.
+fn set_subclass(state: &EnvState, args: Args) -> JsResult<Value> {
+    let id = int_arg(state, &args, 1, "setSubclass(wrapper, id)")?;
+    if let Some(w) = wrapper_of(state.env, arg(&args, 0)?) {
+        let obj = w.live_object()?;
+        // SAFETY: the wrapper's +1 keeps `obj` alive.
+        unsafe { state.frontend.set_class_hint(obj, id as u32) };
+    }
+    raw::undefined(state.env)
 }
 
 /// `loadModule(path)`: `{ module, path, functions: [[name, fn, jsName]], types: [index] }`.

@@ -46,6 +46,12 @@ pub struct JsRefs {
     pub shim_factory: Option<Ref>,
     /// Constructors by type index.
     pub classes: Vec<Option<Ref>>,
+    /// JS subclasses of generated classes whose instances wrapped an object, by id - 1 (the
+    /// object's class hint, `Frontend::class_hint`): a refetch after collection makes an
+    /// instance of the subclass again. Kept for the env's life (one per subclass).
+    pub subclasses: Vec<Ref>,
+    /// `Reflect.construct`, to make a subclass instance running only the base constructor.
+    pub reflect_construct: Option<Ref>,
     /// The ArrayBuffer holding [`EnvState::frame`], handed to index.js by `_setup`.
     pub frame_buffer: Option<Ref>,
 }

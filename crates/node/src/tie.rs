@@ -122,6 +122,9 @@ pub enum Shell {
     Function,
     /// A `this` the JS constructor already made.
     Preset(Value),
+    /// An instance of JS subclass `subclass` of the class `base` for the object's type, made
+    /// running the base constructor only (`Reflect.construct(base, args, subclass)`).
+    Subclass { base: Ref, subclass: Ref },
 }
 
 // SAFETY: `revive` returns a value only when the weak reference still yields the wrapper and
@@ -166,7 +169,13 @@ unsafe impl TieHost for EnvState {
         if type_index == TypeIndex::FUNCTION {
             return Ok(Shell::Function);
         }
-        Ok(Shell::Instance(ensure_class(self, type_index)?))
+        let base = ensure_class(self, type_index)?;
+        // SAFETY: `obj` is live (the caller's reference).
+        let hint = unsafe { self.frontend.class_hint(obj.as_ptr()) } as usize;
+        match self.refs.borrow().subclasses.get(hint.wrapping_sub(1)) {
+            Some(&subclass) => Ok(Shell::Subclass { base, subclass }),
+            None => Ok(Shell::Instance(base)),
+        }
     }
 
     unsafe fn create(
@@ -228,6 +237,16 @@ fn shell_value(state: &EnvState, shell: Shell, wrapper: *mut Wrapper) -> JsResul
             let mut out = ptr::null_mut();
             napi_call!(env, napi_new_instance(env.raw(), ctor, 2, args.as_ptr(), &mut out))?;
             Ok(out)
+        }
+        Shell::Subclass { base, subclass } => {
+            let construct = state.refs.borrow().reflect_construct.expect("set with the first subclass");
+            let construct = raw::reference_value(env, construct)?;
+            let list = raw::array(env, 2)?;
+            raw::set_element(env, list, 0, state.token()?)?;
+            // SAFETY: the box is live; its handle is only read while the instance lives.
+            raw::set_element(env, list, 1, handle(env, unsafe { &*wrapper })?)?;
+            let (base, subclass) = (raw::reference_value(env, base)?, raw::reference_value(env, subclass)?);
+            raw::call(env, raw::undefined(env)?, construct, &[base, list, subclass])
         }
     }
 }

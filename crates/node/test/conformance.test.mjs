@@ -320,6 +320,63 @@ test('T16 a host value from another env is a TypeError there', async () => {
   });
 });
 
+test('T17 weak references to wrappers', async () => {
+  const baseline = await settledBaseline();
+  let ref;
+  const finalized = [];
+  const registry = new FinalizationRegistry((token) => finalized.push(token));
+  (() => {
+    const p = new Pair(1, 2);
+    ref = new WeakRef(p);
+    registry.register(p, 'pair');
+    testing.stash('T17', p);
+  })();
+  for (let i = 0; i < 20 && (ref.deref() !== undefined || finalized.length === 0); i++) await collect(2);
+  // The weak reference dies with its wrapper, though the native object lives on.
+  assert.equal(ref.deref(), undefined);
+  assert.deepEqual(finalized, ['pair']);
+  const back = testing.take('T17');
+  assert.equal(back.first, 1);
+  assert.equal(new WeakRef(back).deref(), back);
+  await expectLiveBackTo(baseline + 1);
+});
+
+class LabelledPair extends Pair {
+  label = 'initial';
+
+  constructor(first, second, label) {
+    super(first, second);
+    this.label = label;
+  }
+
+  describe() {
+    return `${this.label}:${this.first}`;
+  }
+}
+
+test('T18 a subclass instance keeps its class across revival', async () => {
+  const baseline = await settledBaseline();
+  let ref;
+  (() => {
+    const p = new LabelledPair(1, 2, 'x');
+    assert.ok(p instanceof LabelledPair && p instanceof Pair);
+    assert.equal(p.describe(), 'x:1');
+    assert.equal(testing.echo(p), p);
+    assert.equal(new Pair(p, null).first, p, 'every return is that instance while it lives');
+    testing.stash('T18', p);
+    ref = new WeakRef(p);
+  })();
+  for (let i = 0; i < 20 && ref.deref() !== undefined; i++) await collect(2);
+  assert.equal(ref.deref(), undefined);
+  const back = testing.take('T18');
+  // The prototype is kept; own properties (class fields included) are not (docs/node.md).
+  assert.ok(back instanceof LabelledPair);
+  assert.equal(back.describe(), 'undefined:1');
+  assert.deepEqual(Object.keys(back), []);
+  assert.equal(testing.echo(back), back);
+  await expectLiveBackTo(baseline + 1);
+});
+
 // ---- threads -----------------------------------------------------------------------------
 
 function runWorker(file, workerData) {

@@ -267,6 +267,27 @@ impl<H: TieHost> Frontend<H> {
         // SAFETY: `obj` is live (the caller's guarantee); this domain's allocator made it if the tag matches.
         unsafe { tying::generation_of::<H>(obj, self.tag()) }
     }
+
+    /// The host's class hint for `obj`, kept in its prefix slot across wrappers (Node's id of
+    /// the JS subclass whose instance last wrapped it); 0 when none was set or `obj` has no
+    /// prefix slot of this domain.
+    ///
+    /// # Safety
+    /// `obj` is a live object.
+    pub unsafe fn class_hint(&self, obj: *mut ObjectHeader) -> u32 {
+        // SAFETY: the caller's guarantee.
+        unsafe { tying::class_hint::<H>(obj, self.tag()) }
+    }
+
+    /// Set `obj`'s class hint (see [`Frontend::class_hint`]); false when it has no prefix slot
+    /// of this domain (the side table keeps none).
+    ///
+    /// # Safety
+    /// `obj` is a live object.
+    pub unsafe fn set_class_hint(&self, obj: *mut ObjectHeader, hint: u32) -> bool {
+        // SAFETY: the caller's guarantee.
+        unsafe { tying::set_class_hint::<H>(obj, self.tag(), hint) }
+    }
 }
 
 /// The free hook's step: the object whose slot word is at `slot` is being freed; the cached

@@ -325,8 +325,10 @@ fn tie_locked<H: TieHost>(
         "the host's word is tagged or uses the spare bits"
     );
     if !H::WORD_ONLY {
-        // SAFETY: a host with generations has SlotPrefix slots, so `aux` follows the word.
-        unsafe { aux_of(slot) }.store(generation, Ordering::Relaxed);
+        // SAFETY: a host with generations has SlotPrefix slots, so `aux` follows the word. The
+        // class hint above the generation is kept; under the slot lock nothing else writes it.
+        let aux = unsafe { aux_of(slot) };
+        aux.store((aux.load(Ordering::Relaxed) & !GENERATION_MASK) | generation, Ordering::Relaxed);
     }
     guard.restore = ActiveWord::new(new_word, spares).word();
     drop(guard);

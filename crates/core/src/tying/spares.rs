@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use super::machine::{peek, slot_of, TieHost};
 use crate::arc::ObjectRef;
 use crate::object::ObjectHeader;
-use crate::slot::{aux_of, ActiveWord, Slot, SlotState, GENERATION_MASK};
+use crate::slot::{aux_of, ActiveWord, Slot, SlotState, GENERATION_MASK, HINT_SHIFT};
 
 /// Keep `obj`'s extra +1 in its Active slot, or drop it when the slot is full.
 /// Only for serialized hosts, under their lock (nothing else writes the word meanwhile), and
@@ -257,6 +257,43 @@ pub unsafe fn generation_of<H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> Opt
     // SAFETY: the slot is a SlotPrefix of the live `obj`, so `aux` follows its word. Relaxed: the wrapper reached this thread after its tie stored the
     // generation (the language's publication orders them).
     Some(unsafe { aux_of(slot) }.load(Ordering::Relaxed) & GENERATION_MASK)
+}
+
+/// The class hint in `obj`'s prefix slot of host `H`'s allocator tagged `tag` (0: none, or
+/// not such a slot).
+///
+/// # Safety
+/// `obj` is a live object.
+pub unsafe fn class_hint<H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> u32 {
+    if H::WORD_ONLY {
+        return 0;
+    }
+    // SAFETY: `obj` is live (this function's contract); a host with generations has
+    // SlotPrefix slots, so `aux` follows the word.
+    match unsafe { slot_of::<H>(obj, tag) } {
+        Some(slot) => (unsafe { aux_of(slot) }.load(Ordering::Relaxed) >> HINT_SHIFT) as u32,
+        None => 0,
+    }
+}
+
+/// Set the class hint of `obj`'s prefix slot (see [`class_hint`]); false when `obj` has no
+/// such slot (another allocator made it: the side table keeps no hints).
+///
+/// # Safety
+/// `obj` is a live object.
+pub unsafe fn set_class_hint<H: TieHost>(obj: *mut ObjectHeader, tag: u32, hint: u32) -> bool {
+    if H::WORD_ONLY {
+        return false;
+    }
+    // SAFETY: as in `class_hint`.
+    let Some(slot) = (unsafe { slot_of::<H>(obj, tag) }) else { return false };
+    // SAFETY: as in `class_hint`. A compare-and-swap loop: a create may rewrite the generation
+    // bits meanwhile on a host that is not serialized.
+    let aux = unsafe { aux_of(slot) };
+    let _ = aux.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |a| {
+        Some((a & GENERATION_MASK) | (hint as u64) << HINT_SHIFT)
+    });
+    true
 }
 
 /// Spare references a slot holds right now (for tests and diagnostics).
