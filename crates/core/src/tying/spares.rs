@@ -268,9 +268,9 @@ pub unsafe fn class_hint<H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> u32 {
     if H::WORD_ONLY {
         return 0;
     }
-    // SAFETY: `obj` is live (this function's contract); a host with generations has
-    // SlotPrefix slots, so `aux` follows the word.
+    // SAFETY: `obj` is live (this function's contract).
     match unsafe { slot_of::<H>(obj, tag) } {
+        // SAFETY: a host with generations has SlotPrefix slots, so `aux` follows the word.
         Some(slot) => (unsafe { aux_of(slot) }.load(Ordering::Relaxed) >> HINT_SHIFT) as u32,
         None => 0,
     }
