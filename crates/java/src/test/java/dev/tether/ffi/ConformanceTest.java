@@ -379,6 +379,75 @@ class ConformanceTest {
         assertBackTo(base);
     }
 
+    @Test
+    void T16_aHostValueStoredAndReleasedFrom16Threads() throws Exception {
+        long base = settledLive();
+        Payload o = new Payload(16);
+        CountDownLatch start = new CountDownLatch(1);
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        List<Thread> threads = new ArrayList<>();
+        for (int i = 0; i < 16; i++) {
+            String key = "T16-" + i;
+            Thread th = new Thread(() -> {
+                try {
+                    start.await();
+                    for (int j = 0; j < 300; j++) {
+                        t("stash").call(key, o);
+                        assertSame(o, t("take").call(key));
+                        t("drop_in_thread").call(List.of(o, (long) j));
+                        assertSame(o, ((TetherList) echo.call(List.of(o))).get(0));
+                    }
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                }
+            });
+            threads.add(th);
+            th.start();
+        }
+        start.countDown();
+        for (Thread th : threads) {
+            th.join();
+        }
+        assertNull(failure.get());
+        assertBackTo(base);
+    }
+
+    private static WeakReference<Object> stashWithCleaner(String key, java.lang.ref.Cleaner cleaner,
+            java.util.concurrent.atomic.AtomicInteger cleaned) {
+        TetherInstance p = pair(1L, 2L);
+        cleaner.register(p, cleaned::incrementAndGet);
+        t("stash").call(key, p);
+        return new WeakReference<>(p);
+    }
+
+    @Test
+    void T17_weakReferencesToWrappers() throws InterruptedException {
+        long base = settledLive();
+        java.lang.ref.Cleaner cleaner = java.lang.ref.Cleaner.create();
+        java.util.concurrent.atomic.AtomicInteger cleaned = new java.util.concurrent.atomic.AtomicInteger();
+        WeakReference<Object> ref = stashWithCleaner("T17", cleaner, cleaned);
+        for (int i = 0; i < 500 && (ref.get() != null || cleaned.get() == 0); i++) {
+            System.gc();
+            Thread.sleep(5);
+        }
+        // The weak reference and the Cleaner go with the wrapper; the native object lives on.
+        assertNull(ref.get());
+        assertEquals(1, cleaned.get());
+        TetherInstance back = (TetherInstance) t("take").call("T17");
+        assertEquals(1L, back.get("first"));
+        assertSame(back, new WeakReference<>(back).get());
+        back = null;
+        assertBackTo(base);
+    }
+
+    @Test
+    void T18_subclassingIsNotOffered() {
+        // docs/java.md: the reflective wrapper is final; generated classes (also final) are the
+        // typed surface, and TetherWrapper's constructors are for them.
+        assertTrue(java.lang.reflect.Modifier.isFinal(TetherInstance.class.getModifiers()));
+        assertTrue(java.lang.reflect.Modifier.isFinal(TetherFunction.class.getModifiers()));
+    }
+
     // ---- threads -----------------------------------------------------------------------------
 
     private static void stress(int threads, int iterations) throws InterruptedException {
