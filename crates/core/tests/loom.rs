@@ -132,7 +132,9 @@ fn a_release_racing_a_return_never_loses_the_new_wrapper() {
         // The slot names the new wrapper whatever the order: a second return revives it.
         match f.return_object(&host, obj.clone()).unwrap() {
             Returned::Revived(again) => assert!(Arc::ptr_eq(&again, &new)),
-            Returned::Created(_) | Returned::Callable(_) => panic!("the new wrapper was lost from the slot"),
+            Returned::Created(_) | Returned::Callable(_) | Returned::HostValue(_) => {
+                panic!("the new wrapper was lost from the slot")
+            }
         }
         let new = Arc::try_unwrap(new).ok().expect("the only handle");
         release(&new);

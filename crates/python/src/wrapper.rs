@@ -34,7 +34,10 @@ pub struct Wrapper {
     pub weaklist: *mut ffi::PyObject,
 }
 
-const _: () = assert!(std::mem::size_of::<Wrapper>() == 32 && std::mem::offset_of!(Wrapper, weaklist) == 24);
+const _: () = {
+    let head = std::mem::size_of::<ffi::PyObject>();
+    assert!(std::mem::size_of::<Wrapper>() == head + 16 && std::mem::offset_of!(Wrapper, weaklist) == head + 8);
+};
 
 /// Function wrappers also carry their vectorcall entry point.
 #[repr(C)]
@@ -100,8 +103,9 @@ unsafe fn preheader_size(tp: *mut ffi::PyTypeObject) -> Option<usize> {
     const MANAGED_WEAKREF: u64 = 1 << 3; // 3.12+
     const MANAGED_DICT: u64 = 1 << 4; // 3.11+
     const INLINE_VALUES: u64 = 1 << 2; // 3.13+: values after the body, set up by CPython only
-                                       // SAFETY: `tp` is live (caller).
-    let flags = unsafe { (*tp).tp_flags };
+
+    // SAFETY: `tp` is live (caller).
+    let flags = unsafe { ffi::PyType_GetFlags(tp) } as u64;
     let gc = if flags & ffi::Py_TPFLAGS_HAVE_GC != 0 { std::mem::size_of::<[usize; 2]>() } else { 0 };
     if cfg!(Py_3_13) && flags & INLINE_VALUES != 0 {
         return None;
@@ -426,7 +430,7 @@ unsafe fn revive_subclass_block(block: *mut ffi::PyObject, tp: *mut ffi::PyTypeO
         std::ptr::write_bytes((block as *mut u8).sub(pre), 0, pre + (*tp).tp_basicsize as usize);
         let o = ffi::PyObject_Init(block, tp);
         ffi::Py_DECREF(tp as *mut ffi::PyObject); // the block's reference; the instance holds one
-        if (*tp).tp_flags & ffi::Py_TPFLAGS_HAVE_GC != 0 {
+        if ffi::PyType_GetFlags(tp) & ffi::Py_TPFLAGS_HAVE_GC != 0 {
             ffi::PyObject_GC_Track(o as *mut c_void);
         }
         o
