@@ -77,6 +77,7 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
         }
     }
     bindings_checks(ctx, &lib, plugin)?;
+    crate::two_frontends::run(ctx, SUITE, &lib)?;
     Ok(Status::Passed)
 }
 

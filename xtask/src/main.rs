@@ -12,6 +12,7 @@ mod node;
 mod python;
 mod rust;
 mod stale;
+mod two_frontends;
 mod util;
 mod workspace;
 

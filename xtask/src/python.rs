@@ -129,6 +129,12 @@ pub fn prepare(ctx: &Ctx, suite: &str) -> Result<PathBuf> {
     Ok(venv.python)
 }
 
+/// [`prepare`], with `extra` pins installed into the same venv too; returns its python.
+pub fn prepare_with(ctx: &Ctx, suite: &str, extra: &[(&str, &str)]) -> Result<PathBuf> {
+    prepare(ctx, suite)?;
+    venv_with_pins(ctx, suite, &venv_dir(ctx), extra)
+}
+
 /// A venv at `dir` (made if missing) with every `(name, version)` pin installed; returns its
 /// python. Only the pins not installed at exactly that version are passed to pip.
 pub fn venv_with_pins(ctx: &Ctx, suite: &str, dir: &Path, pins: &[(&str, &str)]) -> Result<PathBuf> {

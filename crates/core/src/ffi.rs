@@ -422,6 +422,17 @@ static HOST_TABLE: ApiTable = ApiTable {
     set_signature: api_set_signature,
 };
 
+/// This copy's table when it initialised as a host (null in a plugin, or before `init`): how
+/// another frontend's tether-core finds out it is not alone in the process
+/// (`plugin::other_host`).
+#[no_mangle]
+pub extern "C" fn tether_process_host_v1() -> *const ApiTable {
+    if crate::plugin::is_plugin() || !crate::initialised() {
+        return std::ptr::null();
+    }
+    &HOST_TABLE
+}
+
 /// The host's table, handed to every plugin's init.
 pub fn host_table() -> *const ApiTable {
     &HOST_TABLE

@@ -58,13 +58,20 @@ pub use function::Function;
 pub use object::{Object, ObjectHeader};
 pub use types::{TypeBuilder, TypeInfo};
 
+static INIT_DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Has [`init`] completed in this copy of tether-core (as a host)?
+pub fn initialised() -> bool {
+    INIT_DONE.load(std::sync::atomic::Ordering::Acquire)
+}
+
 /// Initialise the runtime: builtin types, container functions and the `testing` namespace.
 /// Idempotent and cheap after the first call; every public entry point that needs the
 /// registries calls it. Re-entrant calls from inside initialisation return at once. In a
 /// plugin it does nothing: the host's registries are already initialised.
 pub fn init() {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    static DONE: AtomicBool = AtomicBool::new(false);
+    use std::sync::atomic::Ordering;
+    static DONE: &std::sync::atomic::AtomicBool = &INIT_DONE;
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     thread_local!(static INITIALISING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
     if DONE.load(Ordering::Acquire) || INITIALISING.with(|c| c.get()) || plugin::is_plugin() {

@@ -138,6 +138,9 @@ pub fn host_api() -> Option<&'static ApiTable> {
     unsafe { HOST_API.load(Ordering::Acquire).as_ref() }
 }
 
+/// What a plugin's init returns when another host's table was adopted already.
+const INIT_OTHER_HOST: i32 = -3;
+
 /// Is this copy of tether-core running inside a plugin (routing to a host)?
 pub fn is_plugin() -> bool {
     host_api().is_some()
@@ -158,7 +161,15 @@ pub unsafe fn plugin_init(
     if table.abi_major != ABI_MAJOR || (table.size as usize) < std::mem::size_of::<ApiTable>() {
         return -2;
     }
-    HOST_API.store(api as *mut ApiTable, Ordering::Release);
+    // A plugin serves one host: a second host in the process (another frontend's tether-core)
+    // would otherwise re-route every call of the first host's objects to its own registries.
+    if let Err(current) =
+        HOST_API.compare_exchange(std::ptr::null_mut(), api as *mut ApiTable, Ordering::AcqRel, Ordering::Acquire)
+    {
+        if current != api as *mut ApiTable {
+            return INIT_OTHER_HOST;
+        }
+    }
     crate::error::ffi_status(|| body(&mut ModuleBuilder { module, api: table }))
 }
 
@@ -448,6 +459,11 @@ pub fn load_module(path: &str) -> Result<ObjectArc<ModuleObj>> {
         None
     } else if rc == -2 {
         Some(Error::runtime(format!("{path:?} rejected this host's API table (ABI mismatch)")))
+    } else if rc == INIT_OTHER_HOST {
+        Some(Error::runtime(format!(
+            "{path:?} already serves another tether host in this process (another frontend's \
+             tether-core loaded it first); a plugin serves one host"
+        )))
     } else {
         let raised = (rc != 0).then(crate::error::take_last_error);
         Some(match (rejected.first(), raised) {
@@ -481,4 +497,80 @@ pub fn load_module(path: &str) -> Result<ObjectArc<ModuleObj>> {
 /// `Any` view of a module object for frontends.
 pub fn module_any(m: &ObjectArc<ModuleObj>) -> Any {
     Any::object(m.clone().into())
+}
+
+/// The file of another tether host in this process (a frontend whose tether-core initialised as
+/// host before this one), if there is one. Two frontends in one process (Python starting a JVM
+/// through JPype, say) would each have a registry, an allocator list and plugins of their own,
+/// and objects of one reaching the other would be freed by the wrong core: a frontend checks
+/// this at load and refuses to start with [`other_host_error`]'s message.
+pub fn other_host() -> Option<String> {
+    other_host_in_process()
+}
+
+/// The error a frontend raises at load when [`other_host`] found one.
+pub fn other_host_error(frontend: &str, other: &str) -> Error {
+    Error::runtime(format!(
+        "{frontend} cannot start: another tether frontend already runs tether-core in this process \
+         ({other}); two frontends in one process are not supported yet (docs/reliability.md)"
+    ))
+}
+
+#[cfg(target_os = "linux")]
+fn other_host_in_process() -> Option<String> {
+    use std::ffi::{c_char, c_int, CStr};
+    /// glibc's `RTLD_NOLOAD`: open only a library that is loaded already.
+    const RTLD_NOLOAD: c_int = 4;
+
+    /// The leading fields of glibc's `struct dl_phdr_info`.
+    #[repr(C)]
+    struct PhdrInfo {
+        addr: usize,
+        name: *const c_char,
+    }
+    extern "C" {
+        fn dl_iterate_phdr(
+            callback: unsafe extern "C" fn(*mut PhdrInfo, usize, *mut c_void) -> c_int,
+            data: *mut c_void,
+        ) -> c_int;
+    }
+    unsafe extern "C" fn collect(info: *mut PhdrInfo, _size: usize, data: *mut c_void) -> c_int {
+        // SAFETY: glibc passes a live info whose name is a C string (empty for the executable);
+        // `data` is the Vec below, borrowed for the iteration.
+        unsafe {
+            let names = &mut *(data as *mut Vec<String>);
+            if !(*info).name.is_null() {
+                let name = CStr::from_ptr((*info).name).to_string_lossy().into_owned();
+                if !name.is_empty() {
+                    names.push(name);
+                }
+            }
+        }
+        0
+    }
+    let mut names: Vec<String> = Vec::new();
+    // SAFETY: `collect` matches the callback type and only writes to `names`.
+    unsafe { dl_iterate_phdr(collect, &mut names as *mut Vec<String> as *mut c_void) };
+    let own = crate::ffi::host_table();
+    names.into_iter().find(|name| {
+        // SAFETY: RTLD_NOLOAD only finds a library that is loaded already (no code runs); the
+        // symbol, when a library has it, is tether-core's `tether_process_host_v1`.
+        unsafe {
+            let Ok(lib) =
+                libloading::os::unix::Library::open(Some(name), RTLD_NOLOAD | libloading::os::unix::RTLD_LAZY)
+            else {
+                return false;
+            };
+            let host = lib
+                .get::<unsafe extern "C" fn() -> *const ApiTable>(b"tether_process_host_v1\0")
+                .map(|f| f())
+                .unwrap_or(std::ptr::null());
+            !host.is_null() && host != own
+        }
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn other_host_in_process() -> Option<String> {
+    None
 }

@@ -30,6 +30,12 @@ use jni_sys::{jint, JavaVM, JNI_ERR, JNI_VERSION_1_8};
 pub extern "system" fn JNI_OnLoad(vm: *mut JavaVM, _reserved: *mut std::ffi::c_void) -> jint {
     let loaded = std::panic::catch_unwind(|| {
         attach::set_vm(vm);
+        // Another frontend's tether-core runs this process (Python started this JVM): this copy
+        // must not become a second host. `Native.init()` refuses to start with the reason.
+        if let Some(other) = tether_core::plugin::other_host() {
+            let _ = OTHER_HOST.set(other);
+            return Ok(0);
+        }
         tether_core::init();
         tie::FRONTEND.install_allocator(None)
     });
@@ -37,4 +43,12 @@ pub extern "system" fn JNI_OnLoad(vm: *mut JavaVM, _reserved: *mut std::ffi::c_v
         Ok(Ok(_tag)) => JNI_VERSION_1_8,
         _ => JNI_ERR,
     }
+}
+
+/// The file of the other tether host found at load, if any (see `JNI_OnLoad`).
+static OTHER_HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Why this frontend cannot start, if another tether host was found at load.
+pub(crate) fn start_refusal() -> Option<String> {
+    OTHER_HOST.get().map(|other| tether_core::plugin::other_host_error("tether_java", other).message().to_string())
 }

@@ -353,6 +353,10 @@ unsafe fn body<'a, T>(handle: jlong, index: i32, what: &str) -> Result<&'a T> {
 pub extern "system" fn Java_dev_tether_ffi_Native_init(env: *mut JNIEnv, _c: jclass) {
     // SAFETY: JNI passes the calling thread's live env, valid for this native call.
     let env = unsafe { Env::from_raw(env) };
+    if let Some(why) = crate::start_refusal() {
+        env.throw_new(c"java/lang/IllegalStateException", &why);
+        return;
+    }
     if let Err(msg) = classes::init(env) {
         env.throw_new(c"java/lang/UnsatisfiedLinkError", &format!("tether_java cannot initialise: {msg}"));
     }

@@ -32,6 +32,11 @@ use napi_derive::napi;
 pub fn init(exports: napi::bindgen_prelude::Object, env: napi::Env) -> napi::Result<()> {
     // SAFETY: napi-rs passes the env loading this module, live for the call, on its JS thread.
     let raw_env = unsafe { raw::Env::from_raw(env.raw()) };
+    // Another frontend's tether-core runs this process: this copy must not become a second host.
+    if let Some(other) = tether_core::plugin::other_host() {
+        let why = tether_core::plugin::other_host_error("tether-node", &other);
+        return Err(napi::Error::from_reason(why.message().to_string()));
+    }
     let setup = env::init_env(raw_env).and_then(|state| api::export_all(&state, raw_env, exports.raw()));
     setup.map_err(|fail| match fail {
         raw::Fail::Native(e) => napi::Error::from_reason(format!("tether-node could not initialise: {e}")),

@@ -53,6 +53,12 @@ fn install_allocator() -> PyResult<u32> {
 #[pymodule(gil_used = false)]
 #[pyo3(name = "_native")]
 fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Another frontend's tether-core runs this process (a JVM that embeds Python, say): this
+    // copy must not become a second host.
+    if let Some(other) = tether_core::plugin::other_host() {
+        let why = tether_core::plugin::other_host_error("tether_ffi", &other);
+        return Err(pyo3::exceptions::PyImportError::new_err(why.message().to_string()));
+    }
     install_allocator()?;
     let py = m.py();
     // SAFETY: the GIL is held during module init.
