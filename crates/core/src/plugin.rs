@@ -166,7 +166,7 @@ pub unsafe fn plugin_init(
     if let Err(current) =
         HOST_API.compare_exchange(std::ptr::null_mut(), api as *mut ApiTable, Ordering::AcqRel, Ordering::Acquire)
     {
-        if current != api as *mut ApiTable {
+        if !std::ptr::eq(current, api) {
             return INIT_OTHER_HOST;
         }
     }
