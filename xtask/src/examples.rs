@@ -283,9 +283,9 @@ fn python_app(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<String> {
     run_python(ctx, suite, &python, plugin, Some(&bindings))
 }
 
-/// examples/node/app.mjs, which depends on crates/node through `file:` (a symlink in its
-/// node_modules, made by `npm ci` the first time).
-fn node_app(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<String> {
+/// The Node addon built and examples/node's dependencies installed (`npm ci` the first time:
+/// tether-ffi linked to crates/node, TypeScript, @types/node); returns examples/node.
+pub fn node_app_modules(ctx: &Ctx, suite: &str) -> Result<PathBuf> {
     node::prepare(ctx, suite)?;
     let dir = ctx.path(NODE_APP_DIR);
     if !dir.join("node_modules/tether-ffi/package.json").is_file()
@@ -298,6 +298,13 @@ fn node_app(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<String> {
             .hint(format!("npm could not link tether-ffi; check {NODE_APP_DIR}/package.json and package-lock.json"))
             .run()?;
     }
+    Ok(dir)
+}
+
+/// examples/node/app.mjs, which depends on crates/node through `file:` (a symlink in its
+/// node_modules, made by `npm ci` the first time).
+fn node_app(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<String> {
+    let dir = node_app_modules(ctx, suite)?;
     // A copy, not a link: its `require('tether-ffi')` resolves from examples/node/node_modules.
     let bindings = scene_bindings(ctx, suite, plugin, "node")?;
     let installed = dir.join("node_modules/scene");
