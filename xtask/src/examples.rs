@@ -340,13 +340,8 @@ fn java_app(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<String> {
 }
 
 /// The app compiled by the run before, run again in Temurin 25 (where the machines have it)
-/// with `--enable-native-access=ALL-UNNAMED`: it must print the same and no warning (JEP 472).
+/// from the class path with `--enable-native-access=ALL-UNNAMED`.
 fn java_app_on_jdk25(ctx: &Ctx, suite: &str, plugin: &Path, lib: &Path, bindings: &Path, first: &str) -> Result {
-    const JAVA_25: &str = "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java";
-    if !Path::new(JAVA_25).is_file() {
-        return Ok(());
-    }
-    step(suite, format!("{JAVA_25} {} App (the same app on JDK 25)", java::NATIVE_ACCESS));
     let cp = [
         ctx.path("examples/java/target/classes"),
         ctx.path("crates/java/target/classes"),
@@ -354,24 +349,36 @@ fn java_app_on_jdk25(ctx: &Ctx, suite: &str, plugin: &Path, lib: &Path, bindings
     ]
     .map(|p| p.display().to_string())
     .join(":");
-    let (code, output) = Cmd::new(JAVA_25)
-        .arg(java::NATIVE_ACCESS)
-        .arg(java::library_property(lib))
-        .args(["-cp", &cp, "App"])
-        .env(PLUGIN_ENV, plugin)
-        .cwd(&ctx.root)
-        .run_combined()?;
+    let args = [java::NATIVE_ACCESS.to_string(), java::library_property(lib), "-cp".into(), cp];
+    app_on_jdk25(ctx, suite, "class path", &args, Some(plugin), first)
+}
+
+/// App (compiled by the Maven run before) in Temurin 25, where the machines have it, with
+/// `args` (the native-access flag and where the frontend and the bindings are): it must print
+/// the tree `first` printed and no warning (JEP 472). `plugin`: TETHER_SCENE_PLUGIN, else the
+/// bindings' packed plugin.
+fn app_on_jdk25(ctx: &Ctx, suite: &str, how: &str, args: &[String], plugin: Option<&Path>, first: &str) -> Result {
+    if !Path::new(java::TEMURIN_25).is_file() {
+        return Ok(());
+    }
+    step(suite, format!("{} {} App (the same app on JDK 25, {how})", java::TEMURIN_25, args[0]));
+    let mut cmd = Cmd::new(java::TEMURIN_25).args(args).arg("App").cwd(&ctx.root);
+    cmd = match plugin {
+        Some(p) => cmd.env(PLUGIN_ENV, p),
+        None => cmd.env_remove(PLUGIN_ENV),
+    };
+    let (code, output) = cmd.run_combined()?;
     if code != Some(0) {
         print!("{output}");
-        return Err(fail("the Java app fails on Temurin 25 (output above)"));
+        return Err(fail(format!("the Java app fails on Temurin 25 ({how}; output above)")));
     }
     if let Some(w) = output.lines().find(|l| l.starts_with("WARNING")) {
-        return Err(fail(format!("the Java app printed a warning on Temurin 25: {w}")));
+        return Err(fail(format!("the Java app printed a warning on Temurin 25 ({how}): {w}")));
     }
     if tree_of(&output) != tree_of(first) {
-        return Err(fail(format!("the Java app printed another tree on Temurin 25:\n{output}")));
+        return Err(fail(format!("the Java app printed another tree on Temurin 25 ({how}):\n{output}")));
     }
-    println!("  same output on JDK 25, no warning");
+    println!("  same output on JDK 25 ({how}), no warning");
     Ok(())
 }
 
@@ -515,7 +522,21 @@ fn java_package(ctx: &Ctx, packages: &Packages) -> Result<String> {
         .hint("Maven could not install the scene bindings' jar into the local repository (~/.m2)")
         .run()?;
     // The plugin packed in the scene jar is the one the app loads (no TETHER_SCENE_PLUGIN).
-    run_java_packed(ctx, &packages.plugin)
+    let out = run_java_packed(ctx, &packages.plugin)?;
+    // Both jars as named modules (the library and the plugin come out of them), the app from
+    // the class path: native access enabled for the frontend's module by name.
+    let module_path = format!("{}:{}", packages.jar.display(), packages.scene_jar.display());
+    let args = [
+        format!("--enable-native-access={}", java::FFI_MODULE),
+        "--module-path".into(),
+        module_path,
+        "--add-modules".into(),
+        java::SCENE_PACKAGE.into(),
+        "-cp".into(),
+        ctx.path("examples/java/target/classes").display().to_string(),
+    ];
+    app_on_jdk25(ctx, SUITE, "module path", &args, None, &out)?;
+    Ok(out)
 }
 
 fn canonical(path: &Path) -> PathBuf {
