@@ -329,7 +329,7 @@ fn java_app(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<String> {
     let project =
         java::bindgen(ctx, suite, plugin, &ctx.target_dir.join("bindgen-examples"), None, java::SCENE_PACKAGE)?;
     step(suite, format!("mvn install (the scene bindings, in {})", ctx.rel(&project)));
-    java::mvn(&project.join("pom.xml").to_string_lossy())
+    java::mvn(ctx, &project.join("pom.xml").to_string_lossy())?
         .args(["-q", "install"])
         .cwd(&project)
         .hint(format!("reproduce with: mvn -B install -f {}", project.join("pom.xml").display()))
@@ -428,9 +428,7 @@ fn run_java_packed(ctx: &Ctx, plugin: &Path) -> Result<String> {
 fn exec_java(ctx: &Ctx, suite: &str, plugin: Option<&Path>, library: Option<&Path>) -> Result<String> {
     step(suite, format!("mvn compile exec:java -f {JAVA_POM}"));
     let library_arg = library.map(java::library_property);
-    let mut cmd = Cmd::new("mvn")
-        .args(["-B", "-q", "-Dstyle.color=never", "-f", JAVA_POM, "compile", "exec:java"])
-        .cwd(&ctx.root);
+    let mut cmd = java::mvn(ctx, JAVA_POM)?.args(["-q", "compile", "exec:java"]).cwd(&ctx.root);
     cmd = match plugin {
         Some(p) => cmd.env(PLUGIN_ENV, p),
         None => cmd.env_remove(PLUGIN_ENV),
@@ -506,20 +504,20 @@ fn node_package(ctx: &Ctx, packages: &Packages) -> Result<String> {
 fn java_package(ctx: &Ctx, packages: &Packages) -> Result<String> {
     step(SUITE, format!("mvn install:install-file -Dfile={}", ctx.rel(&packages.jar)));
     let jar_dir = packages.jar.parent().unwrap_or(&ctx.target_dir);
-    Cmd::new("mvn")
-        .args(["-B", "-q", "--no-transfer-progress", "-Dstyle.color=never", "install:install-file"])
+    java::maven(ctx)?
+        .args(["-q", "install:install-file"])
         .arg(format!("-Dfile={}", packages.jar.display()))
         .arg(format!("-DpomFile={}", packages.pom.display()))
         .cwd(jar_dir)
-        .hint("Maven could not install the jar into the local repository (~/.m2)")
+        .hint("Maven could not install the jar into the local repository (target/m2)")
         .run()?;
     step(SUITE, format!("mvn install:install-file -Dfile={}", ctx.rel(&packages.scene_jar)));
-    Cmd::new("mvn")
-        .args(["-B", "-q", "--no-transfer-progress", "-Dstyle.color=never", "install:install-file"])
+    java::maven(ctx)?
+        .args(["-q", "install:install-file"])
         .arg(format!("-Dfile={}", packages.scene_jar.display()))
         .arg(format!("-DpomFile={}", packages.scene_pom.display()))
         .cwd(jar_dir)
-        .hint("Maven could not install the scene bindings' jar into the local repository (~/.m2)")
+        .hint("Maven could not install the scene bindings' jar into the local repository (target/m2)")
         .run()?;
     // The plugin packed in the scene jar is the one the app loads (no TETHER_SCENE_PLUGIN).
     let out = run_java_packed(ctx, &packages.plugin)?;

@@ -22,10 +22,49 @@ pub const POM: &str = "crates/java/pom.xml";
 /// The frontend's Maven project folder.
 pub const DIR: &str = "crates/java";
 
-/// Maven in batch mode without download progress. Not `-q`: Surefire's "Tests run:" lines
-/// stay visible, so a run shows how many tests it ran.
-pub fn mvn(pom: &str) -> Cmd {
-    Cmd::new("mvn").args(["-B", "--no-transfer-progress", "-Dstyle.color=never", "-f", pom])
+/// Maven on `pom` (see [`maven`]).
+pub fn mvn(ctx: &Ctx, pom: &str) -> Result<Cmd> {
+    Ok(maven(ctx)?.args(["-f", pom]))
+}
+
+/// Maven in batch mode without download progress, with this build's own local repository
+/// (`-Dmaven.repo.local=<target>/m2`, see [`local_repository`]) unless MAVEN_OPTS or
+/// MAVEN_ARGS name one. Not `-q`: Surefire's "Tests run:" lines stay visible, so a run shows
+/// how many tests it ran.
+pub fn maven(ctx: &Ctx) -> Result<Cmd> {
+    let cmd = Cmd::new("mvn").args(["-B", "--no-transfer-progress", "-Dstyle.color=never"]);
+    let given =
+        ["MAVEN_OPTS", "MAVEN_ARGS"].iter().any(|v| std::env::var(v).is_ok_and(|s| s.contains("maven.repo.local")));
+    if given {
+        return Ok(cmd);
+    }
+    Ok(cmd.arg(format!("-Dmaven.repo.local={}", local_repository(ctx)?.display())))
+}
+
+/// The local Maven repository of this build, `<target>/m2`: worktrees building at once never
+/// share it (in ~/.m2 they raced, each installing its own dev.tether artifacts under the same
+/// coordinates). Made once, from a copy of ~/.m2/repository when there is one, without its
+/// dev/tether (this build installs its own), so a machine with Maven's plugins downloaded (CI's
+/// fresh clone among them) does not download them again; in a folder beside it first, so an
+/// interrupted copy is never taken for the repository.
+fn local_repository(ctx: &Ctx) -> Result<PathBuf> {
+    let repo = ctx.target_dir.join("m2");
+    if repo.is_dir() {
+        return Ok(repo);
+    }
+    let partial = ctx.target_dir.join("m2.partial");
+    crate::dist::reset_dir(&partial)?;
+    let user = std::env::var_os("HOME").map(|home| Path::new(&home).join(".m2").join("repository"));
+    match user.filter(|u| u.is_dir()) {
+        Some(user) => {
+            step("maven", format!("local repository {}: a copy of {} (once)", ctx.rel(&repo), user.display()));
+            crate::dist::copy_tree_except(&user, &partial, Some(&user.join("dev").join("tether")))?;
+        }
+        None => step("maven", format!("local repository {} (empty: Maven downloads what it needs)", ctx.rel(&repo))),
+    }
+    std::fs::rename(&partial, &repo)
+        .map_err(|e| fail(format!("cannot rename {} to {}: {e}", partial.display(), repo.display())))?;
+    Ok(repo)
 }
 
 pub fn run(ctx: &Ctx) -> Result<Status> {
@@ -36,7 +75,7 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
     let plugins = ctx.test_plugins(SUITE)?;
     let (plugin, bad_abi) = (&plugins.sample, &plugins.bad_abi);
     step(SUITE, format!("mvn test -f {POM}"));
-    mvn(POM)
+    mvn(ctx, POM)?
         .arg("test")
         .arg(library_property(&lib))
         .arg(native_dir_property(&lib))
@@ -53,7 +92,7 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
         // The same compiled tests in a Temurin 25 JVM (surefire's `jvm`; no recompile), which
         // must print no JEP 472 warning: the pom passes --enable-native-access=ALL-UNNAMED.
         step(SUITE, format!("mvn surefire:test -Djvm={TEMURIN_25} (the tests on JDK 25)"));
-        let (code, output) = mvn(POM)
+        let (code, output) = mvn(ctx, POM)?
             .arg("surefire:test")
             .arg(format!("-Djvm={TEMURIN_25}"))
             .arg(library_property(&lib))
@@ -389,7 +428,7 @@ pub fn install(ctx: &Ctx, suite: &str) -> Result<PathBuf> {
     let lib = build(ctx, suite)?;
     if !ctx.java_installed.get() {
         step(suite, format!("mvn install -DskipTests -f {POM} (for the examples)"));
-        mvn(POM)
+        mvn(ctx, POM)?
             .args(["-q", "install", "-DskipTests"])
             .arg(library_property(&lib))
             .arg(native_dir_property(&lib))
