@@ -2,7 +2,10 @@
 //! (default `dev.tether.bindings.<name>`), a `<Name>Module` class that loads the plugin (from
 //! `-D<name>.plugin=PATH` or the copy packed into the jar's resources), checks the recorded
 //! manifest (`Tether.checkBindings`) and registers the generated classes for their type keys
-//! (`Tether.registerClass`), and a pom depending on `dev.tether:tether-ffi`.
+//! (`Tether.registerClass`), its `Registrar` (named in META-INF/services and module-info.java,
+//! so `Tether.loadModule` binds the classes to a plugin loaded reflectively first), and a pom
+//! depending on `dev.tether:tether-ffi`. Methods and functions call their Function, resolved
+//! once into a holder class (`Calls$`), through the frontend's array-free call natives.
 //!
 //! Each generated class extends `dev.tether.ffi.TetherWrapper` and IS the wrapper the frontend
 //! makes for its type key, so identity holds with static types. The type rules (docs/bindings.md):
