@@ -1,14 +1,24 @@
 """The sample plugin's typed bindings: checked by `mypy --strict` and run (cargo xtask test
 --only examples, part "stale bindings"). Keyword escaping: the registry's `import` method and
 its `class` parameter are `import_` and a positional-only `class_`; nullability: Optional
-results and fields are `X | None`."""
+results and fields are `X | None`; a static method (`Counter.parse`) is a `@staticmethod`
+returning its class."""
 
 import sample
+import tether_ffi
 
 counter = sample.Counter(start=5)
 assert counter.increment_by() == 6 and counter.increment_by(by=3) == 9
 assert sample.greet("bindings") == "hello, bindings"
 assert sample.make_counter(1).count == 1
+
+parsed: sample.Counter = sample.Counter.parse("ff", radix=16)
+assert parsed.count == 255 and sample.Counter.parse("12").count == 12
+try:
+    sample.Counter.parse("zz")
+    raise AssertionError("parse('zz') should raise")
+except tether_ffi.ValueError as e:
+    assert '"zz" is not a base-10 number' in str(e), e
 
 names = sample.Names()
 missing: int | None = names.import_(2)

@@ -310,7 +310,7 @@ fn jar(job: &Job) -> Result<PathBuf> {
     copy_tree(&java_dir.join("src/main"), &stage.join("src/main"))?;
     let pom = stage.join("pom.xml");
     step(job.label, format!("mvn install -Dmaven.test.skip=true (staged in {})", job.ctx.rel(&stage)));
-    java::mvn(&pom.to_string_lossy())
+    java::mvn(job.ctx, &pom.to_string_lossy())?
         .args(["-q", "install", "-Dmaven.test.skip=true"])
         .arg(java::native_dir_property(&lib))
         .cwd(&stage)
@@ -358,7 +358,7 @@ fn scene_jar(job: &Job) -> Result<PathBuf> {
     let project = java::bindgen(job.ctx, job.label, &plugin, &stage, None, java::SCENE_PACKAGE)?;
     let pom = project.join("pom.xml");
     step(job.label, format!("mvn package (the generated bindings, in {})", job.ctx.rel(&project)));
-    java::mvn(&pom.to_string_lossy())
+    java::mvn(job.ctx, &pom.to_string_lossy())?
         .args(["-q", "package"])
         .cwd(&project)
         .hint(format!(
@@ -476,13 +476,20 @@ fn copy_into(src: &Path, dir: &Path) -> Result<PathBuf> {
 
 /// Copies the folder `src` to `dest` recursively.
 fn copy_tree(src: &Path, dest: &Path) -> Result {
+    copy_tree_except(src, dest, None)
+}
+
+/// Copies the folder `src` to `dest`, leaving out the folder `skip` (a path inside `src`).
+pub fn copy_tree_except(src: &Path, dest: &Path, skip: Option<&Path>) -> Result {
     make_dir(dest)?;
     let entries = std::fs::read_dir(src).map_err(|e| fail(format!("cannot list {}: {e}", src.display())))?;
     for entry in entries.flatten() {
         let path = entry.path();
         let target = dest.join(entry.file_name());
-        if path.is_dir() {
-            copy_tree(&path, &target)?;
+        if Some(path.as_path()) == skip {
+            continue;
+        } else if path.is_dir() {
+            copy_tree_except(&path, &target, skip)?;
         } else {
             copy_file(&path, &target)?;
         }

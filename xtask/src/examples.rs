@@ -283,9 +283,9 @@ fn python_app(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<String> {
     run_python(ctx, suite, &python, plugin, Some(&bindings))
 }
 
-/// examples/node/app.mjs, which depends on crates/node through `file:` (a symlink in its
-/// node_modules, made by `npm ci` the first time).
-fn node_app(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<String> {
+/// The Node addon built and examples/node's dependencies installed (`npm ci` the first time:
+/// tether-ffi linked to crates/node, TypeScript, @types/node); returns examples/node.
+pub fn node_app_modules(ctx: &Ctx, suite: &str) -> Result<PathBuf> {
     node::prepare(ctx, suite)?;
     let dir = ctx.path(NODE_APP_DIR);
     if !dir.join("node_modules/tether-ffi/package.json").is_file()
@@ -298,6 +298,13 @@ fn node_app(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<String> {
             .hint(format!("npm could not link tether-ffi; check {NODE_APP_DIR}/package.json and package-lock.json"))
             .run()?;
     }
+    Ok(dir)
+}
+
+/// examples/node/app.mjs, which depends on crates/node through `file:` (a symlink in its
+/// node_modules, made by `npm ci` the first time).
+fn node_app(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<String> {
+    let dir = node_app_modules(ctx, suite)?;
     // A copy, not a link: its `require('tether-ffi')` resolves from examples/node/node_modules.
     let bindings = scene_bindings(ctx, suite, plugin, "node")?;
     let installed = dir.join("node_modules/scene");
@@ -322,7 +329,7 @@ fn java_app(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<String> {
     let project =
         java::bindgen(ctx, suite, plugin, &ctx.target_dir.join("bindgen-examples"), None, java::SCENE_PACKAGE)?;
     step(suite, format!("mvn install (the scene bindings, in {})", ctx.rel(&project)));
-    java::mvn(&project.join("pom.xml").to_string_lossy())
+    java::mvn(ctx, &project.join("pom.xml").to_string_lossy())?
         .args(["-q", "install"])
         .cwd(&project)
         .hint(format!("reproduce with: mvn -B install -f {}", project.join("pom.xml").display()))
@@ -333,13 +340,8 @@ fn java_app(ctx: &Ctx, suite: &str, plugin: &Path) -> Result<String> {
 }
 
 /// The app compiled by the run before, run again in Temurin 25 (where the machines have it)
-/// with `--enable-native-access=ALL-UNNAMED`: it must print the same and no warning (JEP 472).
+/// from the class path with `--enable-native-access=ALL-UNNAMED`.
 fn java_app_on_jdk25(ctx: &Ctx, suite: &str, plugin: &Path, lib: &Path, bindings: &Path, first: &str) -> Result {
-    const JAVA_25: &str = "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java";
-    if !Path::new(JAVA_25).is_file() {
-        return Ok(());
-    }
-    step(suite, format!("{JAVA_25} {} App (the same app on JDK 25)", java::NATIVE_ACCESS));
     let cp = [
         ctx.path("examples/java/target/classes"),
         ctx.path("crates/java/target/classes"),
@@ -347,24 +349,36 @@ fn java_app_on_jdk25(ctx: &Ctx, suite: &str, plugin: &Path, lib: &Path, bindings
     ]
     .map(|p| p.display().to_string())
     .join(":");
-    let (code, output) = Cmd::new(JAVA_25)
-        .arg(java::NATIVE_ACCESS)
-        .arg(java::library_property(lib))
-        .args(["-cp", &cp, "App"])
-        .env(PLUGIN_ENV, plugin)
-        .cwd(&ctx.root)
-        .run_combined()?;
+    let args = [java::NATIVE_ACCESS.to_string(), java::library_property(lib), "-cp".into(), cp];
+    app_on_jdk25(ctx, suite, "class path", &args, Some(plugin), first)
+}
+
+/// App (compiled by the Maven run before) in Temurin 25, where the machines have it, with
+/// `args` (the native-access flag and where the frontend and the bindings are): it must print
+/// the tree `first` printed and no warning (JEP 472). `plugin`: TETHER_SCENE_PLUGIN, else the
+/// bindings' packed plugin.
+fn app_on_jdk25(ctx: &Ctx, suite: &str, how: &str, args: &[String], plugin: Option<&Path>, first: &str) -> Result {
+    if !Path::new(java::TEMURIN_25).is_file() {
+        return Ok(());
+    }
+    step(suite, format!("{} {} App (the same app on JDK 25, {how})", java::TEMURIN_25, args[0]));
+    let mut cmd = Cmd::new(java::TEMURIN_25).args(args).arg("App").cwd(&ctx.root);
+    cmd = match plugin {
+        Some(p) => cmd.env(PLUGIN_ENV, p),
+        None => cmd.env_remove(PLUGIN_ENV),
+    };
+    let (code, output) = cmd.run_combined()?;
     if code != Some(0) {
         print!("{output}");
-        return Err(fail("the Java app fails on Temurin 25 (output above)"));
+        return Err(fail(format!("the Java app fails on Temurin 25 ({how}; output above)")));
     }
     if let Some(w) = output.lines().find(|l| l.starts_with("WARNING")) {
-        return Err(fail(format!("the Java app printed a warning on Temurin 25: {w}")));
+        return Err(fail(format!("the Java app printed a warning on Temurin 25 ({how}): {w}")));
     }
     if tree_of(&output) != tree_of(first) {
-        return Err(fail(format!("the Java app printed another tree on Temurin 25:\n{output}")));
+        return Err(fail(format!("the Java app printed another tree on Temurin 25 ({how}):\n{output}")));
     }
-    println!("  same output on JDK 25, no warning");
+    println!("  same output on JDK 25 ({how}), no warning");
     Ok(())
 }
 
@@ -414,9 +428,7 @@ fn run_java_packed(ctx: &Ctx, plugin: &Path) -> Result<String> {
 fn exec_java(ctx: &Ctx, suite: &str, plugin: Option<&Path>, library: Option<&Path>) -> Result<String> {
     step(suite, format!("mvn compile exec:java -f {JAVA_POM}"));
     let library_arg = library.map(java::library_property);
-    let mut cmd = Cmd::new("mvn")
-        .args(["-B", "-q", "-Dstyle.color=never", "-f", JAVA_POM, "compile", "exec:java"])
-        .cwd(&ctx.root);
+    let mut cmd = java::mvn(ctx, JAVA_POM)?.args(["-q", "compile", "exec:java"]).cwd(&ctx.root);
     cmd = match plugin {
         Some(p) => cmd.env(PLUGIN_ENV, p),
         None => cmd.env_remove(PLUGIN_ENV),
@@ -492,23 +504,37 @@ fn node_package(ctx: &Ctx, packages: &Packages) -> Result<String> {
 fn java_package(ctx: &Ctx, packages: &Packages) -> Result<String> {
     step(SUITE, format!("mvn install:install-file -Dfile={}", ctx.rel(&packages.jar)));
     let jar_dir = packages.jar.parent().unwrap_or(&ctx.target_dir);
-    Cmd::new("mvn")
-        .args(["-B", "-q", "--no-transfer-progress", "-Dstyle.color=never", "install:install-file"])
+    java::maven(ctx)?
+        .args(["-q", "install:install-file"])
         .arg(format!("-Dfile={}", packages.jar.display()))
         .arg(format!("-DpomFile={}", packages.pom.display()))
         .cwd(jar_dir)
-        .hint("Maven could not install the jar into the local repository (~/.m2)")
+        .hint("Maven could not install the jar into the local repository (target/m2)")
         .run()?;
     step(SUITE, format!("mvn install:install-file -Dfile={}", ctx.rel(&packages.scene_jar)));
-    Cmd::new("mvn")
-        .args(["-B", "-q", "--no-transfer-progress", "-Dstyle.color=never", "install:install-file"])
+    java::maven(ctx)?
+        .args(["-q", "install:install-file"])
         .arg(format!("-Dfile={}", packages.scene_jar.display()))
         .arg(format!("-DpomFile={}", packages.scene_pom.display()))
         .cwd(jar_dir)
-        .hint("Maven could not install the scene bindings' jar into the local repository (~/.m2)")
+        .hint("Maven could not install the scene bindings' jar into the local repository (target/m2)")
         .run()?;
     // The plugin packed in the scene jar is the one the app loads (no TETHER_SCENE_PLUGIN).
-    run_java_packed(ctx, &packages.plugin)
+    let out = run_java_packed(ctx, &packages.plugin)?;
+    // Both jars as named modules (the library and the plugin come out of them), the app from
+    // the class path: native access enabled for the frontend's module by name.
+    let module_path = format!("{}:{}", packages.jar.display(), packages.scene_jar.display());
+    let args = [
+        format!("--enable-native-access={}", java::FFI_MODULE),
+        "--module-path".into(),
+        module_path,
+        "--add-modules".into(),
+        java::SCENE_PACKAGE.into(),
+        "-cp".into(),
+        ctx.path("examples/java/target/classes").display().to_string(),
+    ];
+    app_on_jdk25(ctx, SUITE, "module path", &args, None, &out)?;
+    Ok(out)
 }
 
 fn canonical(path: &Path) -> PathBuf {

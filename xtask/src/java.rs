@@ -22,10 +22,49 @@ pub const POM: &str = "crates/java/pom.xml";
 /// The frontend's Maven project folder.
 pub const DIR: &str = "crates/java";
 
-/// Maven in batch mode without download progress. Not `-q`: Surefire's "Tests run:" lines
-/// stay visible, so a run shows how many tests it ran.
-pub fn mvn(pom: &str) -> Cmd {
-    Cmd::new("mvn").args(["-B", "--no-transfer-progress", "-Dstyle.color=never", "-f", pom])
+/// Maven on `pom` (see [`maven`]).
+pub fn mvn(ctx: &Ctx, pom: &str) -> Result<Cmd> {
+    Ok(maven(ctx)?.args(["-f", pom]))
+}
+
+/// Maven in batch mode without download progress, with this build's own local repository
+/// (`-Dmaven.repo.local=<target>/m2`, see [`local_repository`]) unless MAVEN_OPTS or
+/// MAVEN_ARGS name one. Not `-q`: Surefire's "Tests run:" lines stay visible, so a run shows
+/// how many tests it ran.
+pub fn maven(ctx: &Ctx) -> Result<Cmd> {
+    let cmd = Cmd::new("mvn").args(["-B", "--no-transfer-progress", "-Dstyle.color=never"]);
+    let given =
+        ["MAVEN_OPTS", "MAVEN_ARGS"].iter().any(|v| std::env::var(v).is_ok_and(|s| s.contains("maven.repo.local")));
+    if given {
+        return Ok(cmd);
+    }
+    Ok(cmd.arg(format!("-Dmaven.repo.local={}", local_repository(ctx)?.display())))
+}
+
+/// The local Maven repository of this build, `<target>/m2`: worktrees building at once never
+/// share it (in ~/.m2 they raced, each installing its own dev.tether artifacts under the same
+/// coordinates). Made once, from a copy of ~/.m2/repository when there is one, without its
+/// dev/tether (this build installs its own), so a machine with Maven's plugins downloaded (CI's
+/// fresh clone among them) does not download them again; in a folder beside it first, so an
+/// interrupted copy is never taken for the repository.
+fn local_repository(ctx: &Ctx) -> Result<PathBuf> {
+    let repo = ctx.target_dir.join("m2");
+    if repo.is_dir() {
+        return Ok(repo);
+    }
+    let partial = ctx.target_dir.join("m2.partial");
+    crate::dist::reset_dir(&partial)?;
+    let user = std::env::var_os("HOME").map(|home| Path::new(&home).join(".m2").join("repository"));
+    match user.filter(|u| u.is_dir()) {
+        Some(user) => {
+            step("maven", format!("local repository {}: a copy of {} (once)", ctx.rel(&repo), user.display()));
+            crate::dist::copy_tree_except(&user, &partial, Some(&user.join("dev").join("tether")))?;
+        }
+        None => step("maven", format!("local repository {} (empty: Maven downloads what it needs)", ctx.rel(&repo))),
+    }
+    std::fs::rename(&partial, &repo)
+        .map_err(|e| fail(format!("cannot rename {} to {}: {e}", partial.display(), repo.display())))?;
+    Ok(repo)
 }
 
 pub fn run(ctx: &Ctx) -> Result<Status> {
@@ -36,7 +75,7 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
     let plugins = ctx.test_plugins(SUITE)?;
     let (plugin, bad_abi) = (&plugins.sample, &plugins.bad_abi);
     step(SUITE, format!("mvn test -f {POM}"));
-    mvn(POM)
+    mvn(ctx, POM)?
         .arg("test")
         .arg(library_property(&lib))
         .arg(native_dir_property(&lib))
@@ -53,7 +92,7 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
         // The same compiled tests in a Temurin 25 JVM (surefire's `jvm`; no recompile), which
         // must print no JEP 472 warning: the pom passes --enable-native-access=ALL-UNNAMED.
         step(SUITE, format!("mvn surefire:test -Djvm={TEMURIN_25} (the tests on JDK 25)"));
-        let (code, output) = mvn(POM)
+        let (code, output) = mvn(ctx, POM)?
             .arg("surefire:test")
             .arg(format!("-Djvm={TEMURIN_25}"))
             .arg(library_property(&lib))
@@ -87,7 +126,12 @@ pub const SCENE_PACKAGE: &str = "dev.tether.examples.scene";
 /// (the jars are used from the class path; JDK 17 accepts it too).
 pub const NATIVE_ACCESS: &str = "--enable-native-access=ALL-UNNAMED";
 /// Temurin 25 beside the system JDK 17, where the machines have it.
-const TEMURIN_25: &str = "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java";
+pub const TEMURIN_25: &str = "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java";
+/// The frontend's module name (crates/java's module-info.java): what
+/// `--enable-native-access=` names on the module path.
+pub const FFI_MODULE: &str = "dev.tether.ffi";
+/// The sample bindings' package, and so their module (generated bindings are named after their package).
+const SAMPLE_MODULE: &str = "dev.tether.bindings.sample";
 const APP: &str = "examples/java/App.java";
 const WRONG_CALL: &str = "examples/java/WrongCall.java";
 const BINDINGS_CHECK: &str = "tests/bindings/java/BindingsCheck.java";
@@ -121,6 +165,12 @@ pub fn bindgen(
         ))
         .run()?;
     Ok(out.join("java"))
+}
+
+/// The generated sources without module-info.java, for a class-path compile (with an app in
+/// the unnamed package).
+fn class_path_sources(dir: &Path) -> Result<Vec<PathBuf>> {
+    Ok(java_sources(dir)?.into_iter().filter(|p| !p.ends_with("module-info.java")).collect())
 }
 
 /// Every `.java` file under `dir`, sorted.
@@ -164,7 +214,7 @@ fn bindings_checks(ctx: &Ctx, lib: &Path, sample_plugin: &Path) -> Result {
     let scene_classes = work.join("scene-classes");
     step(SUITE, format!("javac -Xlint:all -Werror: the scene bindings and {APP}"));
     javac(&ffi_classes.to_string_lossy(), &scene_classes)
-        .args(java_sources(&scene.join("src/main/java"))?)
+        .args(class_path_sources(&scene.join("src/main/java"))?)
         .arg(ctx.path(APP))
         .hint("the generated scene bindings or App.java do not compile (javac's errors above)")
         .run()?;
@@ -190,11 +240,9 @@ fn bindings_checks(ctx: &Ctx, lib: &Path, sample_plugin: &Path) -> Result {
     println!("  javac rejects it: {}", output.lines().find(|l| l.contains(&expected)).unwrap_or("").trim());
 
     // The sample plugin's bindings, exercised by BindingsCheck.
-    let sample =
-        bindgen(ctx, SUITE, sample_plugin, &work.join("sample"), Some("sample"), "dev.tether.bindings.sample")?;
+    let sample = bindgen(ctx, SUITE, sample_plugin, &work.join("sample"), Some("sample"), SAMPLE_MODULE)?;
     // The generator is deterministic: the same plugin gives the same bytes.
-    let again =
-        bindgen(ctx, SUITE, sample_plugin, &work.join("sample-again"), Some("sample"), "dev.tether.bindings.sample")?;
+    let again = bindgen(ctx, SUITE, sample_plugin, &work.join("sample-again"), Some("sample"), SAMPLE_MODULE)?;
     for (a, b) in java_sources(&sample)?
         .iter()
         .zip(java_sources(&again)?.iter())
@@ -212,7 +260,7 @@ fn bindings_checks(ctx: &Ctx, lib: &Path, sample_plugin: &Path) -> Result {
     let sample_classes = work.join("sample-classes");
     step(SUITE, format!("javac -Xlint:all -Werror: the sample bindings and {BINDINGS_CHECK}"));
     javac(&ffi_classes.to_string_lossy(), &sample_classes)
-        .args(java_sources(&sample.join("src/main/java"))?)
+        .args(class_path_sources(&sample.join("src/main/java"))?)
         .arg(ctx.path(BINDINGS_CHECK))
         .hint("the generated sample bindings or BindingsCheck.java do not compile (javac's errors above)")
         .run()?;
@@ -227,8 +275,14 @@ fn bindings_checks(ctx: &Ctx, lib: &Path, sample_plugin: &Path) -> Result {
     if Path::new(TEMURIN_25).is_file() {
         jvms.push(PathBuf::from(TEMURIN_25));
     }
+    // The plugin loaded through Tether.loadModule first (a JVM of its own: nothing loaded yet).
+    let plugin_property = [format!("-Dsample.plugin={}", sample_plugin.display())];
     for jvm in &jvms {
-        run_check(jvm, &cp, lib, &[], "ok")?;
+        run_check(jvm, &[NATIVE_ACCESS.into(), "-cp".into(), cp.clone()], lib, &[], "ok")?;
+        run_check(jvm, &[NATIVE_ACCESS.into(), "-cp".into(), cp.clone()], lib, &plugin_property, "reflective")?;
+    }
+    if Path::new(TEMURIN_25).is_file() {
+        module_path_checks(ctx, &work, &ffi_classes, &sample, lib, &plugin_property)?;
     }
 
     // Stale bindings: the same bindings against the `changed` build of the sample plugin (in
@@ -245,18 +299,85 @@ fn bindings_checks(ctx: &Ctx, lib: &Path, sample_plugin: &Path) -> Result {
         .hint("reproduce with: cargo build -p tether-test-plugin --features changed --target-dir target/changed-plugin")
         .run()?;
     let changed = changed_target.join("debug").join(sample_plugin.file_name().unwrap_or_default());
-    run_check(&jvms[0], &cp, lib, &[format!("-Dsample.plugin={}", changed.display())], "stale")
+    let class_path = [NATIVE_ACCESS.into(), "-cp".into(), cp];
+    run_check(&jvms[0], &class_path, lib, &[format!("-Dsample.plugin={}", changed.display())], "stale")
 }
 
-/// `java BindingsCheck <mode>`: must exit 0 and print no warning (JEP 472's among them).
-fn run_check(jvm: &Path, cp: &str, lib: &Path, props: &[String], mode: &str) -> Result {
-    step(SUITE, format!("{} {NATIVE_ACCESS} BindingsCheck {mode}", jvm.display()));
+/// The sample bindings as a named module (javac over their module-info.java) with tether-ffi's
+/// (crates/java/target/classes, compiled by `mvn test`), BindingsCheck from the class path, on
+/// Temurin 25: with `--enable-native-access=dev.tether.ffi` no warning is printed (the ok and
+/// reflective checks: the registrar found through module-info's `provides`); without it, the
+/// JVM's warning names the module, so the frontend did run as a named module.
+fn module_path_checks(
+    ctx: &Ctx,
+    work: &Path,
+    ffi_classes: &Path,
+    sample: &Path,
+    lib: &Path,
+    props: &[String],
+) -> Result {
+    let module_classes = work.join("sample-module");
+    step(SUITE, format!("javac --module-path {}: the sample bindings as module {SAMPLE_MODULE}", ctx.rel(ffi_classes)));
+    Cmd::new("javac")
+        .args(["--release", "17", "-Xlint:all", "-Werror", "-encoding", "UTF-8", "--module-path"])
+        .arg(ffi_classes)
+        .arg("-d")
+        .arg(&module_classes)
+        .args(java_sources(&sample.join("src/main/java"))?)
+        .hint("the generated module-info.java does not compile on the module path (javac's errors above)")
+        .run()?;
+    let module_path = format!("{}:{}", ffi_classes.display(), module_classes.display());
+    let check_classes = work.join("check-classes");
+    step(SUITE, format!("javac {BINDINGS_CHECK} against the modules"));
+    Cmd::new("javac")
+        .args(["--release", "17", "-Xlint:all", "-Werror", "-encoding", "UTF-8", "--module-path"])
+        .arg(&module_path)
+        .args(["--add-modules", SAMPLE_MODULE, "-d"])
+        .arg(&check_classes)
+        .arg(ctx.path(BINDINGS_CHECK))
+        .run()?;
+    let jvm = Path::new(TEMURIN_25);
+    let modules = |access: Option<&str>| {
+        let mut args: Vec<String> = access.map(|a| vec![a.to_string()]).unwrap_or_default();
+        args.extend(["--module-path".into(), module_path.clone(), "--add-modules".into(), SAMPLE_MODULE.into()]);
+        args.extend(["-cp".into(), check_classes.display().to_string()]);
+        args
+    };
+    let access = format!("--enable-native-access={FFI_MODULE}");
+    for mode in ["ok", "reflective"] {
+        run_check(jvm, &modules(Some(&access)), lib, props, mode)?;
+    }
+    step(
+        SUITE,
+        format!(
+            "{} (module path, no --enable-native-access) BindingsCheck ok: must warn naming {FFI_MODULE}",
+            jvm.display()
+        ),
+    );
     let (code, output) = Cmd::new(jvm)
-        .arg(NATIVE_ACCESS)
+        .args(modules(None))
         .arg(library_property(lib))
         .args(props)
-        .arg("-cp")
-        .arg(cp)
+        .args(["BindingsCheck", "ok"])
+        .run_combined()?;
+    if code != Some(0) || !output.contains(&access) {
+        return Err(fail(format!(
+            "without {access}, the JVM should warn naming the module {FFI_MODULE} (so the frontend runs as a named \
+             module) and the check pass; exit {code:?}:\n{output}"
+        )));
+    }
+    println!("  {}", output.lines().find(|l| l.contains(&access)).unwrap_or("").trim());
+    Ok(())
+}
+
+/// `java <access and path args> BindingsCheck <mode>`: must exit 0 and print no warning (JEP
+/// 472's among them).
+fn run_check(jvm: &Path, path_args: &[String], lib: &Path, props: &[String], mode: &str) -> Result {
+    step(SUITE, format!("{} {} BindingsCheck {mode}", jvm.display(), path_args[0]));
+    let (code, output) = Cmd::new(jvm)
+        .args(path_args)
+        .arg(library_property(lib))
+        .args(props)
         .args(["BindingsCheck", mode])
         .run_combined()?;
     print!("{output}");
@@ -308,7 +429,7 @@ pub fn install(ctx: &Ctx, suite: &str) -> Result<PathBuf> {
     let lib = build(ctx, suite)?;
     if !ctx.java_installed.get() {
         step(suite, format!("mvn install -DskipTests -f {POM} (for the examples)"));
-        mvn(POM)
+        mvn(ctx, POM)?
             .args(["-q", "install", "-DskipTests"])
             .arg(library_property(&lib))
             .arg(native_dir_property(&lib))

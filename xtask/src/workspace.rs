@@ -25,7 +25,8 @@ pub struct Ctx {
     pub node_ready: Cell<bool>,
     /// tether-bindgen was built in this run.
     pub bindgen_ready: Cell<bool>,
-    /// libtether_java is built (and, for the examples, the jar is installed in ~/.m2).
+    /// libtether_java is built (and, for the examples, the jar is installed in target/m2, the
+    /// local Maven repository of xtask's Maven runs).
     pub java_built: Cell<bool>,
     pub java_installed: Cell<bool>,
 }

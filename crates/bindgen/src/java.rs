@@ -2,7 +2,10 @@
 //! (default `dev.tether.bindings.<name>`), a `<Name>Module` class that loads the plugin (from
 //! `-D<name>.plugin=PATH` or the copy packed into the jar's resources), checks the recorded
 //! manifest (`Tether.checkBindings`) and registers the generated classes for their type keys
-//! (`Tether.registerClass`), and a pom depending on `dev.tether:tether-ffi`.
+//! (`Tether.registerClass`), its `Registrar` (named in META-INF/services and module-info.java,
+//! so `Tether.loadModule` binds the classes to a plugin loaded reflectively first), and a pom
+//! depending on `dev.tether:tether-ffi`. Methods and functions call their Function, resolved
+//! once into a holder class (`Calls$`), through the frontend's array-free call natives.
 //!
 //! Each generated class extends `dev.tether.ffi.TetherWrapper` and IS the wrapper the frontend
 //! makes for its type key, so identity holds with static types. The type rules (docs/bindings.md):
@@ -45,7 +48,7 @@ const INHERITED: &[&str] = &[
     "finalize",
     "clone",
     "nativeRef",
-    "invoke",
+    "withReceiver",
     "read",
     "write",
     "asLong",
@@ -61,6 +64,33 @@ fn member_name(name: &str) -> String {
         format!("{java}_")
     } else {
         java
+    }
+}
+
+/// The module class's own static members: a function of the plugin by one of these Java names
+/// gets the trailing underscore too (`SampleModule.module_()` for a function `module`).
+const MODULE_MEMBERS: &[&str] = &["module", "load", "bind", "key", "method", "extract"];
+
+/// A module function's Java name: [`member_name`], and escaped if the module class has a
+/// member by that name.
+fn function_name(name: &str) -> String {
+    let java = member_name(name);
+    if MODULE_MEMBERS.contains(&java.as_str()) {
+        format!("{java}_")
+    } else {
+        java
+    }
+}
+
+/// The module class's nested registrar (what `java.util.ServiceLoader` makes): `Registrar`, or
+/// `Registrar_` by the keyword rule when a type's class has that name (the nested class would
+/// hide it in the module class).
+fn registrar_class(module: &Module) -> String {
+    let name = "Registrar";
+    if module.types.iter().any(|t| t.class_name == name) {
+        format!("{name}_")
+    } else {
+        name.to_string()
     }
 }
 
@@ -401,9 +431,19 @@ impl Gen<'_> {
                 let _ = writeln!(body, "    }}");
             }
         }
+        // Each method's Function, resolved once into the holder and called directly (the
+        // frontend's array-free call natives): results, identity and errors as `call(name, ..)`.
+        let mut calls = Vec::new();
         for m in &t.methods {
             let _ = writeln!(body);
             let name = member_name(&m.name);
+            calls.push((name.clone(), format!("{module_class}.method(KEY, {})", lit(&m.name))));
+            let function = format!("{CALLS}.{name}");
+            let stat = if m.is_static { "static " } else { "" };
+            // A static entry point loads the plugin first, so the holder's initializer (whose
+            // failure Java reports as ExceptionInInitializerError) never meets a stale plugin;
+            // an instance exists only once the plugin is loaded and checked.
+            let load = if m.is_static { format!("        {module_class}.module();\n") } else { String::new() };
             let Some(sig) = m.signature else {
                 javadoc(
                     &mut body,
@@ -411,24 +451,18 @@ impl Gen<'_> {
                     &m.doc,
                     &[format!("<p>Method {{@code {}}} (its signature is unknown).", m.name)],
                 );
-                if m.is_static {
-                    let _ = writeln!(body, "    // static method {}: call it through Tether.type(KEY)", m.name);
-                    continue;
-                }
-                let _ = writeln!(body, "    public Object {name}(Object... args) {{");
-                let _ = writeln!(body, "        return invoke({}, args);", lit(&m.name));
+                let _ = writeln!(body, "    public {stat}Object {name}(Object... args) {{");
+                body.push_str(&load);
+                let args = if m.is_static { "args" } else { "withReceiver(this, args)" };
+                let _ = writeln!(body, "        return {function}.call({args});");
                 let _ = writeln!(body, "    }}");
                 continue;
             };
-            if m.is_static {
-                let _ =
-                    writeln!(body, "    // static method {}: not bound yet; call it through Tether.type(KEY)", m.name);
-                continue;
-            }
             let (decl, names, mut docs) = self.params(sig, &format!("{cls}{}", capitalize(&name)));
             let result = self.result(sig);
-            if name != m.name {
-                docs.insert(0, format!("<p>Method {{@code {}}}.", m.name));
+            let what = if m.is_static { "Static method" } else { "Method" };
+            if name != m.name || m.is_static {
+                docs.insert(0, format!("<p>{what} {{@code {}}}.", m.name));
             }
             if sig.result().kind() == TypeKind::Optional {
                 docs.push("@return the result, or null".into());
@@ -445,9 +479,11 @@ impl Gen<'_> {
                 } else {
                     javadoc(&mut body, "    ", &m.doc, &docs);
                 }
-                let args: String = names[..given].iter().map(|n| format!(", {n}")).collect();
-                let call = format!("invoke({}{args})", lit(&m.name));
-                let _ = writeln!(body, "    public {result} {name}({}) {{", decl[..given].join(", "));
+                let receiver = (!m.is_static).then_some("this");
+                let args: Vec<&str> = receiver.into_iter().chain(names[..given].iter().map(String::as_str)).collect();
+                let call = format!("{function}.call({})", args.join(", "));
+                let _ = writeln!(body, "    public {stat}{result} {name}({}) {{", decl[..given].join(", "));
+                body.push_str(&load);
                 if sig.result().kind() == TypeKind::None {
                     let _ = writeln!(body, "        {call};");
                 } else {
@@ -456,6 +492,11 @@ impl Gen<'_> {
                 let _ = writeln!(body, "    }}");
             }
         }
+        calls_holder(
+            &mut body,
+            "The methods' Functions, resolved on first use (the plugin is loaded by then).",
+            &calls,
+        );
         let mut src = self.header(&["dev.tether.ffi.*", "java.util.List", "java.util.Map"]);
         javadoc(&mut src, "", &t.doc, &[format!("<p>Type {{@code {}}}.", t.key)]);
         let modifier = if is_parent { "" } else { "final " };
@@ -468,6 +509,7 @@ impl Gen<'_> {
     fn module_source(&mut self) -> String {
         let m = self.module;
         let class = module_class(&m.name);
+        let registrar = registrar_class(m);
         let mut src = self.header(&[
             "dev.tether.ffi.*",
             "java.io.IOException",
@@ -502,32 +544,76 @@ impl Gen<'_> {
         }
         let _ = writeln!(src, "    }};");
         let _ = writeln!(src);
-        let _ = writeln!(src, "    private static TetherModule module;");
+        let keys: Vec<String> = m.types.iter().map(|t| format!("{}.KEY", t.class_name)).collect();
+        let _ = writeln!(src, "    /** The type keys of the generated classes. */");
+        let _ = writeln!(src, "    static final List<String> KEYS = List.of({});", keys.join(", "));
+        let _ = writeln!(src);
+        let _ = writeln!(src, "    /** The plugin these classes are bound to; null until then. */");
+        let _ = writeln!(src, "    private static volatile TetherModule module;");
         let _ = writeln!(src);
         javadoc(
             &mut src,
             "    ",
-            "The loaded plugin (loaded, checked against these bindings and its classes registered on the first call).",
+            "The loaded plugin (loaded, checked against these bindings and its classes registered on the first call, unless the plugin was loaded through `Tether.loadModule` first, which binds these classes to it).",
             &["@throws TetherValueError if the plugin is not the one these bindings were generated from".into()],
         );
-        let _ = writeln!(src, "    public static synchronized TetherModule module() {{");
+        let _ = writeln!(src, "    public static TetherModule module() {{");
+        let _ = writeln!(src, "        TetherModule m = module;");
+        let _ = writeln!(src, "        return m != null ? m : load();");
+        let _ = writeln!(src, "    }}");
+        let _ = writeln!(src);
+        let _ = writeln!(src, "    private static synchronized TetherModule load() {{");
         let _ = writeln!(src, "        if (module == null) {{");
         let _ = writeln!(src, "            String path = System.getProperty(PLUGIN_PROPERTY);");
         let _ = writeln!(
             src,
-            "            TetherModule m = Tether.loadModule(path == null || path.isEmpty() ? extract() : path);"
+            "            // Loading binds these classes already (through {registrar}), unless the plugin is"
         );
-        let _ = writeln!(src, "            Tether.checkBindings(m, MANIFEST);");
+        let _ = writeln!(src, "            // stale: then bind reports it.");
+        let _ =
+            writeln!(src, "            bind(Tether.loadModule(path == null || path.isEmpty() ? extract() : path));");
+        let _ = writeln!(src, "        }}");
+        let _ = writeln!(src, "        return module;");
+        let _ = writeln!(src, "    }}");
+        let _ = writeln!(src);
+        let _ = writeln!(
+            src,
+            "    /** Check {{@code m}} against {{@link #MANIFEST}} and register the classes for their keys (the first plugin only). */"
+        );
+        let _ = writeln!(src, "    static synchronized void bind(TetherModule m) {{");
+        let _ = writeln!(src, "        if (module != null) {{");
+        let _ = writeln!(src, "            return;");
+        let _ = writeln!(src, "        }}");
+        let _ = writeln!(src, "        Tether.checkBindings(m, MANIFEST);");
         for t in &m.types {
             let _ = writeln!(
                 src,
-                "            Tether.registerClass({}.KEY, {}.class, {}::new);",
+                "        Tether.registerClass({}.KEY, {}.class, {}::new);",
                 t.class_name, t.class_name, t.class_name
             );
         }
-        let _ = writeln!(src, "            module = m;");
+        let _ = writeln!(src, "        module = m;");
+        let _ = writeln!(src, "    }}");
+        let _ = writeln!(src);
+        javadoc(
+            &mut src,
+            "    ",
+            "What the frontend finds through `java.util.ServiceLoader` (this jar's `META-INF/services/dev.tether.ffi.TetherBindings` and module-info's `provides`): `Tether.loadModule` of the plugin binds these classes to it, so its objects are instances of them whichever way the plugin was loaded.",
+            &[],
+        );
+        let _ = writeln!(src, "    public static final class {registrar} implements TetherBindings {{");
+        let _ = writeln!(src, "        /** Made by {{@code java.util.ServiceLoader}}. */");
+        let _ = writeln!(src, "        public {registrar}() {{}}");
+        let _ = writeln!(src);
+        let _ = writeln!(src, "        @Override");
+        let _ = writeln!(src, "        public List<String> typeKeys() {{");
+        let _ = writeln!(src, "            return KEYS;");
         let _ = writeln!(src, "        }}");
-        let _ = writeln!(src, "        return module;");
+        let _ = writeln!(src);
+        let _ = writeln!(src, "        @Override");
+        let _ = writeln!(src, "        public void bind(TetherModule module) {{");
+        let _ = writeln!(src, "            {class}.bind(module);");
+        let _ = writeln!(src, "        }}");
         let _ = writeln!(src, "    }}");
         let _ = writeln!(src);
         let _ = writeln!(
@@ -537,6 +623,15 @@ impl Gen<'_> {
         let _ = writeln!(src, "    static String key(String key) {{");
         let _ = writeln!(src, "        module();");
         let _ = writeln!(src, "        return key;");
+        let _ = writeln!(src, "    }}");
+        let _ = writeln!(src);
+        let _ = writeln!(
+            src,
+            "    /** The Function of method {{@code name}} of type {{@code key}}, once the plugin is loaded (each generated class resolves its methods once). */"
+        );
+        let _ = writeln!(src, "    static TetherFunction method(String key, String name) {{");
+        let _ = writeln!(src, "        module();");
+        let _ = writeln!(src, "        return Tether.type(key).methodFunction(name);");
         let _ = writeln!(src, "    }}");
         let _ = writeln!(src);
         let _ = writeln!(
@@ -567,9 +662,14 @@ impl Gen<'_> {
         );
         let _ = writeln!(src, "        }}");
         let _ = writeln!(src, "    }}");
+        // Each function resolved once into the holder and called directly, as methods are; the
+        // plugin is loaded first (see the methods' note on static entry points).
+        let mut calls = Vec::new();
         for f in &m.functions {
             let _ = writeln!(src);
-            let name = member_name(&f.name);
+            let name = function_name(&f.name);
+            calls.push((name.clone(), format!("module().function({})", lit(&f.name))));
+            let function = format!("{CALLS}.{name}");
             let Some(sig) = f.signature else {
                 javadoc(
                     &mut src,
@@ -578,7 +678,8 @@ impl Gen<'_> {
                     &[format!("<p>Function {{@code {}}} (its signature is unknown).", f.name)],
                 );
                 let _ = writeln!(src, "    public static Object {name}(Object... args) {{");
-                let _ = writeln!(src, "        return module().function({}).call(args);", lit(&f.name));
+                let _ = writeln!(src, "        module();");
+                let _ = writeln!(src, "        return {function}.call(args);");
                 let _ = writeln!(src, "    }}");
                 continue;
             };
@@ -586,8 +687,9 @@ impl Gen<'_> {
             let result = self.result(sig);
             docs.insert(0, format!("<p>Function {{@code {}}} ({{@code {}}}).", f.name, f.qualified));
             javadoc(&mut src, "    ", &f.doc, &docs);
-            let call = format!("module().function({}).call(new Object[] {{{}}})", lit(&f.name), names.join(", "));
+            let call = format!("{function}.call({})", names.join(", "));
             let _ = writeln!(src, "    public static {result} {name}({}) {{", decl.join(", "));
+            let _ = writeln!(src, "        module();");
             if sig.result().kind() == TypeKind::None {
                 let _ = writeln!(src, "        {call};");
             } else {
@@ -603,9 +705,29 @@ impl Gen<'_> {
             }
             let _ = writeln!(src, "    }}");
         }
+        calls_holder(&mut src, "The functions, resolved on first use (the plugin is loaded by then).", &calls);
         let _ = writeln!(src, "}}");
         src
     }
+}
+
+/// The name of the nested class holding a generated class's resolved Functions: `$` is for
+/// generated code, so no type's class name (a key's last part) is this.
+const CALLS: &str = "Calls$";
+
+/// The holder class of `calls` (Java name, initializer): a class of its own so that Java
+/// initializes it on the first call, once, thread-safely, and the fields are constants to the JIT.
+fn calls_holder(out: &mut String, doc: &str, calls: &[(String, String)]) {
+    if calls.is_empty() {
+        return;
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(out, "    /** {doc} */");
+    let _ = writeln!(out, "    private static final class {CALLS} {{");
+    for (name, init) in calls {
+        let _ = writeln!(out, "        static final TetherFunction {name} = {init};");
+    }
+    let _ = writeln!(out, "    }}");
 }
 
 fn pom(module: &Module, package: &str) -> String {
@@ -672,6 +794,22 @@ fn pom(module: &Module, package: &str) -> String {
     )
 }
 
+/// The service the frontend loads generated bindings through (`java.util.ServiceLoader`).
+const BINDINGS_SERVICE: &str = "dev.tether.ffi.TetherBindings";
+
+/// The bindings as a named module (its name is the package's): it reads tether-ffi (and
+/// exports it to its users: the generated classes' API names its types) and provides the
+/// registrar the frontend's ServiceLoader finds on the module path (the class path reads
+/// META-INF/services instead).
+fn module_info(package: &str, module_class: &str, registrar: &str) -> String {
+    format!(
+        "// Generated by tether-bindgen; do not edit: regenerate it.\n\
+         /** The typed bindings of package {{@code {package}}} (a named module: --enable-native-access=dev.tether.ffi on JDK 24+). */\n\
+         module {package} {{\n    requires transitive dev.tether.ffi;\n\n    exports {package};\n\n    \
+         provides {BINDINGS_SERVICE} with {package}.{module_class}.{registrar};\n}}\n"
+    )
+}
+
 fn write_file(path: &Path, text: &str) -> Result<(), String> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
@@ -717,6 +855,12 @@ pub fn write(module: &Module, out: &Path, options: &Options) -> Result<(), Strin
     for (name, src) in &gen.interfaces {
         write_file(&src_dir.join(format!("{name}.java")), src)?;
     }
+    let registrar = registrar_class(module);
+    write_file(&root.join("src/main/java/module-info.java"), &module_info(&package, &module_class, &registrar))?;
+    write_file(
+        &root.join("src/main/resources/META-INF/services").join(BINDINGS_SERVICE),
+        &format!("{package}.{module_class}${registrar}\n"),
+    )?;
     write_file(&root.join("pom.xml"), &pom(module, &package))?;
     std::fs::create_dir_all(&res_dir).map_err(|e| format!("cannot create {}: {e}", res_dir.display()))?;
     let plugin_copy = res_dir.join(&module.file_name);
@@ -741,6 +885,35 @@ mod tests {
         assert_eq!(param_name("", 2), "arg2");
         assert_eq!(module_class("scene"), "SceneModule");
         assert_eq!(module_class("my_plugin"), "MyPluginModule");
+        assert_eq!(function_name("module"), "module_", "the module class's own accessor");
+        assert_eq!(function_name("greet"), "greet");
+        assert_eq!(function_name("get"), "get_", "escaped once, as members are");
+    }
+
+    #[test]
+    fn the_registrar_steps_aside_for_a_type_of_its_name() {
+        let type_named = |class_name: &str| TypeDecl {
+            key: format!("p.{class_name}"),
+            class_name: class_name.into(),
+            doc: String::new(),
+            parent: None,
+            fields: Vec::new(),
+            methods: Vec::new(),
+            constructor: None,
+            has_constructor: false,
+        };
+        let module = |types| Module {
+            name: "p".into(),
+            file_name: "libp.so".into(),
+            functions: Vec::new(),
+            types,
+            manifest: Vec::new(),
+        };
+        assert_eq!(registrar_class(&module(vec![type_named("Node")])), "Registrar");
+        assert_eq!(registrar_class(&module(vec![type_named("Registrar")])), "Registrar_");
+        let info = module_info("dev.x.p", "PModule", "Registrar");
+        assert!(info.contains("module dev.x.p {"), "{info}");
+        assert!(info.contains("provides dev.tether.ffi.TetherBindings with dev.x.p.PModule.Registrar;"), "{info}");
     }
 
     #[test]

@@ -1052,6 +1052,26 @@ pub extern "system" fn Java_dev_tether_ffi_Native_callMethod<'l>(
     })
 }
 
+/// `Native.methodFunction(typeIndex, name)`: the Function of method `name` (its registry or
+/// Java name, found as `callMethod` finds it) of a type or an ancestor, as its TetherFunction,
+/// for callers that resolve a method once and call its Function directly (generated bindings).
+/// A missing method is the AttributeError `callMethod` raises.
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_methodFunction<'l>(
+    mut jenv: EnvUnowned<'l>,
+    _c: JClass<'l>,
+    type_index: jint,
+    name: JString<'l>,
+) -> jobject {
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(jenv.as_raw()) };
+    guard(env, null(), || {
+        let name = rust_string(&mut jenv, &name, "method name")?;
+        let method = method_named(info(type_index)?, &name)?;
+        to_java(env, Any::object(method.func().0.into()))
+    })
+}
+
 // ---- containers ------------------------------------------------------------------------------
 
 #[no_mangle]

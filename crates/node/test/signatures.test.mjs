@@ -121,5 +121,12 @@ test('a plugin class: camelCase methods and fields, snake_case aliases, a method
   assert.equal(proto.incrementBy.enumerable, false, 'methods stay non-enumerable, as class methods are');
   assert.equal(String(c), 'sample.Counter(count=10, isEven=true)');
   assert.deepEqual(Counter.fieldInfo.map((f) => [f.name, f.jsName]), [['count', 'count'], ['is_even', 'isEven']]);
-  assert.deepEqual(Counter.methodInfo.map((m) => m.jsName), ['increment', 'incrementBy']);
+  assert.deepEqual(Counter.methodInfo.map((m) => [m.jsName, m.isStatic]), [
+    ['increment', false],
+    ['parse', true],
+    ['incrementBy', false],
+  ]);
+  assert.equal(Counter.parse('ff', 16).count, 255, 'a static method is a function of the class');
+  assert.equal(Counter.parse('12').count, 12, 'radix defaults to 10');
+  assert.throws(() => Counter.parse('zz'), { message: /"zz" is not a base-10 number/ });
 });

@@ -102,10 +102,7 @@ fn tether(b: &Bench, bench_classes: &Path) -> Result<(PathBuf, Vec<PathBuf>)> {
     b.cargo_build(&["tether-java"])?;
     let lib = b.cdylib("tether-java")?;
     step(LANG, format!("mvn compile -f {}", crate::java::POM));
-    Cmd::new("mvn")
-        .args(["-B", "-q", "--no-transfer-progress", "-f", crate::java::POM, "compile"])
-        .cwd(&b.ctx.root)
-        .run()?;
+    crate::java::mvn(b.ctx, crate::java::POM)?.args(["-q", "compile"]).cwd(&b.ctx.root).run()?;
     let ffi_classes = b.ctx.path("crates/java/target/classes");
     let out = b.dir.join("java/tether-classes");
     let _ = std::fs::remove_dir_all(&out);

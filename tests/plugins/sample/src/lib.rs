@@ -1,9 +1,9 @@
-//! Test plugin: one type and two functions, exported through the plugin ABI.
+//! Test plugin: two types and two functions, exported through the plugin ABI.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
 
-use tether::ObjectArc;
+use tether::{Error, ObjectArc};
 
 /// A counter made by the sample plugin.
 #[tether::object("sample.Counter")]
@@ -33,6 +33,19 @@ impl Counter {
     /// Add one and return the new count.
     fn increment(&self) -> i64 {
         self.count.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// A counter starting at the number `text` spells in base `radix` (10 unless given); a
+    /// ValueError when it spells none. A static method (no receiver), for the bindings'
+    /// static cases.
+    fn parse(text: &str, #[tether(default = 10)] radix: i64) -> Result<Self, Error> {
+        let base = u32::try_from(radix)
+            .ok()
+            .filter(|r| (2..=36).contains(r))
+            .ok_or_else(|| Error::value(format!("radix {radix} is not in 2..=36")))?;
+        i64::from_str_radix(text, base)
+            .map(Counter::new)
+            .map_err(|e| Error::value(format!("{text:?} is not a base-{base} number ({e})")))
     }
 }
 

@@ -13,7 +13,7 @@ const MAIN: &str = "dev.tether.ffi.ArgumentFuzzMain";
 pub fn run(ctx: &Ctx, budget: Budget) -> Result<Figures> {
     let lib = build(ctx, SUITE)?;
     crate::util::step(SUITE, format!("mvn -q test-compile -f {POM}"));
-    mvn(POM).args(["-q", "test-compile"]).arg(native_dir_property(&lib)).cwd(&ctx.root).run()?;
+    mvn(ctx, POM)?.args(["-q", "test-compile"]).arg(native_dir_property(&lib)).cwd(&ctx.root).run()?;
     let target = ctx.path(DIR).join("target");
     let class_path = std::env::join_paths([target.join("test-classes"), target.join("classes")])
         .map_err(|e| crate::util::fail(format!("cannot build the class path: {e}")))?;

@@ -34,8 +34,10 @@ final class Marshal {
 
     /**
      * The kind of the values the call paths pass without arrays: null, {@code Long},
-     * {@code Integer} (what {@code f.call(1, 2)} boxes to) and the two commonest wrapper classes (exact-class checks, no interface {@code instanceof});
-     * {@link #SLOW} for everything else.
+     * {@code Integer} (what {@code f.call(1, 2)} boxes to), the two commonest wrapper classes
+     * (exact-class checks, no interface {@code instanceof}) and generated binding classes (a
+     * {@link TetherWrapper} subclass: a class check, no interface scan); {@link #SLOW} for
+     * everything else.
      */
     static int fastKind(Object v) {
         if (v == null) {
@@ -45,7 +47,7 @@ final class Marshal {
         if (c == Long.class || c == Integer.class) {
             return INT;
         }
-        if (c == TetherInstance.class || c == TetherFunction.class) {
+        if (c == TetherInstance.class || c == TetherFunction.class || v instanceof TetherWrapper) {
             return OBJECT;
         }
         return SLOW;
@@ -57,9 +59,13 @@ final class Marshal {
             return v.getClass() == Long.class ? (Long) v : (Integer) v;
         }
         if (kind == OBJECT) {
-            return v.getClass() == TetherInstance.class
-                    ? ((TetherInstance) v).ref.handle()
-                    : ((TetherFunction) v).ref.handle();
+            Class<?> c = v.getClass();
+            if (c == TetherInstance.class) {
+                return ((TetherInstance) v).ref.handle();
+            }
+            return c == TetherFunction.class
+                    ? ((TetherFunction) v).ref.handle()
+                    : ((TetherWrapper) v).nativeRef().handle();
         }
         return 0;
     }

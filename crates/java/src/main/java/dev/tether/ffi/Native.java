@@ -180,6 +180,12 @@ final class Native {
 
     static native Object callMethod(long handle, Object keep, String name, int[] kinds, long[] bits, Object[] refs);
 
+    /**
+     * The TetherFunction of method {@code name} (registry or Java name) of a type or an
+     * ancestor, found as {@link #callMethod} finds it; TetherAttributeError if there is none.
+     */
+    static native Object methodFunction(int typeIndex, String name);
+
     static native int arrayLen(long handle);
 
     static native Object arrayGet(long handle, int index);

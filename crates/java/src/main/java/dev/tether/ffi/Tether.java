@@ -33,9 +33,16 @@ public final class Tether {
      * Load a tether plugin (a shared library exporting {@code tether_module_init}). Loading the
      * same file again returns the same module. A missing file, a file that is not a plugin, or
      * a plugin built for another ABI throws {@link TetherValueError} / {@link TetherException}.
+     *
+     * <p>Generated bindings of the plugin's types on the class path or module path
+     * ({@link TetherBindings}) are bound to it, so its objects are instances of their
+     * generated classes however the plugin was loaded (unless the bindings were generated
+     * from another version of it).
      */
     public static TetherModule loadModule(String path) {
-        return (TetherModule) Native.loadModule(path);
+        TetherModule module = (TetherModule) Native.loadModule(path);
+        Bindings.offer(module);
+        return module;
     }
 
     /**

@@ -241,6 +241,19 @@ public final class TetherType {
                 .or(() -> methods.stream().filter(m -> m.javaName.equals(name)).findFirst()).orElse(null);
     }
 
+    /**
+     * The native Function that a call of method {@code name} (its registry or Java name) on
+     * this type's objects runs, found as {@link TetherObject#call} finds it, to resolve once
+     * and call directly (what generated bindings do): an instance method's Function takes the
+     * object first ({@code f.call(obj, args...)}), a static one only the arguments. Results,
+     * identity and error messages are those of {@link TetherObject#call}.
+     *
+     * @throws TetherAttributeError if the type has no method by that name
+     */
+    public TetherFunction methodFunction(String name) {
+        return (TetherFunction) Native.methodFunction(index, name);
+    }
+
     public boolean hasConstructor() {
         return constructible;
     }

@@ -64,9 +64,17 @@ public abstract class TetherWrapper implements TetherObject, Tied {
         return ref;
     }
 
-    /** Call a method (by its registry name) with this object as {@code self}. */
-    protected final Object invoke(String method, Object... args) {
-        return ObjectOps.call(this, ref, method, args);
+    /**
+     * {@code receiver} followed by {@code args}: the arguments of a method's Function (see
+     * {@link TetherType#methodFunction}) for a call given as an array; a null array is one
+     * null argument, as for {@link TetherFunction#call(Object...)}.
+     */
+    protected static Object[] withReceiver(Object receiver, Object[] args) {
+        Object[] given = args == null ? new Object[] {null} : args;
+        Object[] all = new Object[given.length + 1];
+        all[0] = receiver;
+        System.arraycopy(given, 0, all, 1, given.length);
+        return all;
     }
 
     /** Read a field (by its registry name). */
