@@ -30,11 +30,20 @@ const BODIES = {
   W7: 'if (f(cb) !== x) throw new Error("call(cb) did not return cb()");',
 };
 
+// W8: W1 and W2 over random members of N live objects (2^10 and 2^20; the quick run makes
+// 2^14 for the large size): `objs[order[i & mask]]`, the same index work for every peer.
+const SCALE_SIZES = { '1k': 1 << 10, '1M': quick ? 1 << 14 : 1 << 20 };
+const SCALE_BODIES = {
+  echo: 'const o = objs[order[i & mask]]; if (f(o) !== o) throw new Error("echo(o) is not o");',
+  field: 'if (objs[order[i & mask]].first !== x) throw new Error("o.first is not the stored object");',
+};
+
 function makeLoop(body, peer) {
   // A fresh function per (peer, workload): its own type feedback. The peer's name goes into
   // the source: V8 caches compiled code by source text, and closures made from one cached
   // source share their feedback, so identical loops for three peers would see three callees.
-  return new Function('f', 'x', 'p', 'cb', `// ${peer}
+  return new Function('f', 'x', 'p', 'cb', 'objs', 'order', `// ${peer}
+    const mask = objs ? objs.length - 1 : 0;
     return function loop(n) {
       let acc = 0, last = null;
       const t0 = process.hrtime.bigint();
@@ -59,7 +68,8 @@ function loadPeers() {
   add('napi_raw', () => {
     const raw = require(path.join(peersDir, 'peer_napi_raw.node'));
     const x = {};
-    return { W1: [raw.echo, x], W3: [raw.add3], W7: [raw.call, x, null, () => x] };
+    // No native object type: its W8 objects are plain JS objects (echo passes them through).
+    return { W1: [raw.echo, x], W3: [raw.add3], W7: [raw.call, x, null, () => x], make: () => ({ first: x }) };
   });
   add('napi', () => {
     const napi = require(path.join(peersDir, 'peer_napi.node'));
@@ -70,6 +80,7 @@ function loadPeers() {
       W3: [napi.add3],
       W4: [napi.Pair, x],
       W7: [napi.call, x, null, () => x],
+      make: () => new napi.Pair(x, null),
     };
   });
   add('tether', loadTether);
@@ -91,7 +102,31 @@ function loadTether() {
     W3: [testing.add3],
     W4: [testing.Pair, x],
     W7: [testing.call, x, null, () => x],
+    make: () => testing.make_pair(x, null),
   };
+}
+
+/** W8's jobs: for each size and peer, its objects in a random order, echo and (where the peer
+ * has a native field) field reads. */
+function scaleJobs(peers) {
+  const jobs = [];
+  let seed = 7;
+  const random = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  for (const [label, size] of Object.entries(SCALE_SIZES)) {
+    for (const [name, peer] of Object.entries(peers)) {
+      if (!peer.make) continue;
+      const objs = Array.from({ length: size }, peer.make);
+      const order = new Uint32Array(size).map((_, i) => i);
+      for (let i = size - 1; i > 0; i--) {
+        const j = Math.floor(random() * (i + 1));
+        [order[i], order[j]] = [order[j], order[i]];
+      }
+      const x = objs[0].first;
+      jobs.push({ w: `W8 echo ${label}`, name, args: [peer.W1[0], x, null, null, objs, order], body: SCALE_BODIES.echo });
+      if (peer.W2) jobs.push({ w: `W8 field ${label}`, name, args: [null, x, null, null, objs, order], body: SCALE_BODIES.field });
+    }
+  }
+  return jobs;
 }
 
 function median(xs) {
@@ -103,12 +138,17 @@ function main() {
   const { peers, skipped } = loadPeers();
   for (const [name, why] of skipped) console.log(`node skipped: ${name}: ${why}`);
   const records = [];
+  const byWorkload = new Map();
   for (const w of Object.keys(BODIES)) {
-    const runs = [];
     for (const [name, peer] of Object.entries(peers)) {
-      if (!peer[w]) continue;
-      const [f, x, p, cb] = peer[w];
-      const loop = makeLoop(BODIES[w], name)(f, x, p, cb);
+      if (peer[w]) byWorkload.set(w, [...(byWorkload.get(w) ?? []), { name, args: peer[w], body: BODIES[w] }]);
+    }
+  }
+  for (const job of scaleJobs(peers)) byWorkload.set(job.w, [...(byWorkload.get(job.w) ?? []), job]);
+  for (const [w, jobs] of byWorkload) {
+    const runs = [];
+    for (const { name, args, body } of jobs) {
+      const loop = makeLoop(body, name)(...args);
       const end = Date.now() + WARMUP_NS / 1e6;
       let n = 1000;
       while (Date.now() < end) loop(n);

@@ -10,9 +10,11 @@ median is reported. Every loop also checks its result, so a wrong answer fails l
 
 import argparse
 import gc
+import itertools
 import json
 import os
 import platform
+import random
 import subprocess
 import sys
 import threading
@@ -23,6 +25,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 W5_OBJECTS = 1_000_000
 W5_OBJECTS_QUICK = 20_000
 THREADS = 8
+# W8: W1 and W2 over random members of this many live objects (2^10 and 2^20); the quick run
+# keeps the labels but makes 2^14 for the large size.
+SCALE_SIZES = {"1k": 1 << 10, "1M": 1 << 20}
+SCALE_QUICK_LARGE = 1 << 14
 
 # Statements per workload; names come from the peer's namespace (see peers.py).
 STATEMENTS = {
@@ -135,6 +141,42 @@ def run_timed(peers_, quick):
     for name, ns in peers_.items():
         samples = [threaded_echo(ns, total) for _ in range(3 if quick else 7)]
         records.append(record("W6", name, median(samples), total, samples))
+    records += run_scale(peers_, quick, target, repeats)
+    return records
+
+
+def run_scale(peers_, quick, target, repeats):
+    """W8: `echo(o)` and `o.first` where `o` is the next of N live objects in a shuffled cycle
+    (every call touches an object the last N - 1 calls did not: at 2^20 that is a cache miss per
+    object). Each call includes the same `next()` of an itertools.cycle, for every peer."""
+    records = []
+    for label, size in SCALE_SIZES.items():
+        if quick and size > SCALE_QUICK_LARGE:
+            size = SCALE_QUICK_LARGE
+        runs = []
+        for name, ns in peers_.items():
+            x = ns["x"]
+            objs = [ns["Pair"](x, x) for _ in range(size)]
+            random.Random(7).shuffle(objs)
+            nxt = itertools.cycle(objs).__next__
+            scope = dict(ns, nxt=nxt)
+            first = ns.get("first_attr", "first")
+            for kind, stmt in (("echo", "echo(nxt())"), ("field", f"nxt().{first}")):
+                o = nxt()
+                got = ns["echo"](o) if kind == "echo" else getattr(o, first)
+                want = o if kind == "echo" else x
+                if not (got is want or (hasattr(got, "same_as") and got.same_as(want))):
+                    raise AssertionError(f"W8 {kind} {name}: `{stmt}` gave {got!r}")
+                timer = timeit.Timer(stmt, globals=scope)
+                timer.timeit(max(1, calibrate(timer, target / 4)))
+                runs.append((f"W8 {kind} {label}", name, timer, calibrate(timer, target), [], objs))
+        for _ in range(repeats):
+            for _w, _name, timer, n, samples, _objs in runs:
+                samples.append(timer.timeit(n) / n * 1e9)
+        for workload, name, _, n, samples, _objs in runs:
+            records.append(record(workload, name, median(samples), n, samples))
+        del runs
+        gc.collect()
     return records
 
 
