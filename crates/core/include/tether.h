@@ -26,7 +26,7 @@ extern "C" {
 /* ---- versioning ------------------------------------------------------------------------ */
 
 #define TETHER_ABI_MAJOR 1u
-#define TETHER_ABI_MINOR 4u
+#define TETHER_ABI_MINOR 5u
 /* The value a plugin exports as `tether_module_abi`: major << 16 | minor. */
 #define TETHER_MODULE_ABI_WORD ((TETHER_ABI_MAJOR << 16) | TETHER_ABI_MINOR)
 
@@ -415,6 +415,11 @@ typedef struct TetherApiTable {
      * a tree that does not close, non-UTF-8 text, a default that is not a plain value, a
      * required parameter after a defaulted one) is -1 with a ValueError, never a crash. */
     int32_t (*set_signature)(TetherObjectHeader *func, const TetherSignatureInfo *signature);
+    /* ABI 1.5: load a plugin file as the host does (once per file; the same module object
+     * after): an owned module object, or NULL with the error raised. */
+    TetherObjectHeader *(*load_module)(TetherByteSlice path);
+    /* ABI 1.5: every registered global function's name, an owned Array of Str. */
+    TetherObjectHeader *(*list_globals)(void);
 } TetherApiTable;
 
 /* ---- plugin entry points --------------------------------------------------------------- */
@@ -529,7 +534,8 @@ TETHER_ASSERT_LAYOUT(offsetof(TetherApiTable, module_add_function) == 16 + 14 * 
 TETHER_ASSERT_LAYOUT(offsetof(TetherApiTable, make_str) == 16 + 16 * 8, "ApiTable.make_str");
 TETHER_ASSERT_LAYOUT(offsetof(TetherApiTable, call_function) == 16 + 22 * 8, "ApiTable.call_function");
 TETHER_ASSERT_LAYOUT(offsetof(TetherApiTable, set_signature) == 16 + 23 * 8, "ApiTable.set_signature");
-TETHER_ASSERT_LAYOUT(sizeof(TetherApiTable) == 16 + 24 * 8, "ApiTable has 24 entries in ABI 1.4");
+TETHER_ASSERT_LAYOUT(offsetof(TetherApiTable, load_module) == 16 + 24 * 8, "ApiTable.load_module");
+TETHER_ASSERT_LAYOUT(sizeof(TetherApiTable) == 16 + 26 * 8, "ApiTable has 26 entries in ABI 1.5");
 
 #ifdef __cplusplus
 }

@@ -308,6 +308,21 @@ unsafe extern "C" fn api_make_function(
         Ok(f.0.into())
     })
 }
+unsafe extern "C" fn api_load_module(path: ByteSlice) -> *mut ObjectHeader {
+    // SAFETY: readable for the call.
+    let path = unsafe { path.to_str_lossy() };
+    match crate::plugin::load_module(&path) {
+        Ok(module) => ObjectRef::from(module).into_raw(),
+        Err(e) => {
+            crate::error::set_last_error(e);
+            std::ptr::null_mut()
+        }
+    }
+}
+unsafe extern "C" fn api_list_globals() -> *mut ObjectHeader {
+    let names = function::list_globals().iter().map(|n| Any::str(n)).collect();
+    ObjectRef::from(crate::containers::ArrayObj::new(names)).into_raw()
+}
 unsafe extern "C" fn api_set_signature(func: *mut ObjectHeader, signature: *const SignatureInfo) -> i32 {
     ffi_status(|| {
         // SAFETY: `func` is borrowed from the caller for the call (ABI contract).
@@ -420,6 +435,8 @@ static HOST_TABLE: ApiTable = ApiTable {
     dec_ref: api_dec_ref,
     call_function: api_call_function,
     set_signature: api_set_signature,
+    load_module: api_load_module,
+    list_globals: api_list_globals,
 };
 
 /// This copy's table when it initialised as a host (null in a plugin, or before `init`): how

@@ -490,6 +490,17 @@ pub fn get_global(name: &str) -> Option<Function> {
 
 /// Every registered name, sorted.
 pub fn list_globals() -> Vec<String> {
+    if let Some(api) = plugin::host_api() {
+        // SAFETY: the host's entry point; it returns an owned Array of Str (or null).
+        let names = unsafe { (api.list_globals)() };
+        if names.is_null() {
+            return Vec::new();
+        }
+        // SAFETY: an owned reference from the host.
+        let names = unsafe { crate::arc::ObjectRef::from_raw(names) };
+        let Some(array) = names.downcast_ref::<crate::containers::ArrayObj>() else { return Vec::new() };
+        return array.items().iter().filter_map(|a| a.view().as_str().map(str::to_string)).collect();
+    }
     crate::init();
     GLOBALS.read().unwrap_or_else(|e| e.into_inner()).keys().cloned().collect()
 }

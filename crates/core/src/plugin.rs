@@ -21,7 +21,7 @@ use crate::signature::SignatureInfo;
 use crate::types::TypeInfo;
 
 pub const ABI_MAJOR: u32 = 1;
-pub const ABI_MINOR: u32 = 4;
+pub const ABI_MINOR: u32 = 5;
 /// The value a plugin exports as `tether_module_abi`.
 pub const ABI_WORD: u32 = (ABI_MAJOR << 16) | ABI_MINOR;
 
@@ -118,6 +118,12 @@ pub struct ApiTable {
     /// Attach a copy of `signature` (checked: a malformed one is a ValueError) to a Function
     /// the caller holds the only reference to.
     pub set_signature: unsafe extern "C" fn(func: *mut ObjectHeader, signature: *const SignatureInfo) -> i32,
+    // ABI 1.5
+    /// Load a plugin file as the host does (`load_module`): an owned reference to its module
+    /// object, or null with the error raised. What a frontend running on another's host uses.
+    pub load_module: unsafe extern "C" fn(path: ByteSlice) -> *mut ObjectHeader,
+    /// Every registered global function's name: an owned Array of Str.
+    pub list_globals: unsafe extern "C" fn() -> *mut ObjectHeader,
 }
 
 const _: () = {
@@ -125,7 +131,7 @@ const _: () = {
     assert!(std::mem::offset_of!(ApiTable, abi_minor) == 4);
     assert!(std::mem::offset_of!(ApiTable, size) == 8);
     assert!(std::mem::offset_of!(ApiTable, alloc_object) == 16);
-    assert!(std::mem::size_of::<ApiTable>() == 16 + 24 * 8);
+    assert!(std::mem::size_of::<ApiTable>() == 16 + 26 * 8);
     assert!(std::mem::size_of::<ByteSlice>() == 16);
 };
 
@@ -393,8 +399,18 @@ fn loader_reason(e: &libloading::Error) -> String {
 /// same file, under any path to it, returns the same module object, or the same error if its
 /// init failed (init runs at most once per file).
 pub fn load_module(path: &str) -> Result<ObjectArc<ModuleObj>> {
-    if is_plugin() {
-        return Err(Error::runtime("load_module is only available in a host process"));
+    if let Some(api) = host_api() {
+        // A frontend running on another frontend's host (`adopt_process_host`): the host loads.
+        // SAFETY: the host's entry point; the path is readable for the call.
+        let module = unsafe { (api.load_module)(ByteSlice::of(path)) };
+        if module.is_null() {
+            return Err(crate::error::take_last_error());
+        }
+        // SAFETY: an owned reference to the host's Module object (same core build: checked
+        // when the host was adopted).
+        return unsafe { ObjectRef::from_raw(module) }
+            .try_cast::<ModuleObj>()
+            .map_err(|_| Error::runtime("the host's load_module returned something that is not a module"));
     }
     crate::init();
     let file = resolve_module_path(path)?;
@@ -505,7 +521,27 @@ pub fn module_any(m: &ObjectArc<ModuleObj>) -> Any {
 /// and objects of one reaching the other would be freed by the wrong core: a frontend checks
 /// this at load and refuses to start with [`other_host_error`]'s message.
 pub fn other_host() -> Option<String> {
-    other_host_in_process()
+    other_host_in_process().map(|(file, _)| file)
+}
+
+/// Run on the other tether host in this process, if there is one of this very ABI version: this
+/// copy of tether-core becomes its guest, as a plugin is (every registry, allocation, error and
+/// module load goes to that host), so the two frontends share one set of objects, types and
+/// modules. `Ok(None)`: no other host; `Err`: one of another version, which a frontend reports
+/// ([`other_host_error`]) instead of starting. The guest frontend installs no allocator and ties
+/// every object through its side table.
+pub fn adopt_process_host() -> std::result::Result<Option<String>, String> {
+    let Some((file, table)) = other_host_in_process() else { return Ok(None) };
+    // SAFETY: a host's `tether_process_host_v1` returns its `'static` table.
+    let t = unsafe { &*table };
+    if t.abi_major != ABI_MAJOR || t.abi_minor != ABI_MINOR || t.size as usize != std::mem::size_of::<ApiTable>() {
+        return Err(format!("{file}, ABI {}.{}; this one is ABI {ABI_MAJOR}.{ABI_MINOR}", t.abi_major, t.abi_minor));
+    }
+    match HOST_API.compare_exchange(std::ptr::null_mut(), table as *mut ApiTable, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => Ok(Some(file)),
+        Err(current) if std::ptr::eq(current, table) => Ok(Some(file)),
+        Err(_) => Err(format!("{file}: this copy of tether-core already routes to another host")),
+    }
 }
 
 /// The error a frontend raises at load when [`other_host`] found one.
@@ -517,7 +553,7 @@ pub fn other_host_error(frontend: &str, other: &str) -> Error {
 }
 
 #[cfg(target_os = "linux")]
-fn other_host_in_process() -> Option<String> {
+fn other_host_in_process() -> Option<(String, *const ApiTable)> {
     use std::ffi::{c_char, c_int, CStr};
     /// glibc's `RTLD_NOLOAD`: open only a library that is loaded already.
     const RTLD_NOLOAD: c_int = 4;
@@ -552,25 +588,22 @@ fn other_host_in_process() -> Option<String> {
     // SAFETY: `collect` matches the callback type and only writes to `names`.
     unsafe { dl_iterate_phdr(collect, &mut names as *mut Vec<String> as *mut c_void) };
     let own = crate::ffi::host_table();
-    names.into_iter().find(|name| {
+    names.into_iter().find_map(|name| {
         // SAFETY: RTLD_NOLOAD only finds a library that is loaded already (no code runs); the
         // symbol, when a library has it, is tether-core's `tether_process_host_v1`.
         unsafe {
-            let Ok(lib) =
-                libloading::os::unix::Library::open(Some(name), RTLD_NOLOAD | libloading::os::unix::RTLD_LAZY)
-            else {
-                return false;
-            };
+            let lib =
+                libloading::os::unix::Library::open(Some(&name), RTLD_NOLOAD | libloading::os::unix::RTLD_LAZY).ok()?;
             let host = lib
                 .get::<unsafe extern "C" fn() -> *const ApiTable>(b"tether_process_host_v1\0")
                 .map(|f| f())
                 .unwrap_or(std::ptr::null());
-            !host.is_null() && host != own
+            (!host.is_null() && host != own).then_some((name, host))
         }
     })
 }
 
 #[cfg(not(target_os = "linux"))]
-fn other_host_in_process() -> Option<String> {
+fn other_host_in_process() -> Option<(String, *const ApiTable)> {
     None
 }

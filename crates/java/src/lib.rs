@@ -30,11 +30,17 @@ use jni_sys::{jint, JavaVM, JNI_ERR, JNI_VERSION_1_8};
 pub extern "system" fn JNI_OnLoad(vm: *mut JavaVM, _reserved: *mut std::ffi::c_void) -> jint {
     let loaded = std::panic::catch_unwind(|| {
         attach::set_vm(vm);
-        // Another frontend's tether-core runs this process (Python started this JVM): this copy
-        // must not become a second host. `Native.init()` refuses to start with the reason.
-        if let Some(other) = tether_core::plugin::other_host() {
-            let _ = OTHER_HOST.set(other);
-            return Ok(0);
+        // Another frontend's tether-core runs this process (Python started this JVM through
+        // JPype): this copy becomes its guest (objects, types and modules shared; every object
+        // tied through the side table, no allocator of ours). One of another ABI version cannot
+        // be shared: `Native.init()` refuses to start with the reason.
+        match tether_core::plugin::adopt_process_host() {
+            Ok(Some(_host)) => return Ok(tether_core::boundary::NO_SLOTS),
+            Ok(None) => {}
+            Err(other) => {
+                let _ = OTHER_HOST.set(other);
+                return Ok(0);
+            }
         }
         tether_core::init();
         tie::FRONTEND.install_allocator(None)
@@ -45,7 +51,7 @@ pub extern "system" fn JNI_OnLoad(vm: *mut JavaVM, _reserved: *mut std::ffi::c_v
     }
 }
 
-/// The file of the other tether host found at load, if any (see `JNI_OnLoad`).
+/// The other tether host found at load that could not be shared, if any (see `JNI_OnLoad`).
 static OTHER_HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 /// Why this frontend cannot start, if another tether host was found at load.
