@@ -1,7 +1,8 @@
 //! Two frontends in one process (issue 19, item 4): Python starts a JVM through JPype (from
 //! PyPI, pinned) whose class path has the Java frontend; tests/two_frontends/jpype_check.py
-//! checks that the second frontend refuses to start with a clear error and the first keeps
-//! working. Part of the java suite (it needs the compiled Java classes and libtether_java).
+//! checks that the Java frontend runs as the Python host's guest: one set of native objects,
+//! one wrapper per language, no leak. Part of the java suite (it needs the compiled Java
+//! classes and libtether_java).
 
 use std::path::Path;
 
