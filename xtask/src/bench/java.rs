@@ -16,7 +16,8 @@ const LANG: &str = "bench java";
 /// JVM forks per peer and workload (the reported value is the median of the forks' medians).
 const FORKS: usize = 3;
 /// The harness's workloads (W5 is Python's); a peer that cannot express one reports nothing.
-const WORKLOADS: [&str; 6] = ["W1", "W2", "W3", "W4", "W6", "W7"];
+/// One JVM per entry; "W8" measures its four rows (echo and field reads, 2^10 and 2^20 objects).
+const WORKLOADS: [&str; 7] = ["W1", "W2", "W3", "W4", "W6", "W7", "W8"];
 
 pub fn run(b: &Bench) -> Result<PathBuf> {
     require_tool(LANG, "java")?;

@@ -93,6 +93,48 @@ public final class Bench {
             Object cb = w.callback(x);
             measure("W7", n -> loopCall(cb, x, n));
         }
+        if (wanted("W8")) scale(x);
+    }
+
+    /**
+     * W8: W1 and W2 over random members of 2^10 and 2^20 live objects (the quick run makes 2^14
+     * for the large size): {@code objs[order[i & mask]]}, the same index work for every peer. A
+     * peer without a pair type (raw JNI) echoes plain Java objects.
+     */
+    private void scale(Object x) throws Exception {
+        boolean pairs = w.has("W2");
+        for (String label : new String[] {"1k", "1M"}) {
+            int size = label.equals("1k") ? 1 << 10 : quick ? 1 << 14 : 1 << 20;
+            Object[] objs = new Object[size];
+            for (int i = 0; i < size; i++) objs[i] = pairs ? w.makePair(x, null) : new Object();
+            int[] order = new int[size];
+            for (int i = 0; i < size; i++) order[i] = i;
+            java.util.Random random = new java.util.Random(7);
+            for (int i = size - 1; i > 0; i--) {
+                int j = random.nextInt(i + 1);
+                int t = order[i];
+                order[i] = order[j];
+                order[j] = t;
+            }
+            int mask = size - 1;
+            measure("W8 echo " + label, n -> {
+                long t0 = System.nanoTime();
+                for (int i = 0; i < n; i++) {
+                    Object o = objs[order[i & mask]];
+                    if (w.echo(o) != o) throw new AssertionError("echo(o) is not o");
+                }
+                return System.nanoTime() - t0;
+            });
+            if (pairs) {
+                measure("W8 field " + label, n -> {
+                    long t0 = System.nanoTime();
+                    for (int i = 0; i < n; i++) {
+                        if (w.first(objs[order[i & mask]]) != x) throw new AssertionError("o.first is not x");
+                    }
+                    return System.nanoTime() - t0;
+                });
+            }
+        }
     }
 
     private long loopEcho(Object x, int n) {
