@@ -16,6 +16,8 @@ const quick = args.includes('--quick');
 const out = opt('--out');
 const peersDir = path.resolve(opt('--peers'));
 const tetherDir = path.resolve(opt('--tether'));
+// W5: bytes per live two-field object (native + wrapper), measured in a fresh process per peer.
+const W5_OBJECTS = quick ? 20_000 : 1_000_000;
 
 const TARGET_NS = quick ? 2e6 : 40e6; // one repeat
 const REPEATS = quick ? 3 : 15;
@@ -81,6 +83,7 @@ function loadPeers() {
       W4: [napi.Pair, x],
       W7: [napi.call, x, null, () => x],
       make: () => new napi.Pair(x, null),
+      fresh: () => new napi.Pair(null, null),
     };
   });
   add('tether', loadTether);
@@ -103,6 +106,7 @@ function loadTether() {
     W4: [testing.Pair, x],
     W7: [testing.call, x, null, () => x],
     make: () => testing.make_pair(x, null),
+    fresh: () => new testing.Pair(null, null),
   };
 }
 
@@ -129,12 +133,57 @@ function scaleJobs(peers) {
   return jobs;
 }
 
+/** W5 in this (child) process: RSS growth while `count` fresh objects are alive, after a GC,
+ * divided by count. The array holding them exists before the baseline. */
+function w5Child(peerName, count) {
+  const { peers } = loadPeers();
+  const make = peers[peerName]?.fresh;
+  if (!make) {
+    console.log(JSON.stringify({ error: `${peerName} has no two-field object` }));
+    return;
+  }
+  for (let i = 0; i < 1000; i++) make();
+  const keep = new Array(count).fill(null);
+  global.gc();
+  const before = process.memoryUsage().rss;
+  for (let i = 0; i < count; i++) keep[i] = make();
+  global.gc();
+  const after = process.memoryUsage().rss;
+  console.log(JSON.stringify({ bytes_per_object: (after - before) / count, objects: count, kept: keep.length }));
+}
+
+function runW5(names) {
+  const { spawnSync } = require('child_process');
+  const records = [];
+  for (const name of names) {
+    const child = spawnSync(process.execPath, ['--expose-gc', __filename, '--peers', peersDir, '--tether', tetherDir,
+      '--w5', name, '--w5-count', String(W5_OBJECTS)], { encoding: 'utf8' });
+    let result;
+    try {
+      result = JSON.parse(child.stdout.trim().split('\n').pop());
+    } catch {
+      console.log(`node W5  ${name.padEnd(8)} failed: ${child.stderr.slice(-300)}`);
+      continue;
+    }
+    if (result.error) continue;
+    const value = result.bytes_per_object;
+    console.log(`node W5  ${name.padEnd(8)} ${value.toFixed(2).padStart(9)} bytes/object  (n=${W5_OBJECTS})`);
+    records.push({ lang: 'node', workload: 'W5', peer: name, value, unit: 'bytes/object', n: W5_OBJECTS,
+      repeats: 1, min: value, max: value });
+  }
+  return records;
+}
+
 function median(xs) {
   const s = [...xs].sort((a, b) => a - b);
   return s[s.length >> 1];
 }
 
 function main() {
+  if (opt('--w5')) {
+    w5Child(opt('--w5'), Number(opt('--w5-count')));
+    return;
+  }
   const { peers, skipped } = loadPeers();
   for (const [name, why] of skipped) console.log(`node skipped: ${name}: ${why}`);
   const records = [];
@@ -169,6 +218,7 @@ function main() {
       });
     }
   }
+  records.push(...runW5(Object.keys(peers).filter((name) => peers[name].fresh)));
   const versions = { node: process.version, 'node-api': process.versions.napi };
   fs.writeFileSync(out, JSON.stringify({ records, versions, skipped }, null, 1));
 }

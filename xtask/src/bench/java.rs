@@ -17,7 +17,9 @@ const LANG: &str = "bench java";
 const FORKS: usize = 3;
 /// The harness's workloads (W5 is Python's); a peer that cannot express one reports nothing.
 /// One JVM per entry; "W8" measures its four rows (echo and field reads, 2^10 and 2^20 objects).
-const WORKLOADS: [&str; 7] = ["W1", "W2", "W3", "W4", "W6", "W7", "W8"];
+const WORKLOADS: [&str; 8] = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8"];
+/// W5's fork pre-touches a fixed heap, so the process's RSS grows by native memory only.
+const W5_HEAP: [&str; 3] = ["-Xms1g", "-Xmx1g", "-XX:+AlwaysPreTouch"];
 
 pub fn run(b: &Bench) -> Result<PathBuf> {
     require_tool(LANG, "java")?;
@@ -68,6 +70,7 @@ pub fn run(b: &Bench) -> Result<PathBuf> {
                     .map_err(|e| fail(format!("bad classpath: {e}")))?;
                 let mut cmd = Cmd::new("java")
                     .args(props)
+                    .args(if workload == "W5" { &W5_HEAP[..] } else { &[] })
                     .arg(format!("-Dbench.only={workload}"))
                     .arg("-cp")
                     .arg(cp)

@@ -94,6 +94,48 @@ public final class Bench {
             measure("W7", n -> loopCall(cb, x, n));
         }
         if (wanted("W8")) scale(x);
+        if (wanted("W5")) bytesPerObject();
+    }
+
+    /**
+     * W5: bytes per live two-field object, native plus wrapper: the Java heap in use after a GC
+     * plus the process's RSS growth (the fork runs with a pre-touched heap, so RSS grows by
+     * native memory only), while 1M fresh objects are alive, divided by their count.
+     */
+    private void bytesPerObject() throws Exception {
+        int count = quick ? 20_000 : 1_000_000;
+        for (int i = 0; i < 1000; i++) sink = w.makePair(null, null);
+        Object[] keep = new Object[count];
+        settle();
+        long heap0 = heapUsed(), rss0 = rss();
+        for (int i = 0; i < count; i++) keep[i] = w.makePair(null, null);
+        settle();
+        long heap1 = heapUsed(), rss1 = rss();
+        double bytes = ((heap1 - heap0) + (rss1 - rss0)) / (double) count;
+        sink = keep;
+        System.out.printf(Locale.ROOT, "java W5  %-8s %9.2f bytes/object  (n=%d; heap %.1f + native %.1f)%n",
+                peer, bytes, count, (heap1 - heap0) / (double) count, (rss1 - rss0) / (double) count);
+        records.add(String.format(Locale.ROOT,
+                "{\"lang\":\"java\",\"workload\":\"W5\",\"peer\":\"%s\",\"value\":%.4f,"
+                        + "\"unit\":\"bytes/object\",\"n\":%d,\"repeats\":1,\"min\":%.4f,\"max\":%.4f}",
+                peer, bytes, count, bytes, bytes));
+    }
+
+    private static void settle() throws InterruptedException {
+        for (int i = 0; i < 3; i++) {
+            System.gc();
+            Thread.sleep(50);
+        }
+    }
+
+    private static long heapUsed() {
+        Runtime r = Runtime.getRuntime();
+        return r.totalMemory() - r.freeMemory();
+    }
+
+    private static long rss() throws IOException {
+        String[] statm = Files.readString(Path.of("/proc/self/statm")).trim().split(" ");
+        return Long.parseLong(statm[1]) * 4096;
     }
 
     /**
