@@ -56,11 +56,12 @@ function makeLoop(body, peer) {
     };`);
 }
 
-/** Peers: name -> { W1..W7: [f, x, p, cb] } for the workloads it can express. */
-function loadPeers() {
+/** Peers: name -> { W1..W7: [f, x, p, cb] } for the workloads it can express (`only`: one). */
+function loadPeers(only) {
   const peers = {};
   const skipped = [];
   const add = (name, load) => {
+    if (only && name !== only) return;
     try {
       peers[name] = load();
     } catch (e) {
@@ -174,12 +175,72 @@ function runW5(names) {
   return records;
 }
 
+// W9: threaded churn in WORKERS worker_threads, each running rounds of: construct
+// `o = new Pair(x, x)`, store it in `h = new Pair(o, null)`, fetch `echo(o)`, refetch `h.first`
+// twice; every fetch must be the canonical wrapper (a duplicate fails the run). Per round over
+// the whole span (the workers start together on a shared counter), as the JVM's and Python's.
+const WORKERS = 4;
+const W9_ROUNDS = quick ? 8_000 : 200_000;
+
+function churnWorker({ peer, rounds, ready }) {
+  const { parentPort } = require('worker_threads');
+  const { peers } = loadPeers(peer);
+  const [Pair, x] = peers[peer].W4;
+  const echo = peers[peer].W1[0];
+  const counter = new Int32Array(ready);
+  Atomics.add(counter, 0, 1);
+  while (Atomics.load(counter, 0) < WORKERS) Atomics.wait(counter, 0, Atomics.load(counter, 0), 1);
+  let failures = 0;
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < rounds; i++) {
+    const o = new Pair(x, x);
+    const h = new Pair(o, null);
+    if (echo(o) !== o) failures++;
+    if (h.first !== h.first) failures++;
+  }
+  const t1 = process.hrtime.bigint();
+  parentPort.postMessage({ t0, t1, failures });
+}
+
+async function churnOnce(peer) {
+  const { Worker } = require('worker_threads');
+  const ready = new SharedArrayBuffer(4);
+  const rounds = Math.max(1, Math.floor(W9_ROUNDS / WORKERS));
+  const results = await Promise.all(Array.from({ length: WORKERS }, () => new Promise((resolve, reject) => {
+    const w = new Worker(__filename, {
+      argv: ['--peers', peersDir, '--tether', tetherDir, '--out', '-'],
+      workerData: { peer, rounds, ready },
+    });
+    w.once('message', resolve);
+    w.once('error', reject);
+  })));
+  const failures = results.reduce((n, r) => n + r.failures, 0);
+  if (failures) throw new Error(`W9 ${peer}: ${failures} fetches were not the canonical wrapper`);
+  const span = Number(results.reduce((m, r) => (r.t1 > m ? r.t1 : m), 0n) -
+    results.reduce((m, r) => (r.t0 < m ? r.t0 : m), results[0].t0));
+  return span / (rounds * WORKERS);
+}
+
+async function runW9(names) {
+  const records = [];
+  const repeats = quick ? 3 : 7;
+  for (const name of names) {
+    const samples = [];
+    for (let r = 0; r < repeats; r++) samples.push(await churnOnce(name));
+    const value = median(samples);
+    console.log(`node W9  ${name.padEnd(8)} ${value.toFixed(2).padStart(9)} ns/op  (n=${W9_ROUNDS}, ${repeats} repeats, ${WORKERS} workers)`);
+    records.push({ lang: 'node', workload: 'W9', peer: name, value, unit: 'ns/op', n: W9_ROUNDS,
+      repeats, min: Math.min(...samples), max: Math.max(...samples) });
+  }
+  return records;
+}
+
 function median(xs) {
   const s = [...xs].sort((a, b) => a - b);
   return s[s.length >> 1];
 }
 
-function main() {
+async function main() {
   if (opt('--w5')) {
     w5Child(opt('--w5'), Number(opt('--w5-count')));
     return;
@@ -219,8 +280,16 @@ function main() {
     }
   }
   records.push(...runW5(Object.keys(peers).filter((name) => peers[name].fresh)));
+  records.push(...(await runW9(Object.keys(peers).filter((name) => peers[name].W4))));
   const versions = { node: process.version, 'node-api': process.versions.napi };
   fs.writeFileSync(out, JSON.stringify({ records, versions, skipped }, null, 1));
 }
 
-main();
+if (require('worker_threads').isMainThread) {
+  main().catch((e) => {
+    console.error(e);
+    process.exit(1);
+  });
+} else {
+  churnWorker(require('worker_threads').workerData);
+}

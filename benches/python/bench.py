@@ -142,7 +142,58 @@ def run_timed(peers_, quick):
         samples = [threaded_echo(ns, total) for _ in range(3 if quick else 7)]
         records.append(record("W6", name, median(samples), total, samples))
     records += run_scale(peers_, quick, target, repeats)
+    # W9: threaded churn, THREADS threads each constructing, fetching, dropping and refetching.
+    total = 8_000 if quick else 200_000
+    for name, ns in peers_.items():
+        try:
+            samples = [threaded_churn(ns, total) for _ in range(3 if quick else 7)]
+        except Exception as e:  # noqa: BLE001 - report and skip this peer's workload
+            print(f"python W9  {name:<8} skipped: {type(e).__name__}: {str(e).splitlines()[0]}")
+            continue
+        records.append(record("W9", name, median(samples), total, samples))
     return records
+
+
+def threaded_churn(ns, total):
+    """W9: THREADS threads each run total/THREADS rounds of: construct `o = Pair(x, x)`, store
+    it in `h = Pair(o, None)`, fetch `echo(o)`, drop `o`, refetch `h.first` twice. Every fetch
+    must be the canonical wrapper (checked: a duplicate fails the run; tvm-ffi, which has no
+    identity, is checked with `same_as`). Per round over the whole span, as W6."""
+    Pair, echo, x = ns["Pair"], ns["echo"], ns["x"]
+    first = ns.get("first_attr", "first")
+    per = max(1, total // THREADS)
+    start = threading.Barrier(THREADS)
+    spans = [None] * THREADS
+    failures = []
+
+    def same(a, b):
+        return a is b or (hasattr(a, "same_as") and a.same_as(b))
+
+    def worker(i):
+        start.wait()
+        t0 = time.perf_counter_ns()
+        try:
+            for _ in range(per):
+                o = Pair(x, x)
+                h = Pair(o, None)
+                if not same(echo(o), o):
+                    failures.append("echo(o) is not o")
+                del o
+                if not same(getattr(h, first), getattr(h, first)):
+                    failures.append("two fetches of one object gave two wrappers")
+        except Exception as e:  # noqa: BLE001 - e.g. a peer whose pair cannot hold a pair
+            failures.append(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        spans[i] = (t0, time.perf_counter_ns())
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if failures:
+        raise AssertionError(f"W9: {failures[0]} ({len(failures)} times)")
+    span = max(e for _, e in spans) - min(s for s, _ in spans)
+    return span / (per * THREADS)
 
 
 def run_scale(peers_, quick, target, repeats):

@@ -17,7 +17,7 @@ const LANG: &str = "bench java";
 const FORKS: usize = 3;
 /// The harness's workloads (W5 is Python's); a peer that cannot express one reports nothing.
 /// One JVM per entry; "W8" measures its four rows (echo and field reads, 2^10 and 2^20 objects).
-const WORKLOADS: [&str; 8] = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8"];
+const WORKLOADS: [&str; 9] = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9"];
 /// W5's fork pre-touches a fixed heap, so the process's RSS grows by native memory only.
 const W5_HEAP: [&str; 3] = ["-Xms1g", "-Xmx1g", "-XX:+AlwaysPreTouch"];
 

@@ -20,7 +20,7 @@ pub struct Record {
     pub repeats: f64,
 }
 
-const WORKLOADS: [(&str, &str); 11] = [
+const WORKLOADS: [(&str, &str); 12] = [
     ("W1", "return an existing object: `echo(x)`"),
     ("W2", "read an object-typed field: `p.first`"),
     ("W3", "3-int call returning an int: `add3(1, 2, 3)`"),
@@ -32,6 +32,7 @@ const WORKLOADS: [(&str, &str); 11] = [
     ("W8 echo 1M", "W1 over random members of 2^20 live objects"),
     ("W8 field 1k", "W2 over random members of 2^10 live objects"),
     ("W8 field 1M", "W2 over random members of 2^20 live objects"),
+    ("W9", "threaded churn: construct, store, fetch, drop, refetch (per round, over all threads)"),
 ];
 
 const DOC: &str = "docs/benchmarks.md";

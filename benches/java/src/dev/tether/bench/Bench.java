@@ -95,6 +95,46 @@ public final class Bench {
         }
         if (wanted("W8")) scale(x);
         if (wanted("W5")) bytesPerObject();
+        if (wanted("W9")) measure("W9", n -> threadedChurn(x, n));
+    }
+
+    /**
+     * W9: THREADS threads each run n / THREADS rounds of: construct {@code o = makePair(x, x)},
+     * store it in {@code h = makePair(o, null)}, fetch {@code echo(o)}, drop {@code o}, refetch
+     * {@code first(h)} twice; every fetch must be the canonical wrapper (a duplicate fails the
+     * run). Per round over the whole span, as W6.
+     */
+    private long threadedChurn(Object x, int n) throws Exception {
+        int perThread = Math.max(1, n / THREADS);
+        CyclicBarrier start = new CyclicBarrier(THREADS);
+        long[] begin = new long[THREADS];
+        long[] finish = new long[THREADS];
+        Thread[] threads = new Thread[THREADS];
+        java.util.concurrent.atomic.AtomicReference<String> failure = new java.util.concurrent.atomic.AtomicReference<>();
+        for (int t = 0; t < THREADS; t++) {
+            int id = t;
+            threads[t] = new Thread(() -> {
+                try {
+                    start.await();
+                } catch (Exception e) {
+                    throw new RuntimeException(e);
+                }
+                begin[id] = System.nanoTime();
+                for (int i = 0; i < perThread; i++) {
+                    Object o = w.makePair(x, x);
+                    Object h = w.makePair(o, null);
+                    if (w.echo(o) != o) failure.compareAndSet(null, "echo(o) is not o");
+                    o = null;
+                    if (w.first(h) != w.first(h)) failure.compareAndSet(null, "two fetches gave two wrappers");
+                }
+                finish[id] = System.nanoTime();
+            });
+            threads[t].start();
+        }
+        for (Thread t : threads) t.join();
+        if (failure.get() != null) throw new AssertionError("W9: " + failure.get());
+        long dt = Arrays.stream(finish).max().getAsLong() - Arrays.stream(begin).min().getAsLong();
+        return dt * n / ((long) perThread * THREADS);
     }
 
     /**

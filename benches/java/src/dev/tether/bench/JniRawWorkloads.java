@@ -43,6 +43,6 @@ public final class JniRawWorkloads implements Workloads {
 
     @Override
     public boolean has(String workload) {
-        return !workload.equals("W2") && !workload.equals("W4") && !workload.equals("W5");
+        return !workload.equals("W2") && !workload.equals("W4") && !workload.equals("W5") && !workload.equals("W9");
     }
 }
