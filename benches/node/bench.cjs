@@ -72,7 +72,13 @@ function loadPeers(only) {
     const raw = require(path.join(peersDir, 'peer_napi_raw.node'));
     const x = {};
     // No native object type: its W8 objects are plain JS objects (echo passes them through).
-    return { W1: [raw.echo, x], W3: [raw.add3], W7: [raw.call, x, null, () => x], make: () => ({ first: x }) };
+    return {
+      W1: [raw.echo, x],
+      W3: [raw.add3],
+      W4: [raw.Pair, x],
+      W7: [raw.call, x, null, () => x],
+      make: () => ({ first: x }),
+    };
   });
   add('napi', () => {
     const napi = require(path.join(peersDir, 'peer_napi.node'));
@@ -280,7 +286,7 @@ async function main() {
     }
   }
   records.push(...runW5(Object.keys(peers).filter((name) => peers[name].fresh)));
-  records.push(...(await runW9(Object.keys(peers).filter((name) => peers[name].W4))));
+  records.push(...(await runW9(Object.keys(peers).filter((name) => peers[name].W2))));
   const versions = { node: process.version, 'node-api': process.versions.napi };
   fs.writeFileSync(out, JSON.stringify({ records, versions, skipped }, null, 1));
 }

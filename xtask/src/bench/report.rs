@@ -250,6 +250,8 @@ fn targets(run: &Run) -> Vec<Target> {
         ("Node W1 within 1.6x of raw Node-API", "node", "W1", "napi_raw", 1.6),
         ("Node W3 within 1.3x of raw Node-API", "node", "W3", "napi_raw", 1.3),
         ("Node W7 within 1.5x of raw Node-API", "node", "W7", "napi_raw", 1.5),
+        ("Node W4 within 1.3x of raw Node-API's napi_wrap class", "node", "W4", "napi_raw", 1.3),
+        ("Node W4 at most half of napi-rs's", "node", "W4", "napi", 0.5),
         ("JVM W1 within 2.0x of raw JNI", "java", "W1", "jni_raw", 2.0),
         ("JVM W3 within 1.5x of raw JNI", "java", "W3", "jni_raw", 1.5),
         ("JVM W4 within 1.0x of jni 0.22", "java", "W4", "jni", 1.0),
