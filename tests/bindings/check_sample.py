@@ -2,7 +2,7 @@
 --only examples, part "stale bindings"). Keyword escaping: the registry's `import` method and
 its `class` parameter are `import_` and a positional-only `class_`; nullability: Optional
 results and fields are `X | None`; a static method (`Counter.parse`) is a `@staticmethod`
-returning its class."""
+returning its class; a Python subclass calls the stub's `__init__`."""
 
 import sample
 import tether_ffi
@@ -30,4 +30,17 @@ label: str | None = names.label
 assert label == "abc"
 names.label = None
 assert names.label is None
+
+
+class Tally(sample.Counter):
+    """A Python subclass with its own constructor: the stub's `__init__` is what it calls."""
+
+    def __init__(self, start: int, label: str) -> None:
+        super().__init__(start=start)
+        self.label = label
+
+
+tally = Tally(3, "t")
+assert isinstance(tally, sample.Counter) and tally.count == 3 and tally.label == "t"
+assert tally.increment_by() == 4
 print("sample bindings: ok")

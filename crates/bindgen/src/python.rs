@@ -119,10 +119,12 @@ fn write_class(module: &Module, t: &TypeDecl, out: &mut String) {
     let _ = writeln!(out, "\nclass {}({parent}):", t.class_name);
     let mut body = docstring(&t.doc, "    ");
     let _ = writeln!(body, "    __tether_type_key__: str  # {:?}", t.key);
+    // The constructor is `__init__` (what a Python subclass's own `__init__` calls through
+    // `super().__init__(...)`; the generated class's `__new__` takes the same arguments).
     if let Some(sig) = t.constructor {
-        let _ = writeln!(body, "    def __new__({}) -> {}: ...", params_text(module, sig, Some("cls")), t.class_name);
+        let _ = writeln!(body, "    def __init__({}) -> None: ...", params_text(module, sig, Some("self")));
     } else if t.has_constructor {
-        let _ = writeln!(body, "    def __new__(cls, *args: Any, **kwargs: Any) -> {}: ...", t.class_name);
+        let _ = writeln!(body, "    def __init__(self, *args: Any, **kwargs: Any) -> None: ...");
     }
     for f in &t.fields {
         let name = py_name(&f.name);
