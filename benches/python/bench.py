@@ -89,9 +89,9 @@ def calibrate(timer, target_s):
         n *= 2
 
 
-def threaded_echo(ns, total):
-    """W6: THREADS threads each run total/THREADS echoes; per-op time over the whole span."""
-    echo, x = ns["echo"], ns["x"]
+def per_op_over_threads(total, body):
+    """Run `body(rounds)` on THREADS threads at once (total/THREADS rounds each); the time per
+    round over the whole span, from the first thread's start to the last one's end."""
     per = max(1, total // THREADS)
     start = threading.Barrier(THREADS)
     spans = [None] * THREADS
@@ -99,8 +99,7 @@ def threaded_echo(ns, total):
     def worker(i):
         start.wait()
         t0 = time.perf_counter_ns()
-        for _ in range(per):
-            echo(x)
+        body(per)
         spans[i] = (t0, time.perf_counter_ns())
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(THREADS)]
@@ -110,6 +109,17 @@ def threaded_echo(ns, total):
         t.join()
     span = max(e for _, e in spans) - min(s for s, _ in spans)
     return span / (per * THREADS)
+
+
+def threaded_echo(ns, total):
+    """W6: THREADS threads each run total/THREADS echoes; per-op time over the whole span."""
+    echo, x = ns["echo"], ns["x"]
+
+    def body(rounds):
+        for _ in range(rounds):
+            echo(x)
+
+    return per_op_over_threads(total, body)
 
 
 def median(xs):
@@ -161,19 +171,14 @@ def threaded_churn(ns, total):
     identity, is checked with `same_as`). Per round over the whole span, as W6."""
     Pair, echo, x = ns["Pair"], ns["echo"], ns["x"]
     first = ns.get("first_attr", "first")
-    per = max(1, total // THREADS)
-    start = threading.Barrier(THREADS)
-    spans = [None] * THREADS
     failures = []
 
     def same(a, b):
         return a is b or (hasattr(a, "same_as") and a.same_as(b))
 
-    def worker(i):
-        start.wait()
-        t0 = time.perf_counter_ns()
+    def body(rounds):
         try:
-            for _ in range(per):
+            for _ in range(rounds):
                 o = Pair(x, x)
                 h = Pair(o, None)
                 if not same(echo(o), o):
@@ -183,17 +188,11 @@ def threaded_churn(ns, total):
                     failures.append("two fetches of one object gave two wrappers")
         except Exception as e:  # noqa: BLE001 - e.g. a peer whose pair cannot hold a pair
             failures.append(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
-        spans[i] = (t0, time.perf_counter_ns())
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(THREADS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    value = per_op_over_threads(total, body)
     if failures:
         raise AssertionError(f"W9: {failures[0]} ({len(failures)} times)")
-    span = max(e for _, e in spans) - min(s for s, _ in spans)
-    return span / (per * THREADS)
+    return value
 
 
 def run_scale(peers_, quick, target, repeats):

@@ -23,10 +23,9 @@ use tether_core::object::ObjectHeader;
 use tether_core::{Any, AnyView, Error, Function, ObjectArc, ObjectRef};
 
 use crate::convert::{any_to_js, js_to_any};
-use crate::env::EnvState;
+use crate::env::{EnvState, HeldRef};
 use crate::errors::fail_to_error;
 use crate::raw::{self, napi_call, JsResult, Ref, Value};
-use crate::tie::arc_of;
 
 /// First word of the wrap payload on a JS function that has a native Function.
 pub const LINK_MAGIC: u64 = 0x7465_7468_6572_4c4b; // "tetherLK"
@@ -38,17 +37,13 @@ struct Link {
     func: RefCell<Option<WeakObjectArc<FunctionObj>>>,
 }
 
-/// The data of a Function made from a JS function.
-struct JsCallback {
-    state: Arc<EnvState>,
-    /// Strong reference to the JS function (deleted on the JS thread when the Function dies).
-    func: Ref,
-}
+/// The data of a Function made from a JS function: the JS function, held strongly (deleted
+/// on the JS thread when the Function dies).
+type JsCallback = HeldRef;
 
 unsafe extern "C" fn drop_js_callback(data: *mut c_void) {
     // SAFETY: the box leaked in `function_from_js`, dropped once by the Function.
-    let cb = unsafe { Box::from_raw(data as *mut JsCallback) };
-    cb.state.delete_reference_anywhere(cb.func);
+    drop(unsafe { Box::from_raw(data as *mut JsCallback) });
 }
 
 unsafe extern "C" fn finalize_link(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
@@ -68,8 +63,8 @@ fn js_callback_of(obj: *mut ObjectHeader) -> Option<&'static JsCallback> {
 /// The JS function behind a Function made in this env from a JS function.
 pub fn js_function_of(state: &EnvState, obj: &ObjectRef) -> JsResult<Option<Value>> {
     match js_callback_of(obj.as_ptr()) {
-        Some(cb) if std::ptr::eq(Arc::as_ptr(&cb.state), state) => Ok(Some(raw::reference_value(state.env, cb.func)?)),
-        _ => Ok(None),
+        Some(cb) => cb.value_in(state).transpose(),
+        None => Ok(None),
     }
 }
 
@@ -88,8 +83,7 @@ pub fn function_from_js(state: &EnvState, f: Value) -> JsResult<Any> {
     if let Some(func) = link.and_then(|l| l.func.borrow().as_ref().and_then(WeakObjectArc::upgrade)) {
         return Ok(Any::object(func.into()));
     }
-    let strong = raw::strong_ref(env, f)?;
-    let data = Box::into_raw(Box::new(JsCallback { state: arc_of(state), func: strong })) as *mut c_void;
+    let data = Box::into_raw(Box::new(HeldRef::new(state, f)?)) as *mut c_void;
     // SAFETY: `js_callback_call` reads exactly this data; `drop_js_callback` frees it, and
     // both may run on any thread. The native name is never shown (the Function comes back to
     // JS as `f` itself), so it is a short inline string: no property read or allocation.
@@ -137,7 +131,7 @@ unsafe extern "C" fn js_callback_call(
             unsafe { std::slice::from_raw_parts(args, n as usize) }
         };
         if cb.state.on_js_thread() {
-            invoke_on_js_thread(&cb.state, cb.func, args)
+            invoke_on_js_thread(&cb.state, cb.reference, args)
         } else {
             // SAFETY: the caller keeps the Function alive during the call; we take our own +1.
             let func = unsafe { ObjectRef::from_borrowed(handle) };
@@ -269,7 +263,7 @@ unsafe extern "C" fn call_js(raw_env: sys::napi_env, _js_callback: Value, contex
     if let Job::Call(p) = *job {
         let cb = js_callback_of(p.func.as_ptr()).expect("queued calls are JS callbacks");
         let views: Vec<AnyView<'_>> = p.args.iter().map(Any::view).collect();
-        let outcome = catch_panic(|| invoke_on_js_thread(state, cb.func, &views));
+        let outcome = catch_panic(|| invoke_on_js_thread(state, cb.reference, &views));
         p.finish(outcome);
     }
 }

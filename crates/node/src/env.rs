@@ -134,6 +134,33 @@ impl EnvState {
     }
 }
 
+/// A strong reference to a JS value of one env, which native code owns and may drop on any
+/// thread: a JS function a native Function calls, an object a host value holds.
+pub struct HeldRef {
+    pub state: Arc<EnvState>,
+    pub reference: Ref,
+}
+
+impl HeldRef {
+    /// A new strong reference to `v` in `state`'s env.
+    pub fn new(state: &EnvState, v: crate::raw::Value) -> crate::raw::JsResult<HeldRef> {
+        Ok(HeldRef { state: crate::tie::arc_of(state), reference: raw::strong_ref(state.env, v)? })
+    }
+
+    /// The value, when `state` is the env it belongs to.
+    pub fn value_in(&self, state: &EnvState) -> Option<crate::raw::JsResult<crate::raw::Value>> {
+        std::ptr::eq(Arc::as_ptr(&self.state), state).then(|| raw::reference_value(state.env, self.reference))
+    }
+}
+
+impl Drop for HeldRef {
+    /// Deleted on the env's JS thread (queued and the thread poked when dropped elsewhere;
+    /// nothing to do once the env is gone).
+    fn drop(&mut self) {
+        self.state.delete_reference_anywhere(self.reference);
+    }
+}
+
 /// The main env and its state, so that the hot paths find the state without a Node-API call
 /// (set by [`init_env`], cleared by the env's cleanup hook before the state can go away).
 static MAIN_ENV: AtomicPtr<sys::napi_env__> = AtomicPtr::new(ptr::null_mut());

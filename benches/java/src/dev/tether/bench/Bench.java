@@ -105,36 +105,18 @@ public final class Bench {
      * run). Per round over the whole span, as W6.
      */
     private long threadedChurn(Object x, int n) throws Exception {
-        int perThread = Math.max(1, n / THREADS);
-        CyclicBarrier start = new CyclicBarrier(THREADS);
-        long[] begin = new long[THREADS];
-        long[] finish = new long[THREADS];
-        Thread[] threads = new Thread[THREADS];
         java.util.concurrent.atomic.AtomicReference<String> failure = new java.util.concurrent.atomic.AtomicReference<>();
-        for (int t = 0; t < THREADS; t++) {
-            int id = t;
-            threads[t] = new Thread(() -> {
-                try {
-                    start.await();
-                } catch (Exception e) {
-                    throw new RuntimeException(e);
-                }
-                begin[id] = System.nanoTime();
-                for (int i = 0; i < perThread; i++) {
-                    Object o = w.makePair(x, x);
-                    Object h = w.makePair(o, null);
-                    if (w.echo(o) != o) failure.compareAndSet(null, "echo(o) is not o");
-                    o = null;
-                    if (w.first(h) != w.first(h)) failure.compareAndSet(null, "two fetches gave two wrappers");
-                }
-                finish[id] = System.nanoTime();
-            });
-            threads[t].start();
-        }
-        for (Thread t : threads) t.join();
+        long dt = perOpOverThreads(n, rounds -> {
+            for (int i = 0; i < rounds; i++) {
+                Object o = w.makePair(x, x);
+                Object h = w.makePair(o, null);
+                if (w.echo(o) != o) failure.compareAndSet(null, "echo(o) is not o");
+                o = null;
+                if (w.first(h) != w.first(h)) failure.compareAndSet(null, "two fetches gave two wrappers");
+            }
+        });
         if (failure.get() != null) throw new AssertionError("W9: " + failure.get());
-        long dt = Arrays.stream(finish).max().getAsLong() - Arrays.stream(begin).min().getAsLong();
-        return dt * n / ((long) perThread * THREADS);
+        return dt;
     }
 
     /**
@@ -261,12 +243,17 @@ public final class Bench {
         return System.nanoTime() - t0;
     }
 
-    /**
-     * W6: THREADS threads each run n / THREADS echoes; returns the wall time from the first
-     * thread's start to the last thread's end (each thread reads the clock itself, so a
-     * descheduled main thread cannot distort the span).
-     */
+    /** W6: THREADS threads each run n / THREADS echoes (see {@link #perOpOverThreads}). */
     private long threadedEcho(Object x, int n) throws Exception {
+        return perOpOverThreads(n, rounds -> loopEcho(x, rounds));
+    }
+
+    /**
+     * Runs {@code body} on THREADS threads at once, n / THREADS rounds each; returns the wall
+     * time from the first thread's start to the last thread's end, scaled back to n rounds
+     * (each thread reads the clock itself, so a descheduled main thread cannot distort it).
+     */
+    private static long perOpOverThreads(int n, java.util.function.IntConsumer body) throws Exception {
         int perThread = Math.max(1, n / THREADS);
         CyclicBarrier start = new CyclicBarrier(THREADS);
         long[] begin = new long[THREADS];
@@ -281,14 +268,13 @@ public final class Bench {
                     throw new RuntimeException(e);
                 }
                 begin[id] = System.nanoTime();
-                loopEcho(x, perThread);
+                body.accept(perThread);
                 finish[id] = System.nanoTime();
             });
             threads[t].start();
         }
         for (Thread t : threads) t.join();
         long dt = Arrays.stream(finish).max().getAsLong() - Arrays.stream(begin).min().getAsLong();
-        // Per operation over all threads, scaled back to n operations.
         return dt * n / ((long) perThread * THREADS);
     }
 
