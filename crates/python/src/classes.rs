@@ -113,20 +113,26 @@ fn common_slots() -> Vec<ffi::PyType_Slot> {
 /// The base type's slots: the common ones, and its weak reference list (every generated class
 /// inherits it, so `weakref.ref(wrapper)` works).
 fn base_slots() -> Vec<ffi::PyType_Slot> {
+    let mut slots = common_slots();
+    slots.push(offset_member(c"__weaklistoffset__", std::mem::offset_of!(Wrapper, weaklist)));
+    slots
+}
+
+/// A `Py_tp_members` slot declaring one special offset (`__weaklistoffset__`,
+/// `__vectorcalloffset__`): how PyType_FromSpec learns where such a field lives.
+pub fn offset_member(name: &'static std::ffi::CStr, offset: usize) -> ffi::PyType_Slot {
     let members = Box::leak(Box::new([
         ffi::PyMemberDef {
-            name: c"__weaklistoffset__".as_ptr(),
+            name: name.as_ptr(),
             type_code: ffi::Py_T_PYSSIZET,
-            offset: std::mem::offset_of!(Wrapper, weaklist) as ffi::Py_ssize_t,
+            offset: offset as ffi::Py_ssize_t,
             flags: ffi::Py_READONLY,
             doc: null_mut(),
         },
         // SAFETY: an all-zero PyMemberDef ends the list.
         unsafe { std::mem::zeroed() },
     ]));
-    let mut slots = common_slots();
-    slots.push(slot(ffi::Py_tp_members, members.as_mut_ptr() as *mut c_void));
-    slots
+    slot(ffi::Py_tp_members, members.as_mut_ptr() as *mut c_void)
 }
 
 unsafe fn make_type(
@@ -198,17 +204,7 @@ unsafe fn build(index: i32) -> *mut ffi::PyTypeObject {
         let mut slots = common_slots();
         let mut flags = 0u64;
         let basicsize = if is_function {
-            let members = Box::leak(Box::new([
-                ffi::PyMemberDef {
-                    name: c"__vectorcalloffset__".as_ptr(),
-                    type_code: ffi::Py_T_PYSSIZET,
-                    offset: std::mem::offset_of!(FunctionWrapper, vectorcall) as ffi::Py_ssize_t,
-                    flags: ffi::Py_READONLY,
-                    doc: null_mut(),
-                },
-                std::mem::zeroed(),
-            ]));
-            slots.push(slot(ffi::Py_tp_members, members.as_mut_ptr() as *mut c_void));
+            slots.push(offset_member(c"__vectorcalloffset__", std::mem::offset_of!(FunctionWrapper, vectorcall)));
             slots.push(slot(ffi::Py_tp_call, ffi::PyVectorcall_Call as *mut c_void));
             flags |= ffi::Py_TPFLAGS_HAVE_VECTORCALL;
             std::mem::size_of::<FunctionWrapper>()
