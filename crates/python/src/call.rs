@@ -3,7 +3,8 @@
 //!
 //! The path: arguments into a stack array of views, `safe_call` directly, the result back
 //! through the tie. The GIL is released around the call unless the function is a leaf
-//! (`FUNC_LEAF`: it neither blocks nor calls back).
+//! (`FUNC_LEAF`: it neither blocks nor calls back) or nonblocking (`FUNC_NONBLOCKING`: its
+//! callbacks re-enter on this thread, which keeps the GIL).
 
 use std::mem::MaybeUninit;
 use std::ptr::null_mut;
@@ -13,7 +14,7 @@ use pyo3::ffi;
 use tether_core::any::{Any, AnyView};
 use tether_core::arc::ObjectBox;
 use tether_core::boundary::{argument_message, ArgumentSource, Called, LeafCall};
-use tether_core::function::{FunctionObj, FUNC_LEAF, FUNC_SIGNED};
+use tether_core::function::{FunctionObj, FUNC_LEAF, FUNC_NONBLOCKING, FUNC_SIGNED};
 use tether_core::object::ObjectHeader;
 use tether_core::signature::{bind_call, Bound};
 use tether_core::types;
@@ -22,7 +23,7 @@ use tether_core::Error;
 use crate::convert::{self, Arena};
 use crate::errors::PyErrSet;
 use crate::wrapper::{self, PyHost, Wrapper};
-use crate::{classes, errors, pending, state};
+use crate::{callback, classes, errors, pending, state};
 
 /// Arguments converted on the stack up to this count.
 const STACK_ARGS: usize = 8;
@@ -65,15 +66,16 @@ unsafe fn call_with<const LEAF: bool>(
     f: &FunctionObj,
     args: &[*mut ffi::PyObject],
 ) -> *mut ffi::PyObject {
-    let mut arena = Arena::new();
+    let mut arena = Arena::for_call();
     // The source holds only references: nothing of it escapes the inlined driver, so it
     // stays in registers.
-    let mut source = PyArguments { args, arena: &mut arena };
+    let keep_gil = !LEAF && f.flags & FUNC_NONBLOCKING != 0;
+    let mut source = PyArguments { args, arena: &mut arena, keep_gil };
     let mut result = Any::none();
     // SAFETY: GIL held, `func` live and `f` its body, `args` alive for the call (caller).
     let called =
         unsafe { state::frontend().call::<STACK_ARGS, _>(func, f, args.len(), LEAF, &mut source, &mut result) };
-    drop(arena);
+    arena.finish();
     // SAFETY: GIL held (caller).
     unsafe {
         match called {
@@ -94,6 +96,9 @@ unsafe fn call_with<const LEAF: bool>(
 struct PyArguments<'a> {
     args: &'a [*mut ffi::PyObject],
     arena: &'a mut Arena,
+    /// A nonblocking call keeps the GIL, unless an argument is a native Function that may
+    /// block (the callee would call it with the GIL held).
+    keep_gil: bool,
 }
 
 // SAFETY: `to_view_into` keeps what a view borrows in the arena (dropped with the source) or
@@ -113,12 +118,20 @@ unsafe impl ArgumentSource<PyHost> for PyArguments<'_> {
         // asks for indices below the count it was given, `args.len()`.
         unsafe {
             let arg = *self.args.get_unchecked(index);
-            convert::to_view_into(arg, self.arena, leaf.map(|l| (l, index)), view)
+            convert::to_view_into(arg, self.arena, leaf.map(|l| (l, index)), view)?;
+            if self.keep_gil && callback::may_block(view.assume_init_ref()) {
+                self.keep_gil = false;
+            }
+            Ok(())
         }
     }
 
     #[inline(always)]
     fn unlocked(&mut self, call: impl FnOnce() -> i32) -> i32 {
+        if self.keep_gil {
+            // Nonblocking: its callbacks re-enter on this thread, which holds the GIL.
+            return call();
+        }
         // SAFETY: the GIL is held here; the call touches no Python object until it is back.
         let ts = unsafe { ffi::PyEval_SaveThread() };
         let rc = call();
@@ -152,15 +165,31 @@ pub unsafe extern "C" fn function_vectorcall(
     // SAFETY: CPython's vectorcall contract: `args` holds `n` live borrowed objects, then one
     // value per name in `kwnames`.
     unsafe {
-        let n = nargsf & !ffi::PY_VECTORCALL_ARGUMENTS_OFFSET;
         let func = (*(callable as *mut Wrapper)).obj.load(Ordering::Acquire);
         if func.is_null() {
             return wrapper::native_of(callable).map_or(null_mut(), |_| null_mut());
         }
+        vectorcall_native(func, args, nargsf, kwnames)
+    }
+}
+
+/// Call native Function `func` with a vectorcall's arguments: positional calls of the
+/// declared arity (nearly all) pay one comparison for keywords and defaults.
+///
+/// # Safety
+/// GIL held; `func` is a live Function; CPython's vectorcall contract for the rest.
+#[inline(always)]
+unsafe fn vectorcall_native(
+    func: *mut ObjectHeader,
+    args: *const *mut ffi::PyObject,
+    nargsf: usize,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: the caller's guarantees: `args` holds `n` objects, then one per keyword name.
+    unsafe {
+        let n = nargsf & !ffi::PY_VECTORCALL_ARGUMENTS_OFFSET;
         let n_keywords = if kwnames.is_null() { 0 } else { ffi::PyTuple_GET_SIZE(kwnames) as usize };
         let f = &(*(func as *const ObjectBox<FunctionObj>)).value;
-        // Positional calls of the declared arity (nearly all) pay one comparison for keywords
-        // and defaults.
         if n_keywords > 0 || (n as i32 != f.arity && f.flags & FUNC_SIGNED != 0) {
             let given = std::slice::from_raw_parts(args, n + n_keywords);
             let names = if n_keywords == 0 {
