@@ -204,6 +204,74 @@ unsafe fn vectorcall_native(
     }
 }
 
+/// tp_vectorcall of every generated class: `Pair(x, y)` calls the constructor with the
+/// caller's argument array, without the argument tuple, `type_call` and `tp_new`/`tp_init`
+/// that a class call takes otherwise (our `tp_init` does nothing for what our `tp_new` made).
+/// Python subclasses do not inherit it (CPython never does), so theirs stay `tp_new` (empty
+/// instance) then `__init__`; a generated class given its own `__new__` or `__init__` from
+/// Python takes `type_call` too.
+pub unsafe extern "C" fn class_vectorcall(
+    callable: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: usize,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: CPython's vectorcall contract; `callable` is one of our generated classes (the
+    // only types this is installed on).
+    unsafe {
+        let cls = callable as *mut ffi::PyTypeObject;
+        let own_new = (*cls).tp_new.map(|f| f as usize) == Some(object_new as *const () as usize);
+        let own_init = (*cls).tp_init.map(|f| f as usize) == Some(object_init as *const () as usize);
+        if !own_new || !own_init {
+            return class_call(cls, args, nargsf, kwnames);
+        }
+        let Some((_, ctor)) = constructor_of(cls) else {
+            return null_mut();
+        };
+        vectorcall_native(ctor.constructor, args, nargsf, kwnames)
+    }
+}
+
+/// A class call as `type_call` makes it (arguments as a tuple and a dict): for a generated
+/// class whose `__new__` or `__init__` Python replaced.
+///
+/// # Safety
+/// As [`class_vectorcall`].
+#[cold]
+unsafe fn class_call(
+    cls: *mut ffi::PyTypeObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: usize,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: as the caller's; the tuple and dict made here are ours to release.
+    unsafe {
+        let n = nargsf & !ffi::PY_VECTORCALL_ARGUMENTS_OFFSET;
+        let n_keywords = if kwnames.is_null() { 0 } else { ffi::PyTuple_GET_SIZE(kwnames) };
+        let positional = ffi::PyTuple_New(n as ffi::Py_ssize_t);
+        if positional.is_null() {
+            return null_mut();
+        }
+        for i in 0..n {
+            ffi::PyTuple_SET_ITEM(positional, i as ffi::Py_ssize_t, ffi::Py_NewRef(*args.add(i)));
+        }
+        let keywords = if n_keywords == 0 { null_mut() } else { ffi::PyDict_New() };
+        for k in 0..n_keywords {
+            let name = ffi::PyTuple_GET_ITEM(kwnames, k);
+            if keywords.is_null() || ffi::PyDict_SetItem(keywords, name, *args.add(n + k as usize)) != 0 {
+                ffi::Py_DECREF(positional);
+                ffi::Py_XDECREF(keywords);
+                return null_mut();
+            }
+        }
+        let type_call = (*std::ptr::addr_of!(ffi::PyType_Type)).tp_call.expect("type has tp_call");
+        let out = type_call(cls as *mut ffi::PyObject, positional, keywords);
+        ffi::Py_DECREF(positional);
+        ffi::Py_XDECREF(keywords);
+        out
+    }
+}
+
 /// A call the positional path does not take: keyword arguments, or another count than the
 /// declared one (defaults to fill in, or a mismatch to word). The function's signature binds
 /// them (core's one rule, `signature::bind_call`) into positional order.
@@ -344,6 +412,7 @@ pub unsafe extern "C" fn object_init(
 ///
 /// # Safety
 /// GIL held.
+#[inline]
 unsafe fn constructor_of(cls: *mut ffi::PyTypeObject) -> Option<(i32, &'static types::TypeInfo)> {
     // SAFETY: GIL held (caller).
     unsafe {
@@ -352,15 +421,27 @@ unsafe fn constructor_of(cls: *mut ffi::PyTypeObject) -> Option<(i32, &'static t
             return None;
         };
         let info = types::type_info(index);
-        let Some(ctor) = info.filter(|i| !i.constructor.is_null()) else {
-            let key = info.map(|i| i.key()).unwrap_or("?");
-            errors::raise(Error::type_error(format!(
-                "cannot create {key} instances: the type has no registered constructor"
-            )));
-            return None;
-        };
-        Some((index, ctor))
+        match info.filter(|i| !i.constructor.is_null()) {
+            Some(ctor) => Some((index, ctor)),
+            None => no_constructor(info),
+        }
     }
+}
+
+/// [`constructor_of`]'s TypeError for a type without a constructor.
+///
+/// # Safety
+/// GIL held.
+#[cold]
+unsafe fn no_constructor(info: Option<&types::TypeInfo>) -> Option<(i32, &'static types::TypeInfo)> {
+    let key = info.map(|i| i.key()).unwrap_or("?");
+    // SAFETY: GIL held (caller).
+    unsafe {
+        errors::raise(Error::type_error(format!(
+            "cannot create {key} instances: the type has no registered constructor"
+        )))
+    };
+    None
 }
 
 /// Call the native constructor `ctor` with a tp_new/tp_init's arguments.

@@ -502,3 +502,56 @@ def test_a_lent_function_the_callee_keeps_is_the_callables_function(testing, bas
     gc.collect()
     assert ref() is None, "released once the stash let go"
     assert live_now() == baseline
+
+
+def test_class_calls_construct_from_the_callers_arguments(testing):
+    # `testing.Pair(...)` goes straight to the constructor (the class's vectorcall); the
+    # errors are the constructor's.
+    p = testing.Pair(1, second=2)
+    assert (p.first, p.second) == (1, 2) and type(p) is testing.Pair
+    with pytest.raises(TypeError, match="missing 1 required argument: 'second'"):
+        testing.Pair(1)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'third'"):
+        testing.Pair(1, 2, third=3)
+    with pytest.raises(TypeError, match="has no registered constructor"):
+        tether_ffi.namespace("testing").Aligned()
+
+
+REGISTERED_INIT = r"""
+import tether_ffi
+T = tether_ffi.testing
+calls = []
+
+@tether_ffi.register_object("testing.Triple")
+class _Triple:
+    def __init__(self, *args, **kwargs):
+        calls.append((args, kwargs))
+
+t = T.Triple(1, 2, third=3)
+assert (t.first, t.second, t.third) == (1, 2, 3)
+assert calls == [((1, 2), {"third": 3})], calls
+print("ok")
+"""
+
+
+def test_a_generated_class_given_an_init_from_python_runs_it():
+    # A class whose __init__ Python replaced is called as any class is (new, then init).
+    proc = subprocess.run([sys.executable, "-c", REGISTERED_INIT], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr
+
+
+def test_a_wrapper_that_is_its_objects_only_owner_frees_it(testing, baseline):
+    # The object dies with its wrapper (its block is not cached); one that native code also
+    # holds keeps its block and comes back at the same id.
+    p = testing.Pair(1, 2)
+    assert live_now() == baseline + 1
+    del p
+    assert live_now() == baseline
+    q = testing.Pair(3, 4)
+    testing.stash("q", q)
+    before = id(q)
+    del q
+    again = testing.take("q")
+    assert id(again) == before and again.first == 3
+    del again
+    assert live_now() == baseline
