@@ -66,7 +66,9 @@ unsafe fn call_with<const LEAF: bool>(
     f: &FunctionObj,
     args: &[*mut ffi::PyObject],
 ) -> *mut ffi::PyObject {
-    let mut arena = Arena::for_call();
+    // Finished by hand below: the call path never unwinds (a panic here would abort at the
+    // `extern "C"` vectorcall), so the drop glue is not needed, and `finish` moves nothing.
+    let mut arena = std::mem::ManuallyDrop::new(Arena::for_call());
     // The source holds only references: nothing of it escapes the inlined driver, so it
     // stays in registers.
     let keep_gil = !LEAF && f.flags & FUNC_NONBLOCKING != 0;

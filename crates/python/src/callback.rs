@@ -191,8 +191,11 @@ unsafe extern "C" fn call_callable(
         set_last_error(Error::runtime("the Python interpreter is shutting down"));
         return -1;
     }
-    // SAFETY: attaching is allowed from any thread while the interpreter runs.
-    let gstate = unsafe { ffi::PyGILState_Ensure() };
+    // A callback from a nonblocking call runs on the thread that holds the GIL: nothing to
+    // take (PyGILState_Ensure would only count it). Otherwise attach, from any thread, while
+    // the interpreter runs.
+    // SAFETY: both only read this thread's and the runtime's thread state.
+    let gstate = (!unsafe { holds_gil() }).then(|| unsafe { ffi::PyGILState_Ensure() });
     // SAFETY: `handle` is a live Function made by `function_for`; `args` holds `n` cells.
     let outcome = catch_panic(|| unsafe {
         pending::drain();
@@ -200,10 +203,36 @@ unsafe extern "C" fn call_callable(
         let args = if n <= 0 { &[][..] } else { std::slice::from_raw_parts(args, n as usize) };
         invoke(callable, args)
     });
-    // SAFETY: paired with the Ensure above.
-    unsafe { ffi::PyGILState_Release(gstate) };
+    if let Some(gstate) = gstate {
+        // SAFETY: paired with the Ensure above.
+        unsafe { ffi::PyGILState_Release(gstate) };
+    }
     // SAFETY: the caller's result cell holds None and is ours to fill.
     unsafe { tether_core::function::finish_call(outcome, result) }
+}
+
+/// Does this thread hold the GIL (on free-threaded builds: is it attached)? Its thread state
+/// (the one `PyGILState_Ensure` would use) is the interpreter's current one.
+///
+/// # Safety
+/// The interpreter is initialised.
+#[inline]
+unsafe fn holds_gil() -> bool {
+    // SAFETY: both read thread state without changing it (the caller's guarantee).
+    unsafe {
+        let mine = ffi::PyGILState_GetThisThreadState();
+        !mine.is_null() && mine == current_thread_state()
+    }
+}
+
+#[cfg(Py_3_13)]
+use ffi::PyThreadState_GetUnchecked as current_thread_state;
+
+#[cfg(not(Py_3_13))]
+extern "C" {
+    /// The thread state holding the GIL, or null: `PyThreadState_GetUnchecked` before 3.13.
+    #[link_name = "_PyThreadState_UncheckedGet"]
+    fn current_thread_state() -> *mut ffi::PyThreadState;
 }
 
 // Before 3.14, a thread that wants the GIL back while the interpreter finalizes is ended with

@@ -90,23 +90,22 @@ impl Drop for Arena {
 }
 
 impl Arena {
-    /// Drop the arena, inline for the common ones (nothing kept: a call whose arguments were
-    /// borrowed, or that was lent a Function) and out of line otherwise.
+    /// Release what the arena holds (it is empty afterwards), inline for the common cases:
+    /// nothing kept (a call whose arguments were borrowed, or that was lent a Function).
     #[inline(always)]
-    pub fn finish(mut self) {
+    pub fn finish(&mut self) {
         if self.keep.capacity() != 0 {
-            return self.finish_slow();
+            self.release_kept();
         }
         if let Some(lent) = self.lent.take() {
             // SAFETY: as in `drop`.
             unsafe { callback::give_back(lent) };
         }
-        std::mem::forget(self); // nothing else in it owns anything
     }
 
     #[inline(never)]
-    fn finish_slow(self) {
-        drop(self);
+    fn release_kept(&mut self) {
+        self.keep = Vec::new();
     }
 }
 
@@ -400,7 +399,8 @@ unsafe fn item_to_any(o: *mut ffi::PyObject, nesting: &mut Nesting<usize>) -> Re
 /// # Safety
 /// GIL held; `o` live.
 pub unsafe fn to_any(o: *mut ffi::PyObject) -> Result<Any, PyErrSet> {
-    let mut arena = Arena::new();
+    // Finished by hand (nothing here unwinds: see `call::call_with`).
+    let mut arena = std::mem::ManuallyDrop::new(Arena::new());
     // SAFETY: GIL held and `o` live (this function's contract); the view is copied before the
     // arena it may borrow from goes.
     let owned = unsafe { to_view(o, &mut arena, false) }.map(|view| view.to_owned_any());

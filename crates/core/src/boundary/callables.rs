@@ -53,10 +53,16 @@ impl CallableRegistry {
     /// if any. With no entry at all this takes no lock; a registration racing with the lookup
     /// may be missed (as if the lookup ran first), so callers that must not miss one
     /// serialize lookups and registrations (a serialized host's lock).
+    #[inline]
     pub fn live(&self, key: usize, same: impl Fn(usize) -> bool) -> Option<Function> {
         if self.count.load(Ordering::Acquire) == 0 {
             return None;
         }
+        self.live_locked(key, same)
+    }
+
+    #[inline(never)]
+    fn live_locked(&self, key: usize, same: impl Fn(usize) -> bool) -> Option<Function> {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         let found = entries.get(&key)?.iter().filter(|(handle, _)| same(*handle)).find_map(|(_, f)| f.upgrade());
         drop(entries);
