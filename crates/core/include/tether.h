@@ -162,6 +162,13 @@ typedef void (*TetherDataDropFn)(void *data);
  * by the core (api->set_signature); a function object built by hand against an older header
  * is 64 bytes and never has it. */
 #define TETHER_FUNC_SIGNED 8u
+/* Flag (ABI 1.5): the function does not block (it waits for no other thread: no join, no lock
+ * another thread may hold while calling into a language, no blocking I/O) and calls the
+ * language callables it calls on the calling thread, before it returns. A frontend may then
+ * keep its interpreter lock held across the call (Python keeps the GIL). Unlike a leaf,
+ * language code may run during the call. A function that calls a Function it was given is
+ * nonblocking only if that Function is. */
+#define TETHER_FUNC_NONBLOCKING 16u
 #define TETHER_LENT_MARK 1u
 
 /* ---- signatures (ABI 1.4) ----------------------------------------------------------------

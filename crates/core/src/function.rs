@@ -44,6 +44,17 @@ pub const FUNC_CELL_GETTER: u32 = 4;
 /// and never set it, so the field is read only when the flag says it is there.
 pub const FUNC_SIGNED: u32 = 8;
 
+/// Flag (ABI 1.5): the function does not block: it waits for no other thread (no join, no lock
+/// another thread may hold while it calls into a language, no blocking I/O), and the language
+/// callables it calls, it calls on the calling thread before it returns. So a frontend may keep
+/// its interpreter lock held across the call (Python keeps the GIL: a callback re-enters on
+/// the thread that holds it, instead of two lock hand-overs per callback); unlike a leaf,
+/// language code may run during the call, so arguments still hold their own references. A
+/// function that calls a Function it is given is nonblocking only if that Function is: Python
+/// releases the GIL anyway when an argument is a native Function that is neither a leaf nor
+/// nonblocking. Set by the plugin author (`Function::nonblocking`, `#[tether(nonblocking)]`).
+pub const FUNC_NONBLOCKING: u32 = 16;
+
 /// The body of a Function object. `#[repr(C)]`; C and plugins build these too.
 #[repr(C)]
 pub struct FunctionObj {
@@ -340,6 +351,13 @@ impl Function {
     /// Mark as a leaf (see [`FUNC_LEAF`]).
     pub fn leaf(mut self) -> Function {
         ObjectArc::get_mut(&mut self.0).expect("leaf on a shared function").flags |= FUNC_LEAF;
+        self
+    }
+
+    /// Mark as nonblocking: it may call back, on the calling thread only, and waits for no
+    /// other thread (see [`FUNC_NONBLOCKING`]).
+    pub fn nonblocking(mut self) -> Function {
+        ObjectArc::get_mut(&mut self.0).expect("nonblocking on a shared function").flags |= FUNC_NONBLOCKING;
         self
     }
 

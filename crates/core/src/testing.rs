@@ -216,6 +216,9 @@ pub(crate) fn register() {
         let f: Function = crate::function::convert_arg("testing.call", 1, args.first().unwrap_or(&AnyView::none()))?;
         f.call(&args[1..])
     })
+    // It calls f on the calling thread and waits for nothing else (frontends release their
+    // lock anyway when f is a native Function that may block).
+    .nonblocking()
     .with_doc("Return f(*args)."));
     reg(Function::from_packed("testing.call_in_thread", call_in_thread)
         .with_doc("Call f(*args) on a new native thread and return its result."));

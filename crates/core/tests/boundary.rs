@@ -550,6 +550,73 @@ fn a_callable_has_one_function_while_that_lives() {
     assert_eq!(live_objects(), base);
 }
 
+static LENT_CALLABLES: tether_core::boundary::CallableRegistry = tether_core::boundary::CallableRegistry::new();
+static LENT: tether_core::boundary::LentFunctions = tether_core::boundary::LentFunctions::new();
+/// Mock callables whose Function released them (their `data`, recorded by the drop hook).
+static LENT_RELEASED: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+
+unsafe extern "C" fn lent_drop(data: *mut std::ffi::c_void) {
+    if data.is_null() {
+        return; // a shell that came back
+    }
+    LENT_CALLABLES.forget(data as usize, data as usize);
+    LENT_RELEASED.lock().unwrap().push(data as usize);
+}
+
+/// A shell for the mock language's callables: no callable until lent.
+fn lent_shell(made: &Cell<usize>) -> tether_core::Function {
+    made.set(made.get() + 1);
+    // SAFETY: `mock_call` does nothing; `lent_drop` only records and forgets a set `data`.
+    unsafe { tether_core::Function::from_raw_parts(mock_call, std::ptr::null_mut(), Some(lent_drop), "cb", -1, 0) }
+}
+
+/// A lent Function whose call kept nothing goes back as the one spare shell: no
+/// registration, no reference to the callable; one that something kept is the caller's to
+/// register, and is then the callable's Function like any other.
+#[test]
+fn a_lent_function_comes_back_unless_kept() {
+    let _g = common::serial();
+    let made = Cell::new(0);
+    // SAFETY: this test is the mock host; the serial guard is its lock.
+    unsafe { LENT.prepare(|| lent_shell(&made)) };
+    let base = live_objects();
+    let (cb, other) = (0x1000usize, 0x2000usize);
+    // SAFETY: as above, for every step below; the callables are numbers that stay "alive".
+    unsafe {
+        let first = LENT.lend(cb, cb as *mut _, || lent_shell(&made));
+        let shell = first.function().as_object_ptr();
+        assert_eq!(first.function().0.data as usize, cb, "aimed at the callable");
+        assert!(LENT.in_flight(cb).is_some_and(|f| f.as_object_ptr() == shell), "found while its call runs");
+        assert!(LENT.in_flight(other).is_none());
+        // A nested call with another callable: the spare is out, so a second shell is made.
+        let nested = LENT.lend(other, other as *mut _, || lent_shell(&made));
+        assert_ne!(nested.function().as_object_ptr(), shell);
+        assert_eq!(LENT.reclaim(nested, || lent_shell(&made)).map_err(drop), Ok(()));
+        assert_eq!(LENT.reclaim(first, || lent_shell(&made)).map_err(drop), Ok(()), "nothing kept it");
+        assert!(LENT.in_flight(cb).is_none(), "its call is over");
+        assert_eq!(live_objects(), base, "one spare at rest, the surplus shell freed");
+        let again = LENT.lend(cb, cb as *mut _, || lent_shell(&made));
+        let shells = made.get();
+        // The callee keeps it: it escapes and is registered, its spare replaced.
+        let kept = again.function().clone();
+        let escaped = LENT.reclaim(again, || lent_shell(&made)).expect_err("kept by the callee");
+        assert_eq!(made.get(), shells + 1, "a new spare for the next call");
+        LENT_CALLABLES.register(cb, cb, &escaped);
+        drop(escaped);
+        assert!(LENT_CALLABLES.live(cb, |h| h == cb).is_some_and(|f| f.as_object_ptr() == kept.as_object_ptr()));
+        assert!(LENT_CALLABLES.live(other, |h| h == other).is_none());
+        assert!(LENT_RELEASED.lock().unwrap().is_empty());
+        drop(kept);
+        assert_eq!(
+            LENT_RELEASED.lock().unwrap().drain(..).collect::<Vec<_>>(),
+            [cb],
+            "released once, by its drop hook"
+        );
+        assert!(LENT_CALLABLES.live(cb, |h| h == cb).is_none() && LENT_CALLABLES.is_empty(), "and forgotten");
+    }
+    assert_eq!(live_objects(), base);
+}
+
 /// Frontends adapt the protocol; they never compose the slot transitions themselves.
 #[test]
 #[cfg_attr(miri, ignore)] // reads source files

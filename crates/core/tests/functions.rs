@@ -7,7 +7,8 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tether_core::function::{
-    get_global, list_globals, register_global, remove_global, FUNC_ADOPTS_LENT, FUNC_LEAF, FUNC_SIGNED,
+    get_global, list_globals, register_global, remove_global, FUNC_ADOPTS_LENT, FUNC_LEAF, FUNC_NONBLOCKING,
+    FUNC_SIGNED,
 };
 use tether_core::testing::Pair;
 use tether_core::{Any, AnyView, Function, ObjectArc, ObjectHeader, TypeIndex};
@@ -79,6 +80,9 @@ fn packed_functions_see_raw_cells_and_flags_and_docs_stick() {
         "typed closures take lent arguments, have a signature, and are not leaves"
     );
     assert_eq!(f.flags() & FUNC_ADOPTS_LENT, 0, "packed closures see raw cells: no lending");
+    let n = Function::from_packed("tests.calls_back", |args| Ok(Any::int(args.len() as i64))).nonblocking();
+    assert_eq!(n.flags() & (FUNC_NONBLOCKING | FUNC_LEAF), FUNC_NONBLOCKING, "nonblocking, not a leaf");
+    assert_eq!(g.flags() & FUNC_NONBLOCKING, 0, "only a function that says so is nonblocking");
 }
 
 #[test]

@@ -109,6 +109,11 @@ fn call_and_call_in_thread() {
     let e = call("testing.call_in_thread", &[fails.view()]).unwrap_err();
     assert_eq!((e.kind(), e.message()), ("KeyError", "from the thread"), "the thread's error comes back");
     assert_eq!(call("testing.call", &[AnyView::int(1)]).unwrap_err().kind(), "TypeError");
+    // `call` calls back on the calling thread and waits for nothing: a frontend may keep its
+    // lock across it. `call_in_thread` waits for another thread: never.
+    let flags = |name| tether_core::function::get_global(name).unwrap().flags();
+    assert_ne!(flags("testing.call") & tether_core::function::FUNC_NONBLOCKING, 0);
+    assert_eq!(flags("testing.call_in_thread") & tether_core::function::FUNC_NONBLOCKING, 0);
 }
 
 #[test]

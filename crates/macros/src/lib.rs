@@ -85,8 +85,18 @@ struct FnOpts {
     getter: Option<Span>,
     setter: Option<Span>,
     skip: bool,
-    leaf: bool,
+    leaf: Option<Span>,
+    nonblocking: Option<Span>,
     name: Option<LitStr>,
+}
+
+impl FnOpts {
+    /// The builder calls for the function's flags (`.leaf()`, `.nonblocking()`).
+    fn flags(&self) -> TokenStream2 {
+        let leaf = self.leaf.map(|_| quote!(.leaf()));
+        let nonblocking = self.nonblocking.map(|_| quote!(.nonblocking()));
+        quote!(#leaf #nonblocking)
+    }
 }
 
 fn parse_fn_opts(attrs: &[Attribute]) -> Result<FnOpts> {
@@ -103,16 +113,21 @@ fn parse_fn_opts(attrs: &[Attribute]) -> Result<FnOpts> {
             } else if meta.path.is_ident("skip") {
                 o.skip = true;
             } else if meta.path.is_ident("leaf") {
-                o.leaf = true;
+                o.leaf = Some(span);
+            } else if meta.path.is_ident("nonblocking") {
+                o.nonblocking = Some(span);
             } else if meta.path.is_ident("name") {
                 o.name = Some(meta.value()?.parse()?);
             } else {
                 return Err(meta.error(
-                    "unknown tether option: expected constructor, getter, field, setter, skip, leaf or name = \"...\"",
+                    "unknown tether option: expected constructor, getter, field, setter, skip, leaf, nonblocking or name = \"...\"",
                 ));
             }
             Ok(())
         })?;
+    }
+    if let (Some(_), Some(span)) = (o.leaf, o.nonblocking) {
+        return Err(Error::new(span, "a leaf neither blocks nor calls back: it is nonblocking already, say one"));
     }
     let roles = [o.constructor, o.getter, o.setter];
     if roles.iter().flatten().count() > 1 {
@@ -702,7 +717,7 @@ fn expand_methods(attr: TokenStream2, item: TokenStream2) -> Result<TokenStream2
         let shape = shape_of(&mut f.sig, Some(&self_ty))?;
         let this_ty = quote!(::tether::ObjectArc<Self>);
         let path = quote!(Self::#fn_ident);
-        let leaf = if opts.leaf { quote!(.leaf()) } else { quote!() };
+        let leaf = opts.flags();
         if let Some(span) = opts.constructor {
             if shape.receiver.is_some() {
                 return Err(Error::new(span, "a constructor has no receiver: it makes the object"));
@@ -850,6 +865,18 @@ fn expand_function(attr: TokenStream2, item: TokenStream2) -> Result<TokenStream
         ));
     }
     let mut f: ItemFn = syn::parse2(item).map_err(|e| Error::new(e.span(), "#[tether::function] goes on a free fn"))?;
+    let opts = parse_fn_opts(&take_tether_attrs(&mut f.attrs))?;
+    let role = [opts.constructor, opts.getter, opts.setter].into_iter().flatten().next();
+    if let Some(span) = role.or(opts.name.as_ref().map(LitStr::span)) {
+        return Err(Error::new(span, "a free function takes only leaf or nonblocking (its key is its name)"));
+    }
+    if opts.skip {
+        return Err(Error::new(
+            Span::call_site(),
+            "a free function is exported by tether::module!; leave it out there",
+        ));
+    }
+    let flags = opts.flags();
     let shape = shape_of(&mut f.sig, None)?;
     let doc = doc_of(&f.attrs);
     let ident = &f.sig.ident;
@@ -862,7 +889,7 @@ fn expand_function(attr: TokenStream2, item: TokenStream2) -> Result<TokenStream
         #[doc(hidden)]
         #vis fn #maker() -> ::tether::Function {
             #checks
-            let __f = ::tether::Function::from_typed(#key, #closure);
+            let __f = ::tether::Function::from_typed(#key, #closure) #flags;
             ::tether::__private::signed(__f, false, #params, #doc)
         }
     })

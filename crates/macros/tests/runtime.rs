@@ -142,6 +142,52 @@ fn make_unlisted() -> ObjectArc<Unlisted> {
     ObjectArc::new(Unlisted {})
 }
 
+/// Calls `f` on this thread: nonblocking.
+#[tether::function("mtest.apply")]
+#[tether(nonblocking)]
+fn apply(f: Function) -> tether::Result<Any> {
+    f.call(&[])
+}
+
+#[tether::function("mtest.twice")]
+#[tether(leaf)]
+fn twice(x: i64) -> i64 {
+    2 * x
+}
+
+#[tether::object("mtest.Button")]
+pub struct Button {}
+
+#[tether::methods]
+impl Button {
+    #[tether(constructor, leaf)]
+    fn new() -> Self {
+        Button {}
+    }
+
+    /// Runs the handler now, on the calling thread.
+    #[tether(nonblocking)]
+    fn click(&self, handler: Function) -> tether::Result<Any> {
+        handler.call(&[])
+    }
+}
+
+#[test]
+fn leaf_and_nonblocking_set_their_flags() {
+    use tether::function::{FUNC_LEAF, FUNC_NONBLOCKING};
+    let flags = |f: &Function| f.flags() & (FUNC_LEAF | FUNC_NONBLOCKING);
+    assert_eq!(flags(&__tether_function_apply()), FUNC_NONBLOCKING);
+    assert_eq!(flags(&__tether_function_twice()), FUNC_LEAF);
+    assert_eq!(flags(&__tether_function_add()), 0, "neither unless said");
+    Button::register_type().unwrap();
+    let info = type_info(Button::type_index()).unwrap();
+    assert_eq!(flags(&info.constructor().unwrap()), FUNC_LEAF);
+    assert_eq!(flags(&info.method("click").unwrap().func()), FUNC_NONBLOCKING);
+    let seven = Function::from_typed("mtest.seven", || 7i64);
+    let got = __tether_function_apply().call(&[AnyView::object(&seven.0.clone().into())]).unwrap();
+    assert_eq!(got.view().as_int(), Some(7));
+}
+
 fn call_method(obj: &ObjectRef, name: &str, args: &[AnyView<'_>]) -> tether::Result<Any> {
     let info = type_info(obj.type_index()).unwrap();
     let m = tether::types::find_method(info, name).unwrap_or_else(|| panic!("no method {name}"));

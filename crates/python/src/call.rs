@@ -3,7 +3,8 @@
 //!
 //! The path: arguments into a stack array of views, `safe_call` directly, the result back
 //! through the tie. The GIL is released around the call unless the function is a leaf
-//! (`FUNC_LEAF`: it neither blocks nor calls back).
+//! (`FUNC_LEAF`: it neither blocks nor calls back) or nonblocking (`FUNC_NONBLOCKING`: its
+//! callbacks re-enter on this thread, which keeps the GIL).
 
 use std::mem::MaybeUninit;
 use std::ptr::null_mut;
@@ -13,7 +14,7 @@ use pyo3::ffi;
 use tether_core::any::{Any, AnyView};
 use tether_core::arc::ObjectBox;
 use tether_core::boundary::{argument_message, ArgumentSource, Called, LeafCall};
-use tether_core::function::{FunctionObj, FUNC_LEAF, FUNC_SIGNED};
+use tether_core::function::{FunctionObj, FUNC_LEAF, FUNC_NONBLOCKING, FUNC_SIGNED};
 use tether_core::object::ObjectHeader;
 use tether_core::signature::{bind_call, Bound};
 use tether_core::types;
@@ -22,7 +23,7 @@ use tether_core::Error;
 use crate::convert::{self, Arena};
 use crate::errors::PyErrSet;
 use crate::wrapper::{self, PyHost, Wrapper};
-use crate::{classes, errors, pending, state};
+use crate::{callback, classes, errors, pending, state};
 
 /// Arguments converted on the stack up to this count.
 const STACK_ARGS: usize = 8;
@@ -65,15 +66,18 @@ unsafe fn call_with<const LEAF: bool>(
     f: &FunctionObj,
     args: &[*mut ffi::PyObject],
 ) -> *mut ffi::PyObject {
-    let mut arena = Arena::new();
+    // Finished by hand below: the call path never unwinds (a panic here would abort at the
+    // `extern "C"` vectorcall), so the drop glue is not needed, and `finish` moves nothing.
+    let mut arena = std::mem::ManuallyDrop::new(Arena::for_call());
     // The source holds only references: nothing of it escapes the inlined driver, so it
     // stays in registers.
-    let mut source = PyArguments { args, arena: &mut arena };
+    let keep_gil = !LEAF && f.flags & FUNC_NONBLOCKING != 0;
+    let mut source = PyArguments { args, arena: &mut arena, keep_gil };
     let mut result = Any::none();
     // SAFETY: GIL held, `func` live and `f` its body, `args` alive for the call (caller).
     let called =
         unsafe { state::frontend().call::<STACK_ARGS, _>(func, f, args.len(), LEAF, &mut source, &mut result) };
-    drop(arena);
+    arena.finish();
     // SAFETY: GIL held (caller).
     unsafe {
         match called {
@@ -94,6 +98,9 @@ unsafe fn call_with<const LEAF: bool>(
 struct PyArguments<'a> {
     args: &'a [*mut ffi::PyObject],
     arena: &'a mut Arena,
+    /// A nonblocking call keeps the GIL, unless an argument is a native Function that may
+    /// block (the callee would call it with the GIL held).
+    keep_gil: bool,
 }
 
 // SAFETY: `to_view_into` keeps what a view borrows in the arena (dropped with the source) or
@@ -113,12 +120,20 @@ unsafe impl ArgumentSource<PyHost> for PyArguments<'_> {
         // asks for indices below the count it was given, `args.len()`.
         unsafe {
             let arg = *self.args.get_unchecked(index);
-            convert::to_view_into(arg, self.arena, leaf.map(|l| (l, index)), view)
+            convert::to_view_into(arg, self.arena, leaf.map(|l| (l, index)), view)?;
+            if self.keep_gil && callback::may_block(view.assume_init_ref()) {
+                self.keep_gil = false;
+            }
+            Ok(())
         }
     }
 
     #[inline(always)]
     fn unlocked(&mut self, call: impl FnOnce() -> i32) -> i32 {
+        if self.keep_gil {
+            // Nonblocking: its callbacks re-enter on this thread, which holds the GIL.
+            return call();
+        }
         // SAFETY: the GIL is held here; the call touches no Python object until it is back.
         let ts = unsafe { ffi::PyEval_SaveThread() };
         let rc = call();
@@ -152,15 +167,31 @@ pub unsafe extern "C" fn function_vectorcall(
     // SAFETY: CPython's vectorcall contract: `args` holds `n` live borrowed objects, then one
     // value per name in `kwnames`.
     unsafe {
-        let n = nargsf & !ffi::PY_VECTORCALL_ARGUMENTS_OFFSET;
         let func = (*(callable as *mut Wrapper)).obj.load(Ordering::Acquire);
         if func.is_null() {
             return wrapper::native_of(callable).map_or(null_mut(), |_| null_mut());
         }
+        vectorcall_native(func, args, nargsf, kwnames)
+    }
+}
+
+/// Call native Function `func` with a vectorcall's arguments: positional calls of the
+/// declared arity (nearly all) pay one comparison for keywords and defaults.
+///
+/// # Safety
+/// GIL held; `func` is a live Function; CPython's vectorcall contract for the rest.
+#[inline(always)]
+unsafe fn vectorcall_native(
+    func: *mut ObjectHeader,
+    args: *const *mut ffi::PyObject,
+    nargsf: usize,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: the caller's guarantees: `args` holds `n` objects, then one per keyword name.
+    unsafe {
+        let n = nargsf & !ffi::PY_VECTORCALL_ARGUMENTS_OFFSET;
         let n_keywords = if kwnames.is_null() { 0 } else { ffi::PyTuple_GET_SIZE(kwnames) as usize };
         let f = &(*(func as *const ObjectBox<FunctionObj>)).value;
-        // Positional calls of the declared arity (nearly all) pay one comparison for keywords
-        // and defaults.
         if n_keywords > 0 || (n as i32 != f.arity && f.flags & FUNC_SIGNED != 0) {
             let given = std::slice::from_raw_parts(args, n + n_keywords);
             let names = if n_keywords == 0 {
@@ -172,6 +203,74 @@ pub unsafe extern "C" fn function_vectorcall(
         }
         let args = if n == 0 { &[][..] } else { std::slice::from_raw_parts(args, n) };
         call_native_inline(func, args)
+    }
+}
+
+/// tp_vectorcall of every generated class: `Pair(x, y)` calls the constructor with the
+/// caller's argument array, without the argument tuple, `type_call` and `tp_new`/`tp_init`
+/// that a class call takes otherwise (our `tp_init` does nothing for what our `tp_new` made).
+/// Python subclasses do not inherit it (CPython never does), so theirs stay `tp_new` (empty
+/// instance) then `__init__`; a generated class given its own `__new__` or `__init__` from
+/// Python takes `type_call` too.
+pub unsafe extern "C" fn class_vectorcall(
+    callable: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: usize,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: CPython's vectorcall contract; `callable` is one of our generated classes (the
+    // only types this is installed on).
+    unsafe {
+        let cls = callable as *mut ffi::PyTypeObject;
+        let own_new = (*cls).tp_new.map(|f| f as usize) == Some(object_new as *const () as usize);
+        let own_init = (*cls).tp_init.map(|f| f as usize) == Some(object_init as *const () as usize);
+        if !own_new || !own_init {
+            return class_call(cls, args, nargsf, kwnames);
+        }
+        let Some((_, ctor)) = constructor_of(cls) else {
+            return null_mut();
+        };
+        vectorcall_native(ctor.constructor, args, nargsf, kwnames)
+    }
+}
+
+/// A class call as `type_call` makes it (arguments as a tuple and a dict): for a generated
+/// class whose `__new__` or `__init__` Python replaced.
+///
+/// # Safety
+/// As [`class_vectorcall`].
+#[cold]
+unsafe fn class_call(
+    cls: *mut ffi::PyTypeObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: usize,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: as the caller's; the tuple and dict made here are ours to release.
+    unsafe {
+        let n = nargsf & !ffi::PY_VECTORCALL_ARGUMENTS_OFFSET;
+        let n_keywords = if kwnames.is_null() { 0 } else { ffi::PyTuple_GET_SIZE(kwnames) };
+        let positional = ffi::PyTuple_New(n as ffi::Py_ssize_t);
+        if positional.is_null() {
+            return null_mut();
+        }
+        for i in 0..n {
+            ffi::PyTuple_SET_ITEM(positional, i as ffi::Py_ssize_t, ffi::Py_NewRef(*args.add(i)));
+        }
+        let keywords = if n_keywords == 0 { null_mut() } else { ffi::PyDict_New() };
+        for k in 0..n_keywords {
+            let name = ffi::PyTuple_GET_ITEM(kwnames, k);
+            if keywords.is_null() || ffi::PyDict_SetItem(keywords, name, *args.add(n + k as usize)) != 0 {
+                ffi::Py_DECREF(positional);
+                ffi::Py_XDECREF(keywords);
+                return null_mut();
+            }
+        }
+        let type_call = (*std::ptr::addr_of!(ffi::PyType_Type)).tp_call.expect("type has tp_call");
+        let out = type_call(cls as *mut ffi::PyObject, positional, keywords);
+        ffi::Py_DECREF(positional);
+        ffi::Py_XDECREF(keywords);
+        out
     }
 }
 
@@ -315,6 +414,7 @@ pub unsafe extern "C" fn object_init(
 ///
 /// # Safety
 /// GIL held.
+#[inline]
 unsafe fn constructor_of(cls: *mut ffi::PyTypeObject) -> Option<(i32, &'static types::TypeInfo)> {
     // SAFETY: GIL held (caller).
     unsafe {
@@ -323,15 +423,27 @@ unsafe fn constructor_of(cls: *mut ffi::PyTypeObject) -> Option<(i32, &'static t
             return None;
         };
         let info = types::type_info(index);
-        let Some(ctor) = info.filter(|i| !i.constructor.is_null()) else {
-            let key = info.map(|i| i.key()).unwrap_or("?");
-            errors::raise(Error::type_error(format!(
-                "cannot create {key} instances: the type has no registered constructor"
-            )));
-            return None;
-        };
-        Some((index, ctor))
+        match info.filter(|i| !i.constructor.is_null()) {
+            Some(ctor) => Some((index, ctor)),
+            None => no_constructor(info),
+        }
     }
+}
+
+/// [`constructor_of`]'s TypeError for a type without a constructor.
+///
+/// # Safety
+/// GIL held.
+#[cold]
+unsafe fn no_constructor(info: Option<&types::TypeInfo>) -> Option<(i32, &'static types::TypeInfo)> {
+    let key = info.map(|i| i.key()).unwrap_or("?");
+    // SAFETY: GIL held (caller).
+    unsafe {
+        errors::raise(Error::type_error(format!(
+            "cannot create {key} instances: the type has no registered constructor"
+        )))
+    };
+    None
 }
 
 /// Call the native constructor `ctor` with a tp_new/tp_init's arguments.

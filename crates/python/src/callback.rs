@@ -4,6 +4,11 @@
 //! the callable. The core's callable registry gives the same native Function back while it
 //! lives, and `PyHost::callable_of` returns the callable itself for it: `echo(f) is f`.
 //! Calling it from any thread attaches to the interpreter (`PyGILState_Ensure`).
+//!
+//! A callable passed as a call's argument is lent a Function for that call instead
+//! (`LentFunctions`, GIL builds): a reused shell that only borrows the callable, so
+//! `call(cb)` registers nothing and allocates nothing; a lent Function still held when the
+//! call returns takes its reference to the callable then and is registered like any other.
 
 use std::ffi::c_void;
 use std::ptr::null_mut;
@@ -11,9 +16,10 @@ use std::ptr::null_mut;
 use pyo3::ffi;
 use tether_core::any::{Any, AnyView, TypeIndex};
 use tether_core::arc::{ObjectBox, ObjectRef};
-use tether_core::boundary::CallableRegistry;
+pub use tether_core::boundary::Lent;
+use tether_core::boundary::{CallableRegistry, LentFunctions};
 use tether_core::error::{catch_panic, set_last_error};
-use tether_core::function::{Function, FunctionObj};
+use tether_core::function::{Function, FunctionObj, FUNC_LEAF, FUNC_NONBLOCKING};
 use tether_core::object::ObjectHeader;
 use tether_core::Error;
 
@@ -27,12 +33,87 @@ const CALLABLE_NAME: &str = "py.call";
 /// Every callable passed to native code, with its Function (keyed by the callable's address).
 static CALLABLES: CallableRegistry = CallableRegistry::new();
 
+/// The Functions lent to running calls, and the spare shell (GIL builds).
+static LENT: LentFunctions = LentFunctions::new();
+
+/// A Function for a Python callable that it does not own yet (`data` null until lent).
+fn shell() -> Function {
+    // SAFETY: `call_callable` follows the call ABI and attaches to Python itself; `drop_callable`
+    // releases `data` when it is set. The native name is never shown for these (the callable
+    // itself is returned), so it is a short inline string.
+    unsafe { Function::from_raw_parts(call_callable, null_mut(), Some(drop_callable), CALLABLE_NAME, -1, 0) }
+}
+
+/// Make the spare shell (at import, with the GIL), so that the native objects alive between
+/// calls do not depend on which calls ran.
+///
+/// # Safety
+/// GIL held.
+pub unsafe fn prepare() {
+    if !cfg!(Py_GIL_DISABLED) {
+        // SAFETY: the GIL is held (caller); `shell` has a null `data`.
+        unsafe { LENT.prepare(shell) };
+    }
+}
+
+/// A callable's Function as one call's argument.
+pub enum ForCall {
+    /// Lent to this call: give it back with [`give_back`] after the call.
+    Lent(Lent),
+    /// The callable's live Function (registered, or lent to a running call): a new reference.
+    Live(ObjectRef),
+}
+
+/// The Function for callable `callable` as one call's argument.
+///
+/// # Safety
+/// GIL held; `callable` is live until a lent Function is given back.
+#[inline]
+pub unsafe fn for_call(callable: *mut ffi::PyObject) -> Result<ForCall, PyErrSet> {
+    let key = callable as usize;
+    if cfg!(Py_GIL_DISABLED) {
+        // No lock keeps the lent ones in order: every callable gets its registered Function.
+        // SAFETY: the caller's guarantee.
+        return unsafe { function_for(callable) }.map(ForCall::Live);
+    }
+    if let Some(f) = CALLABLES.live(key, |handle| handle == key) {
+        return Ok(ForCall::Live(f.0.into()));
+    }
+    // SAFETY: GIL held (caller), which orders every use of `LENT`.
+    unsafe {
+        if let Some(f) = LENT.in_flight(key) {
+            return Ok(ForCall::Live(f.0.into()));
+        }
+        Ok(ForCall::Lent(LENT.lend(key, callable as *mut c_void, shell)))
+    }
+}
+
+/// The call `lent` was lent to is over: its shell goes back, or, when native code kept it,
+/// it takes its own reference to the callable and is registered.
+///
+/// # Safety
+/// GIL held; `lent` came from [`lend`].
+pub unsafe fn give_back(lent: Lent) {
+    // SAFETY: GIL held (caller).
+    if let Err(kept) = unsafe { LENT.reclaim(lent, shell) } {
+        let callable = kept.0.data as *mut ffi::PyObject;
+        // SAFETY: GIL held; the callable is alive (the call's argument). From now on the
+        // Function owns this reference; `drop_callable` releases it.
+        unsafe { ffi::Py_INCREF(callable) };
+        CALLABLES.register(callable as usize, callable as usize, &kept);
+    }
+}
+
 /// The native Function for a Python callable (the same one while it lives).
 ///
 /// # Safety
 /// GIL held; `callable` is live.
 pub unsafe fn function_for(callable: *mut ffi::PyObject) -> Result<ObjectRef, PyErrSet> {
     let key = callable as usize;
+    // SAFETY: GIL held (caller).
+    if let Some(f) = (!cfg!(Py_GIL_DISABLED)).then(|| unsafe { LENT.in_flight(key) }).flatten() {
+        return Ok(f.0.into());
+    }
     let made = CALLABLES.function_for(
         key,
         |handle| handle == key,
@@ -75,7 +156,27 @@ pub unsafe fn callable_of(obj: *mut ObjectHeader) -> Option<*mut ffi::PyObject> 
     }
 }
 
+/// Would calling the argument `view` block with the GIL held? True for a native Function
+/// that is neither a leaf nor nonblocking (a Function made from a Python callable re-enters on
+/// the calling thread).
+///
+/// # Safety
+/// `view` is a live argument view.
+#[inline]
+pub unsafe fn may_block(view: &AnyView<'_>) -> bool {
+    if view.type_index() != TypeIndex::FUNCTION {
+        return false;
+    }
+    let Some(obj) = view.as_object_ptr() else { return false };
+    // SAFETY: a live Function (the caller's view); its body is read only.
+    let f = unsafe { &(*(obj as *const ObjectBox<FunctionObj>)).value };
+    f.flags & (FUNC_LEAF | FUNC_NONBLOCKING) == 0 && f.safe_call as usize != call_callable as *const () as usize
+}
+
 unsafe extern "C" fn drop_callable(data: *mut c_void) {
+    if data.is_null() {
+        return; // a shell that was never lent out, or came back
+    }
     CALLABLES.forget(data as usize, data as usize);
     pending::release(Release::Decref(data as *mut ffi::PyObject));
 }
@@ -90,8 +191,11 @@ unsafe extern "C" fn call_callable(
         set_last_error(Error::runtime("the Python interpreter is shutting down"));
         return -1;
     }
-    // SAFETY: attaching is allowed from any thread while the interpreter runs.
-    let gstate = unsafe { ffi::PyGILState_Ensure() };
+    // A callback from a nonblocking call runs on the thread that holds the GIL: nothing to
+    // take (PyGILState_Ensure would only count it). Otherwise attach, from any thread, while
+    // the interpreter runs.
+    // SAFETY: both only read this thread's and the runtime's thread state.
+    let gstate = (!unsafe { holds_gil() }).then(|| unsafe { ffi::PyGILState_Ensure() });
     // SAFETY: `handle` is a live Function made by `function_for`; `args` holds `n` cells.
     let outcome = catch_panic(|| unsafe {
         pending::drain();
@@ -99,10 +203,36 @@ unsafe extern "C" fn call_callable(
         let args = if n <= 0 { &[][..] } else { std::slice::from_raw_parts(args, n as usize) };
         invoke(callable, args)
     });
-    // SAFETY: paired with the Ensure above.
-    unsafe { ffi::PyGILState_Release(gstate) };
+    if let Some(gstate) = gstate {
+        // SAFETY: paired with the Ensure above.
+        unsafe { ffi::PyGILState_Release(gstate) };
+    }
     // SAFETY: the caller's result cell holds None and is ours to fill.
     unsafe { tether_core::function::finish_call(outcome, result) }
+}
+
+/// Does this thread hold the GIL (on free-threaded builds: is it attached)? Its thread state
+/// (the one `PyGILState_Ensure` would use) is the interpreter's current one.
+///
+/// # Safety
+/// The interpreter is initialised.
+#[inline]
+unsafe fn holds_gil() -> bool {
+    // SAFETY: both read thread state without changing it (the caller's guarantee).
+    unsafe {
+        let mine = ffi::PyGILState_GetThisThreadState();
+        !mine.is_null() && mine == current_thread_state()
+    }
+}
+
+#[cfg(Py_3_13)]
+use ffi::PyThreadState_GetUnchecked as current_thread_state;
+
+#[cfg(not(Py_3_13))]
+extern "C" {
+    /// The thread state holding the GIL, or null: `PyThreadState_GetUnchecked` before 3.13.
+    #[link_name = "_PyThreadState_UncheckedGet"]
+    fn current_thread_state() -> *mut ffi::PyThreadState;
 }
 
 // Before 3.14, a thread that wants the GIL back while the interpreter finalizes is ended with
@@ -149,19 +279,29 @@ unsafe fn vectorcall_or_hang(
     r
 }
 
+/// Arguments passed to a callback without a heap allocation (one slot in front is for
+/// `PY_VECTORCALL_ARGUMENTS_OFFSET`).
+const INLINE_CALLBACK_ARGS: usize = 7;
+
 unsafe fn invoke(callable: *mut ffi::PyObject, args: &[AnyView<'_>]) -> tether_core::Result<Any> {
-    // SAFETY: GIL held (attached above).
+    let mut inline = [null_mut::<ffi::PyObject>(); INLINE_CALLBACK_ARGS + 1];
+    let mut heap: Vec<*mut ffi::PyObject>;
+    let py_args: &mut [*mut ffi::PyObject] = if args.len() <= INLINE_CALLBACK_ARGS {
+        &mut inline[..args.len() + 1]
+    } else {
+        heap = vec![null_mut(); args.len() + 1];
+        &mut heap
+    };
+    // SAFETY: GIL held (attached by the caller).
     unsafe {
-        let mut py_args: Vec<*mut ffi::PyObject> = Vec::with_capacity(args.len() + 1);
-        py_args.push(null_mut()); // room for PY_VECTORCALL_ARGUMENTS_OFFSET
-        for a in args {
+        for (i, a) in args.iter().enumerate() {
             let o = convert::from_any(a.to_owned_any());
             if o.is_null() {
                 let e = errors::take_python_error();
-                py_args[1..].iter().for_each(|&p| ffi::Py_DECREF(p));
+                py_args[1..=i].iter().for_each(|&p| ffi::Py_DECREF(p));
                 return Err(e);
             }
-            py_args.push(o);
+            py_args[i + 1] = o;
         }
         let r = vectorcall_or_hang(callable, py_args.as_ptr().add(1), args.len() | ffi::PY_VECTORCALL_ARGUMENTS_OFFSET);
         py_args[1..].iter().for_each(|&p| ffi::Py_DECREF(p));

@@ -48,6 +48,7 @@ pub unsafe fn class_for(index: i32) -> *mut ffi::PyTypeObject {
 
 /// The native type index of one of our classes (walking up to the nearest generated class
 /// for a user subclass), or None.
+#[inline]
 pub unsafe fn index_of(cls: *mut ffi::PyTypeObject) -> Option<i32> {
     // Generated classes live as long as the process, so a hit in this lock-free cache (one
     // word: class address << 16 | type index) cannot be stale. Python subclasses, which can be
@@ -59,6 +60,14 @@ pub unsafe fn index_of(cls: *mut ffi::PyTypeObject) -> Option<i32> {
     if hit != 0 && hit >> 16 == cls as u64 {
         return Some((hit & 0xffff) as i32);
     }
+    // SAFETY: the caller's guarantee.
+    unsafe { index_of_slow(cls, way) }
+}
+
+/// [`index_of`] past its cache: the locked map, and the cache filled for a generated class.
+#[cold]
+#[inline(never)]
+unsafe fn index_of_slow(cls: *mut ffi::PyTypeObject, way: &std::sync::atomic::AtomicU64) -> Option<i32> {
     let map = INDEX_OF.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(&i) = map.as_ref().and_then(|m| m.get(&(cls as usize))) {
         if (0..=0xffff).contains(&i) && (cls as u64) < (1 << 47) {
@@ -224,6 +233,10 @@ unsafe fn build(index: i32) -> *mut ffi::PyTypeObject {
             ffi::Py_DECREF(cls as *mut ffi::PyObject);
             return null_mut();
         }
+        // `Cls(...)` calls the constructor straight from the caller's arguments (no tuple,
+        // no `type_call`); CPython reads a type's `tp_vectorcall` for calls of it and never
+        // lets subclasses inherit it.
+        (*cls).tp_vectorcall = Some(call::class_vectorcall);
         INDEX_OF
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -21,15 +21,28 @@ use tether_core::Error;
 use crate::errors::PyErrSet;
 use crate::{callback, errors, host_value, moved, wrapper};
 
-/// Owned values that must outlive the views of one call.
+/// Owned values that must outlive the views of one call, and the Function lent to it. Empty
+/// (nothing allocated, nothing to drop) for calls whose arguments are all borrowed.
 #[derive(Default)]
 pub struct Arena {
     keep: Vec<Any>,
+    /// The Function lent to this call for its callable argument (`callback::for_call`), given
+    /// back when the arena is dropped, after everything in `keep` (which may hold it). Further
+    /// callable arguments of the same call get their registered Function, held in `keep`.
+    lent: Option<callback::Lent>,
+    /// A call's arena (lends Functions), not a conversion's.
+    lends: bool,
 }
 
 impl Arena {
+    /// The arena of one conversion (its values are copied out before it goes).
     pub fn new() -> Self {
-        Arena { keep: Vec::new() }
+        Arena { keep: Vec::new(), lent: None, lends: false }
+    }
+
+    /// The arena of one native call: a callable argument is lent a Function for the call.
+    pub fn for_call() -> Self {
+        Arena { keep: Vec::new(), lent: None, lends: true }
     }
 
     /// Keep `value` alive and return a view of it (valid while the arena lives).
@@ -38,6 +51,61 @@ impl Arena {
         self.keep.push(value);
         // SAFETY: the cell is self-contained (objects are kept alive by the arena's copy).
         unsafe { AnyView::from_raw_parts(t, l, p) }
+    }
+
+    /// The view of callable `o`'s Function for this call (lent, when this is a call's arena
+    /// that lent none yet).
+    ///
+    /// # Safety
+    /// GIL held; `o` is a live callable that outlives the arena.
+    #[inline]
+    unsafe fn callable<'a>(&mut self, o: *mut ffi::PyObject) -> Result<AnyView<'a>, PyErrSet> {
+        // SAFETY: GIL held, `o` live for the arena's life (caller).
+        unsafe {
+            if self.lends && self.lent.is_none() {
+                return match callback::for_call(o)? {
+                    callback::ForCall::Lent(lent) => {
+                        let view = AnyView::from_object_ptr(lent.function().as_object_ptr());
+                        self.lent = Some(lent);
+                        Ok(view)
+                    }
+                    callback::ForCall::Live(f) => Ok(self.hold(Any::object(f))),
+                };
+            }
+            let f = callback::function_for(o)?;
+            Ok(self.hold(Any::object(f)))
+        }
+    }
+}
+
+impl Drop for Arena {
+    fn drop(&mut self) {
+        if let Some(lent) = self.lent.take() {
+            self.keep.clear();
+            // SAFETY: an arena lends only while the GIL is held, and is dropped with it held
+            // (every arena lives in one Python entry point).
+            unsafe { callback::give_back(lent) };
+        }
+    }
+}
+
+impl Arena {
+    /// Release what the arena holds (it is empty afterwards), inline for the common cases:
+    /// nothing kept (a call whose arguments were borrowed, or that was lent a Function).
+    #[inline(always)]
+    pub fn finish(&mut self) {
+        if self.keep.capacity() != 0 {
+            self.release_kept();
+        }
+        if let Some(lent) = self.lent.take() {
+            // SAFETY: as in `drop`.
+            unsafe { callback::give_back(lent) };
+        }
+    }
+
+    #[inline(never)]
+    fn release_kept(&mut self) {
+        self.keep = Vec::new();
     }
 }
 
@@ -89,13 +157,8 @@ pub unsafe fn to_view<'a>(o: *mut ffi::PyObject, arena: &mut Arena, hold: bool) 
     // SAFETY: GIL held, `o` live (caller).
     unsafe {
         let tp = ffi::Py_TYPE(o);
-        if wrapper::is_wrapper(o) {
-            let obj = wrapper::native_of(o)?;
-            if hold {
-                inc_ref(obj);
-                return Ok(arena.hold(Any::object(ObjectRef::from_raw(obj))));
-            }
-            return Ok(AnyView::from_raw_parts((*obj).type_index, 0, obj as u64));
+        if wrapper::deallocs_as_wrapper(tp) {
+            return wrapper_view(o, arena, hold);
         }
         if tp == std::ptr::addr_of_mut!(ffi::PyLong_Type) {
             return long_view(o);
@@ -112,7 +175,32 @@ pub unsafe fn to_view<'a>(o: *mut ffi::PyObject, arena: &mut Arena, hold: bool) 
         if tp == std::ptr::addr_of_mut!(ffi::PyBool_Type) {
             return Ok(AnyView::bool(o == ffi::Py_True()));
         }
+        if tp == std::ptr::addr_of_mut!(ffi::PyFunction_Type) {
+            return arena.callable(o);
+        }
+        // A Python subclass of a generated class (the exact builtins above are none).
+        if wrapper::is_wrapper(o) {
+            return wrapper_view(o, arena, hold);
+        }
         slow_view(o, arena)
+    }
+}
+
+/// [`to_view`] of a wrapper: its native object, borrowed, or with a reference of its own in
+/// the arena when `hold`.
+///
+/// # Safety
+/// As [`to_view`]; `o` is a wrapper.
+#[inline]
+unsafe fn wrapper_view<'a>(o: *mut ffi::PyObject, arena: &mut Arena, hold: bool) -> Result<AnyView<'a>, PyErrSet> {
+    // SAFETY: `o` is a live wrapper (caller), which keeps its object alive.
+    unsafe {
+        let obj = wrapper::native_of(o)?;
+        if hold {
+            inc_ref(obj);
+            return Ok(arena.hold(Any::object(ObjectRef::from_raw(obj))));
+        }
+        Ok(AnyView::from_raw_parts((*obj).type_index, 0, obj as u64))
     }
 }
 
@@ -204,8 +292,7 @@ unsafe fn slow_view<'a>(o: *mut ffi::PyObject, arena: &mut Arena) -> Result<AnyV
             return Ok(arena.hold(container_to_any(o, &mut Nesting::new())?));
         }
         if ffi::PyCallable_Check(o) != 0 {
-            let f = callback::function_for(o)?;
-            return Ok(arena.hold(Any::object(f)));
+            return arena.callable(o);
         }
         Ok(arena.hold(Any::object(host_value::hold(o))))
     }
@@ -312,11 +399,13 @@ unsafe fn item_to_any(o: *mut ffi::PyObject, nesting: &mut Nesting<usize>) -> Re
 /// # Safety
 /// GIL held; `o` live.
 pub unsafe fn to_any(o: *mut ffi::PyObject) -> Result<Any, PyErrSet> {
-    let mut arena = Arena::new();
+    // Finished by hand (nothing here unwinds: see `call::call_with`).
+    let mut arena = std::mem::ManuallyDrop::new(Arena::new());
     // SAFETY: GIL held and `o` live (this function's contract); the view is copied before the
     // arena it may borrow from goes.
-    let view = unsafe { to_view(o, &mut arena, false) }?;
-    Ok(view.to_owned_any())
+    let owned = unsafe { to_view(o, &mut arena, false) }.map(|view| view.to_owned_any());
+    arena.finish();
+    owned
 }
 
 /// Convert an owned result to a Python object (new reference), or null with an error set.

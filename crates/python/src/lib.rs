@@ -77,5 +77,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // SAFETY: a new type object; the module takes a reference of its own.
     m.add("Method", unsafe { Bound::from_borrowed_ptr(py, method_type as *mut pyo3::ffi::PyObject) })?;
     m.add_class::<moved::Moved>()?;
+    // SAFETY: the GIL is held during module init.
+    unsafe { callback::prepare() };
     api::register(m)
 }

@@ -423,3 +423,135 @@ def test_a_host_value_stored_and_released_from_16_threads(testing, baseline):
     gc.collect()
     assert sys.getrefcount(o) == 2, "every native reference was released"
     assert live_now() == baseline
+
+
+# ---- nonblocking calls and callables lent to a call ----------------------------------------
+
+
+def test_a_nonblocking_call_calls_back_on_the_calling_thread(testing):
+    flags = tether_ffi._native.function_info(tether_ffi.get_global_func("testing.call"))[3]
+    nonblocking = tether_ffi._native.CONSTANTS["FUNC_NONBLOCKING"]
+    assert flags & nonblocking, "testing.call keeps the GIL for its callback"
+    here = threading.get_ident()
+    assert testing.call(lambda: threading.get_ident()) == here
+    # Nested calls, a GIL-releasing call inside the callback, and an exception that crosses
+    # the native frames as itself.
+    assert testing.call(lambda: testing.call(lambda a, b: a * b, 6, 7)) == 42
+    assert testing.call(lambda: testing.call_in_thread(lambda x: x + 1, 41)) == 42
+    boom = KeyError("from the callback")
+    with pytest.raises(KeyError) as info:
+        testing.call(lambda: (_ for _ in ()).throw(boom))
+    assert info.value is boom
+
+
+NONBLOCKING_GIVEN_A_BLOCKING_FUNCTION = r"""
+import tether_ffi
+T = tether_ffi.testing
+in_thread = tether_ffi.get_global_func("testing.call_in_thread")
+# call_in_thread waits for a native thread that calls back into Python: testing.call must not
+# keep the GIL for it (the thread would wait for the GIL forever).
+assert T.call(in_thread, lambda: 42) == 42
+assert T.call(T.call, in_thread, lambda x: x * 2, 21) == 42
+print("ok")
+"""
+
+
+def test_a_nonblocking_call_given_a_blocking_function_releases_the_gil():
+    # In a child process: if the GIL were kept, it would deadlock (the timeout ends it).
+    proc = subprocess.run(
+        [sys.executable, "-c", NONBLOCKING_GIVEN_A_BLOCKING_FUNCTION], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr
+
+
+def test_callables_lent_to_calls_leave_nothing_behind(testing, baseline):
+    import weakref
+
+    def cb(x=1):
+        return x
+
+    ref = weakref.ref(cb)
+    for i in range(1000):
+        assert testing.call(cb, i) == i
+        assert testing.call(lambda: i) == i  # a new callable every time
+    assert testing.call(lambda f, g: f(g()), lambda x: x + 1, lambda: 41) == 42  # two in one call
+    assert live_now() == baseline, "lent Functions were all given back"
+    del cb
+    gc.collect()
+    assert ref() is None, "a lent Function held no reference to its callable"
+
+
+def test_a_lent_function_the_callee_keeps_is_the_callables_function(testing, baseline):
+    import weakref
+
+    def cb():
+        # Inside its own call: the Function lent to the call is cb's Function.
+        testing.stash("inside", cb)
+        return 7
+
+    ref = weakref.ref(cb)
+    assert testing.call(cb) == 7
+    assert live_now() == baseline + 1, "kept by the stash"
+    testing.stash("again", cb)  # the same Function: no second one
+    assert live_now() == baseline + 1
+    assert testing.call(cb) == 7  # a kept callable's Function is not lent again
+    assert testing.take("inside") is cb and testing.take("again") is cb
+    assert testing.echo(cb) is cb
+    del cb
+    testing.add(1, 1)  # a safe point: queued references are dropped
+    gc.collect()
+    assert ref() is None, "released once the stash let go"
+    assert live_now() == baseline
+
+
+def test_class_calls_construct_from_the_callers_arguments(testing):
+    # `testing.Pair(...)` goes straight to the constructor (the class's vectorcall); the
+    # errors are the constructor's.
+    p = testing.Pair(1, second=2)
+    assert (p.first, p.second) == (1, 2) and type(p) is testing.Pair
+    with pytest.raises(TypeError, match="missing 1 required argument: 'second'"):
+        testing.Pair(1)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'third'"):
+        testing.Pair(1, 2, third=3)
+    with pytest.raises(TypeError, match="has no registered constructor"):
+        tether_ffi.namespace("testing").Aligned()
+
+
+REGISTERED_INIT = r"""
+import tether_ffi
+T = tether_ffi.testing
+calls = []
+
+@tether_ffi.register_object("testing.Triple")
+class _Triple:
+    def __init__(self, *args, **kwargs):
+        calls.append((args, kwargs))
+
+t = T.Triple(1, 2, third=3)
+assert (t.first, t.second, t.third) == (1, 2, 3)
+assert calls == [((1, 2), {"third": 3})], calls
+print("ok")
+"""
+
+
+def test_a_generated_class_given_an_init_from_python_runs_it():
+    # A class whose __init__ Python replaced is called as any class is (new, then init).
+    proc = subprocess.run([sys.executable, "-c", REGISTERED_INIT], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr
+
+
+def test_a_wrapper_that_is_its_objects_only_owner_frees_it(testing, baseline):
+    # The object dies with its wrapper (its block is not cached); one that native code also
+    # holds keeps its block and comes back at the same id.
+    p = testing.Pair(1, 2)
+    assert live_now() == baseline + 1
+    del p
+    assert live_now() == baseline
+    q = testing.Pair(3, 4)
+    testing.stash("q", q)
+    before = id(q)
+    del q
+    again = testing.take("q")
+    assert id(again) == before and again.first == 3
+    del again
+    assert live_now() == baseline

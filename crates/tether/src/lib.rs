@@ -35,13 +35,15 @@
 //!   `#[tether(constructor)]` (the primary one; `#[tether(constructor, name = "from_xy")]` is
 //!   a static method returning a new object), `#[tether(getter)]` (or `#[tether(field)]`) and
 //!   `#[tether(setter)]` (`set_x` sets field `x`, a value converted by its type), and on each
-//!   of them `#[tether(name = "...")]`, `#[tether(skip)]`, `#[tether(leaf)]` and
+//!   of them `#[tether(name = "...")]`, `#[tether(skip)]`, `#[tether(leaf)]`,
+//!   `#[tether(nonblocking)]` and
 //!   `#[tether(default = <literal>)]` on parameters (an integer, a float, `true`/`false`, a
 //!   string or `None`). A type may have several blocks: the first is `#[tether::methods]`,
 //!   the others `#[tether::methods(block = 1)]` up to `block = 7` (Rust has no life before
 //!   main, so a type collects its blocks by number; two blocks with one number do not compile).
 //! - [`function`]: a free function exported under a key (`"scene.make_node"`); its module
-//!   attribute is the key's last part.
+//!   attribute is the key's last part; `#[tether(leaf)]` or `#[tether(nonblocking)]` after it
+//!   set its flag.
 //! - [`module!`]: the plugin's entry points: registers and exports the listed types and
 //!   functions, then checks that every object type their signatures name is registered (a
 //!   type left out of the list fails the load, naming it).

@@ -23,7 +23,7 @@ mod call;
 mod callables;
 
 pub use call::{argument_message, ArgumentSource, Called, LeafCall};
-pub use callables::CallableRegistry;
+pub use callables::{CallableRegistry, Lent, LentFunctions};
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU32, Ordering};
