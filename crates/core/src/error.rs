@@ -342,13 +342,20 @@ pub fn panic_error(panic: Box<dyn std::any::Any + Send>) -> Error {
     })
 }
 
-/// `make()`, or the MemoryError when one of its allocations fails.
-fn or_out_of_memory(make: impl FnOnce() -> Error) -> Error {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(make)) {
-        Ok(e) => e,
-        Err(p) if p.is::<OutOfMemory>() => out_of_memory(),
+/// `f()`, or the MemoryError when one of its allocations fails (other panics go on
+/// unwinding). For a frontend's own code between language frames, which an unwind must not
+/// cross: it releases what it holds and raises the error instead.
+pub fn catch_out_of_memory<T>(f: impl FnOnce() -> T) -> Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(v) => Ok(v),
+        Err(p) if p.is::<OutOfMemory>() => Err(out_of_memory()),
         Err(p) => std::panic::resume_unwind(p),
     }
+}
+
+/// `make()`, or the MemoryError when one of its allocations fails.
+fn or_out_of_memory(make: impl FnOnce() -> Error) -> Error {
+    catch_out_of_memory(make).unwrap_or_else(|e| e)
 }
 
 /// The message of every MemoryError (made once, so raising it allocates nothing).

@@ -291,7 +291,7 @@ impl Function {
         flags: u32,
     ) -> Result<Function> {
         // Made without its destructor, so a failed allocation cannot run it.
-        let made = std::panic::catch_unwind(|| {
+        let mut f = crate::error::catch_out_of_memory(|| {
             ObjectArc::new(FunctionObj {
                 safe_call,
                 flags,
@@ -302,15 +302,9 @@ impl Function {
                 drop_data: None,
                 signature: std::ptr::null(),
             })
-        });
-        match made {
-            Ok(mut f) => {
-                ObjectArc::get_mut(&mut f).expect("a Function just made has one reference").drop_data = drop_data;
-                Ok(Function(f))
-            }
-            Err(p) if p.is::<crate::alloc::OutOfMemory>() => Err(crate::error::out_of_memory()),
-            Err(p) => std::panic::resume_unwind(p),
-        }
+        })?;
+        ObjectArc::get_mut(&mut f).expect("a Function just made has one reference").drop_data = drop_data;
+        Ok(Function(f))
     }
 
     /// Attach a signature (only while this is the sole reference, i.e. while building).

@@ -13,10 +13,10 @@ use tether_core::alloc::{
     alloc_object, install_frontend_allocator, live_objects, set_current_allocator, try_alloc_object, OutOfMemory,
     BUILTIN_TAG,
 };
-use tether_core::error::{catch_panic, OUT_OF_MEMORY_MESSAGE};
+use tether_core::error::{catch_out_of_memory, catch_panic, OUT_OF_MEMORY_MESSAGE};
 use tether_core::testing::Pair;
 use tether_core::tying::SlotLayout;
-use tether_core::{Any, AnyView, Error, ErrorKind, Function, ObjectHeader};
+use tether_core::{Any, AnyView, ArrayObj, Error, ErrorKind, Function, MapObj, ObjectHeader};
 
 static DROPS: AtomicUsize = AtomicUsize::new(0);
 
@@ -69,6 +69,19 @@ fn an_allocation_failure_is_a_memory_error_and_the_process_keeps_working() {
     assert_eq!(unwound.downcast_ref::<OutOfMemory>(), Some(&OutOfMemory { size: 64, align: 8 }));
     fail_allocations(1);
     assert_memory_error(&catch_panic(|| Ok(Pair::new(Any::int(1), Any::none()))).map(drop).unwrap_err());
+
+    // Containers whose allocation fails release the items they were given.
+    let pairs: Vec<Any> = (0..12).map(|i| Any::object(Pair::new(Any::int(i), Any::none()).into())).collect();
+    let made = live_objects();
+    fail_allocations(1);
+    let entries: Vec<(Any, Any)> = pairs.iter().map(|p| (p.clone(), p.clone())).collect();
+    assert_memory_error(&catch_out_of_memory(|| MapObj::new(entries)).map(drop).unwrap_err());
+    fail_allocations(1);
+    assert_memory_error(&catch_out_of_memory(|| ArrayObj::new(pairs.clone())).map(drop).unwrap_err());
+    fail_allocations(1);
+    assert_memory_error(&catch_out_of_memory(|| Any::str("longer than an inline string")).map(drop).unwrap_err());
+    assert_eq!(live_objects(), made);
+    drop(pairs);
 
     // Functions: `try_from_raw_parts` leaves the data to the caller, `from_raw_parts` drops it.
     let data = std::ptr::dangling_mut::<c_void>();
