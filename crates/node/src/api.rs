@@ -32,8 +32,7 @@ fn run_cold(env: Env, info: sys::napi_callback_info, body: ColdFn) -> Value {
             ptr::null_mut()
         }
         Err(panic) => {
-            let msg = tether_core::error::panic_message(&*panic);
-            throw(state, Fail::Native(Error::of_kind(tether_core::ErrorKind::RustPanic, msg)));
+            throw(state, Fail::Native(tether_core::error::panic_error(panic)));
             ptr::null_mut()
         }
     }

@@ -93,8 +93,16 @@ pub fn function_from_js(state: &EnvState, f: Value) -> JsResult<Any> {
     // SAFETY: `js_callback_call` reads exactly this data; `drop_js_callback` frees it, and
     // both may run on any thread. The native name is never shown (the Function comes back to
     // JS as `f` itself), so it is a short inline string: no property read or allocation.
-    let func =
-        unsafe { Function::from_raw_parts(js_callback_call, data, Some(drop_js_callback), CALLBACK_NAME, -1, 0) };
+    let made =
+        unsafe { Function::try_from_raw_parts(js_callback_call, data, Some(drop_js_callback), CALLBACK_NAME, -1, 0) };
+    let func = match made {
+        Ok(func) => func,
+        Err(e) => {
+            // SAFETY: no Function took the box: it is still ours to drop (and its reference).
+            unsafe { drop_js_callback(data) };
+            return Err(e.into());
+        }
+    };
     let weak = ObjectArc::downgrade(&func.0);
     match link {
         Some(l) => *l.func.borrow_mut() = Some(weak),
@@ -159,7 +167,10 @@ fn invoke_on_js_thread(state: &EnvState, func: Ref, args: &[AnyView<'_>]) -> Res
     unsafe { sys::napi_open_handle_scope(env.raw(), &mut scope) };
     let outcome = (|| -> JsResult<Any> {
         let f = raw::reference_value(env, func)?;
-        let argv = args.iter().map(|a| any_to_js(state, a.to_owned_any())).collect::<JsResult<Vec<Value>>>()?;
+        let argv = args
+            .iter()
+            .map(|a| any_to_js(state, crate::convert::allocating(|| a.to_owned_any())?))
+            .collect::<JsResult<Vec<Value>>>()?;
         let this = raw::undefined(env)?;
         let out = raw::call(env, this, f, &argv)?;
         js_to_any(state, out)

@@ -160,7 +160,12 @@ pub fn error_from_exception(state: &EnvState, exc: Value) -> Error {
             let boxed =
                 Box::into_raw(Box::new(ExceptionRef { state: arc_of(state), exception: r, boxed })) as *mut c_void;
             let opaque = OpaqueObj { ptr: boxed, finalize: Some(drop_exception_ref), owner: PAYLOAD_OWNER };
-            Any::object(ObjectArc::new(opaque).into())
+            // A payload that cannot be allocated releases the exception (its finalizer runs)
+            // and the error is the MemoryError.
+            match tether_core::error::catch_out_of_memory(|| ObjectArc::new(opaque)) {
+                Ok(payload) => Any::object(payload.into()),
+                Err(e) => return e,
+            }
         }
         Err(_) => Any::none(),
     };

@@ -37,13 +37,11 @@ pub unsafe fn function_for(callable: *mut ffi::PyObject) -> Result<ObjectRef, Py
         key,
         |handle| handle == key,
         || {
-            // SAFETY: the Function owns this reference; `drop_callable` releases it. GIL held.
-            unsafe { ffi::Py_INCREF(callable) };
             // SAFETY: `call_callable` follows the call ABI and attaches to Python itself. The
             // native name is never shown for these (the callable itself is returned), so it is
             // a short inline string: no allocation per callable passed.
             let f = unsafe {
-                Function::from_raw_parts(
+                Function::try_from_raw_parts(
                     call_callable,
                     callable as *mut c_void,
                     Some(drop_callable),
@@ -51,12 +49,18 @@ pub unsafe fn function_for(callable: *mut ffi::PyObject) -> Result<ObjectRef, Py
                     -1,
                     0,
                 )
-            };
-            Ok::<_, std::convert::Infallible>((f, key))
+            }?;
+            // SAFETY: the Function owns this reference from now on; `drop_callable` releases it.
+            // GIL held.
+            unsafe { ffi::Py_INCREF(callable) };
+            Ok::<_, Error>((f, key))
         },
     );
-    let Ok(f) = made;
-    Ok(f.0.into())
+    match made {
+        Ok(f) => Ok(f.0.into()),
+        // SAFETY: GIL held (this function's contract); raised outside the registry's lock.
+        Err(e) => Err(unsafe { errors::raised(e) }),
+    }
 }
 
 /// The callable a Function wraps, if it was made by [`function_for`].
@@ -155,7 +159,13 @@ unsafe fn invoke(callable: *mut ffi::PyObject, args: &[AnyView<'_>]) -> tether_c
         let mut py_args: Vec<*mut ffi::PyObject> = Vec::with_capacity(args.len() + 1);
         py_args.push(null_mut()); // room for PY_VECTORCALL_ARGUMENTS_OFFSET
         for a in args {
-            let o = convert::from_any(a.to_owned_any());
+            let o = match tether_core::error::catch_out_of_memory(|| a.to_owned_any()) {
+                Ok(owned) => convert::from_any(owned),
+                Err(e) => {
+                    py_args[1..].iter().for_each(|&p| ffi::Py_DECREF(p));
+                    return Err(e);
+                }
+            };
             if o.is_null() {
                 let e = errors::take_python_error();
                 py_args[1..].iter().for_each(|&p| ffi::Py_DECREF(p));
