@@ -354,6 +354,10 @@ function collectionEntries(value) {
  * argument i's handle at 1 + i].
  */
 const callFrame = native._setup(classFor, makeError, TOKEN, collectionEntries, makeShim);
+// An exiting env runs no more callbacks queued by other threads: from 'exit' on, they fail at
+// once with a clear error instead of waiting for a JS thread that has left (Node joins its
+// threadpool, where such a caller may wait, before the process ends).
+process.on('exit', () => native._exiting());
 const frameWords = new Int32Array(callFrame, 0, FRAME_WORDS);
 const frameFloats = new Float64Array(callFrame, FRAME_FLOATS_OFFSET, 1 + FRAME_HANDLES);
 

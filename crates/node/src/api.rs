@@ -64,6 +64,14 @@ cold_exports! {
     "checkBindings" => check_bindings,
     "toNative" => to_native,
     "jsName" => js_name,
+    "_exiting" => exiting,
+}
+
+/// `process.on('exit')` of this env (index.js): callbacks from other threads are refused from
+/// now on and the ones waiting are answered (see `EnvState::refuse_cross_thread_calls`).
+fn exiting(state: &EnvState, _args: Args) -> JsResult<Value> {
+    state.refuse_cross_thread_calls();
+    raw::undefined(state.env)
 }
 
 /// Add the raw exports to `exports`.

@@ -67,6 +67,8 @@ pub struct EnvState {
     pub tsfn: AtomicTsfn,
     /// References to delete on the JS thread (dropped on another thread).
     pub pending_deletes: Mutex<Vec<usize>>,
+    /// Callbacks called from other threads that wait for this env's JS thread.
+    pub cross_thread: Mutex<crate::callback::CrossThread>,
     /// JS-thread-only state.
     pub refs: RefCell<JsRefs>,
     /// The shims' call frame: the memory of the ArrayBuffer `refs.frame_buffer` keeps alive
@@ -167,6 +169,7 @@ unsafe extern "C" fn cleanup_env(arg: *mut c_void) {
         let mut alive = state.alive.write().unwrap_or_else(|e| e.into_inner());
         *alive = false;
     }
+    state.refuse_cross_thread_calls();
     // The env deletes its own references as it goes; the threadsafe function is closed by
     // Node's own cleanup hook, which runs after this one (hooks run in reverse order).
     state.pending_deletes.lock().unwrap_or_else(|e| e.into_inner()).clear();
@@ -193,6 +196,7 @@ pub fn init_env(env: Env) -> JsResult<Arc<EnvState>> {
         alive: RwLock::new(true),
         tsfn: AtomicTsfn(std::sync::atomic::AtomicPtr::new(ptr::null_mut())),
         pending_deletes: Mutex::new(Vec::new()),
+        cross_thread: Mutex::new(crate::callback::CrossThread::default()),
         refs: RefCell::new(JsRefs { frame_buffer: Some(frame_buffer), ..JsRefs::default() }),
         frame,
     });

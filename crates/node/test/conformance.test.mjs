@@ -523,6 +523,14 @@ test('T41 a native thread calling back into a terminated worker gets a clear err
     run.stderr,
     /testing\.call_in_background: stopped after 0 calls: RuntimeError: the JS environment that owns this callback has shut down/,
   );
+  // process.exit() while a native thread's callback waits for the main thread: it is answered
+  // with an error at exit (before, the exit hung joining Node's threadpool).
+  const exiting = path.join(here, 'workers', 'exit-while-a-callback-waits.mjs');
+  const exit = spawnSync(process.execPath, [exiting], { encoding: 'utf8', timeout: 60_000, env });
+  assert.equal(exit.error?.code, undefined, `no hang: ${exit.error}`);
+  assert.equal(exit.signal, null, `no crash: ${exit.stderr}`);
+  assert.equal(exit.status, 7, `the exit code asked for: ${exit.stderr}`);
+  assert.equal(exit.stdout, 'exiting\n');
 });
 
 test('T42 an allocation failure is a MemoryError and the process keeps working', async () => {
