@@ -627,9 +627,11 @@ class ConformanceTest {
 
     @Test
     void T41_vmExitsWhileANativeThreadCallsAStoredCallback() throws Exception {
-        ProcessResult r = Subprocess.runJava(CallbackAtExitMain.class, true);
-        assertEquals(0, r.exitCode, r.output);
-        assertTrue(r.output.contains("callback-at-exit: exiting after the callback ran"), r.output);
+        for (String how : List.of("exit", "return")) {
+            ProcessResult r = Subprocess.runJava(CallbackAtExitMain.class, true, how);
+            assertEquals(0, r.exitCode, how + ": " + r.output);
+            assertTrue(r.output.contains("callback-at-exit: exiting after the callback ran"), r.output);
+        }
     }
 
     /** {@code call} fails with the MemoryError; returns the injected failures it left pending. */
