@@ -461,13 +461,26 @@ fn member_signature(name: &str, func: *mut ObjectHeader, is_static: bool) -> Str
 /// with the same layout ([`layout_difference`]) is ignored, one with another layout is a
 /// ValueError naming the key.
 pub fn publish_type_info(info: TypeInfo) -> Result<i32> {
-    if let Some(api) = plugin::host_api() {
-        let leaked = Box::leak(Box::new(info));
+    let index = info.index;
+    let leaked: &'static TypeInfo = Box::leak(Box::new(info));
+    let published = if let Some(api) = plugin::host_api() {
         // SAFETY: host table entry; the info is leaked and immutable.
         let i = unsafe { (api.publish_type_info)(leaked) };
-        return if i >= 0 { Ok(i) } else { Err(crate::error::take_last_error()) };
+        if i >= 0 {
+            Ok(i)
+        } else {
+            Err(crate::error::take_last_error())
+        }
+    } else {
+        local_publish_type_info(leaked)
+    };
+    // The registry keeps the first publication of an index; a later one (the same layout again,
+    // a refused one) is referenced by nobody: free it (valgrind found each one lost).
+    if !type_info(index).is_some_and(|kept| std::ptr::eq(kept, leaked)) {
+        // SAFETY: leaked just above and never stored: no reference to it exists.
+        drop(unsafe { Box::from_raw(leaked as *const TypeInfo as *mut TypeInfo) });
     }
-    local_publish_type_info(Box::leak(Box::new(info)))
+    published
 }
 
 pub(crate) fn local_publish_type_info(info: &'static TypeInfo) -> Result<i32> {

@@ -89,8 +89,15 @@ fn python_name(key: &str) -> String {
     }
 }
 
-fn leak_cstring(s: &str) -> *const std::ffi::c_char {
-    CString::new(s.replace('\0', "?")).expect("no NUL").into_raw()
+/// A C string that lives as long as the process, for what CPython keeps pointing at (3.11 keeps
+/// a heap type's `tp_name` pointing at the spec's name; a getset descriptor its def's name and
+/// doc). Held in a static, so it stays reachable (memcheck: no leak) after the types die at exit.
+fn keep_cstring(s: &str) -> *const std::ffi::c_char {
+    static KEPT: Mutex<Vec<CString>> = Mutex::new(Vec::new());
+    let c = CString::new(s.replace('\0', "?")).expect("no NUL");
+    let ptr = c.as_ptr();
+    KEPT.lock().unwrap_or_else(|e| e.into_inner()).push(c); // the bytes stay where they are
+    ptr
 }
 
 fn slot(slot: std::ffi::c_int, pfunc: *mut c_void) -> ffi::PyType_Slot {
@@ -117,13 +124,15 @@ unsafe fn make_type(
     flags: u64,
     bases: *mut ffi::PyObject,
 ) -> *mut ffi::PyTypeObject {
-    if !doc.is_empty() {
-        slots.push(slot(ffi::Py_tp_doc, leak_cstring(doc) as *mut c_void));
+    // CPython copies the doc; it only has to outlive the call below.
+    let doc = (!doc.is_empty()).then(|| CString::new(doc.replace('\0', "?")).expect("no NUL"));
+    if let Some(doc) = &doc {
+        slots.push(slot(ffi::Py_tp_doc, doc.as_ptr() as *mut c_void));
     }
     slots.push(slot(0, null_mut()));
-    // CPython (before 3.12) keeps pointing at the spec's name: leak it.
+    // CPython (before 3.12) keeps pointing at the spec's name.
     let mut spec = ffi::PyType_Spec {
-        name: leak_cstring(name),
+        name: keep_cstring(name),
         basicsize: basicsize as std::ffi::c_int,
         itemsize: 0,
         flags: (ffi::Py_TPFLAGS_DEFAULT | ffi::Py_TPFLAGS_BASETYPE) as _,
@@ -177,17 +186,18 @@ unsafe fn build(index: i32) -> *mut ffi::PyTypeObject {
         let is_function = index == TypeIndex::FUNCTION;
         let mut slots = common_slots();
         let mut flags = 0u64;
+        // CPython copies the members into the type: they only have to outlive `make_type`.
+        let mut members = [
+            ffi::PyMemberDef {
+                name: c"__vectorcalloffset__".as_ptr(),
+                type_code: ffi::Py_T_PYSSIZET,
+                offset: std::mem::offset_of!(FunctionWrapper, vectorcall) as ffi::Py_ssize_t,
+                flags: ffi::Py_READONLY,
+                doc: null_mut(),
+            },
+            std::mem::zeroed(),
+        ];
         let basicsize = if is_function {
-            let members = Box::leak(Box::new([
-                ffi::PyMemberDef {
-                    name: c"__vectorcalloffset__".as_ptr(),
-                    type_code: ffi::Py_T_PYSSIZET,
-                    offset: std::mem::offset_of!(FunctionWrapper, vectorcall) as ffi::Py_ssize_t,
-                    flags: ffi::Py_READONLY,
-                    doc: null_mut(),
-                },
-                std::mem::zeroed(),
-            ]));
             slots.push(slot(ffi::Py_tp_members, members.as_mut_ptr() as *mut c_void));
             slots.push(slot(ffi::Py_tp_call, ffi::PyVectorcall_Call as *mut c_void));
             flags |= ffi::Py_TPFLAGS_HAVE_VECTORCALL;
@@ -257,10 +267,10 @@ unsafe fn set_meta(cls: *mut ffi::PyTypeObject, index: i32, key: &str) -> Result
 unsafe fn add_fields(cls: *mut ffi::PyTypeObject, info: &'static types::TypeInfo) -> Result<(), PyErrSet> {
     for field in info.fields() {
         let def = Box::leak(Box::new(ffi::PyGetSetDef {
-            name: leak_cstring(field.name()),
+            name: keep_cstring(field.name()),
             get: Some(field_get),
             set: if field.setter.is_null() { None } else { Some(field_set) },
-            doc: if field.doc().is_empty() { std::ptr::null() } else { leak_cstring(field.doc()) },
+            doc: if field.doc().is_empty() { std::ptr::null() } else { keep_cstring(field.doc()) },
             closure: field as *const FieldInfo as *mut c_void,
         }));
         // SAFETY: GIL held; `def` is leaked so it outlives the descriptor.
