@@ -76,6 +76,23 @@ pub struct EnvState {
     pub frame: *mut CallFrame,
 }
 
+impl JsRefs {
+    /// Every reference held, taken out (the env's cleanup deletes them: Node-API leaves a
+    /// reference the addon made to the addon, even when its env goes; valgrind found each lost).
+    fn take_all(&mut self) -> Vec<Ref> {
+        let singles = [
+            self.class_factory.take(),
+            self.error_factory.take(),
+            self.collection_entries.take(),
+            self.token.take(),
+            self.call_async.take(),
+            self.shim_factory.take(),
+            self.frame_buffer.take(),
+        ];
+        singles.into_iter().chain(self.classes.drain(..)).flatten().collect()
+    }
+}
+
 /// The threadsafe function handle (a raw pointer, shared across threads).
 pub struct AtomicTsfn(pub std::sync::atomic::AtomicPtr<sys::napi_threadsafe_function__>);
 
@@ -170,9 +187,16 @@ unsafe extern "C" fn cleanup_env(arg: *mut c_void) {
         *alive = false;
     }
     state.refuse_cross_thread_calls();
-    // The env deletes its own references as it goes; the threadsafe function is closed by
-    // Node's own cleanup hook, which runs after this one (hooks run in reverse order).
-    state.pending_deletes.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    // The threadsafe function is closed by Node's own cleanup hook, which runs after this one
+    // (hooks run in reverse order). References queued by other threads and the ones the env's
+    // state holds are deleted now: Node-API leaves them to the addon even as the env goes. (The
+    // native Functions of JS callbacks still alive keep theirs: they die with the process.)
+    state.flush_pending_deletes();
+    let held = state.refs.borrow_mut().take_all();
+    for r in held {
+        // SAFETY: a reference of this env, still valid in its cleanup hook, deleted once.
+        unsafe { sys::napi_delete_reference(state.env.raw(), r) };
+    }
 }
 
 /// Set up the per-env state for `env` (called once per env at module load). Installs the
