@@ -201,18 +201,22 @@ pub(crate) fn local_alloc_object(size: usize, align: usize) -> *mut ObjectHeader
 
 // ---- injected allocation failures (testing.fail_allocations) ------------------------------
 
-/// How many of the next frontend allocations fail (`testing.fail_allocations`). Tested with one
-/// relaxed load per allocation; only a test sets it.
+/// How many frontend allocations fail (`testing.fail_allocations`), once [`FAIL_AFTER`] more
+/// have succeeded. Tested with one relaxed load per allocation; only a test sets it.
 static FAIL_ALLOCATIONS: AtomicI64 = AtomicI64::new(0);
+/// Allocations that still succeed before the injected failures start.
+static FAIL_AFTER: AtomicI64 = AtomicI64::new(0);
 
-/// Make the next `n` allocations of every frontend allocator fail (return null, as an
-/// allocator out of memory does); returns how many earlier injected failures were still
-/// pending. `fail_allocations(0)` cancels them.
-pub fn fail_allocations(n: i64) -> i64 {
+/// Make `n` allocations of every frontend allocator fail (return null, as an allocator out of
+/// memory does) once the next `after` have succeeded, so a failure can land part way through
+/// an operation; returns how many earlier injected failures were still pending.
+/// `fail_allocations(0, 0)` cancels them.
+pub fn fail_allocations(n: i64, after: i64) -> i64 {
+    FAIL_AFTER.store(after.max(0), Ordering::Relaxed);
     FAIL_ALLOCATIONS.swap(n.max(0), Ordering::Relaxed)
 }
 
-/// Consume one injected failure, if one is pending.
+/// Consume one injected failure, if one is due.
 #[inline]
 fn injected_failure() -> bool {
     FAIL_ALLOCATIONS.load(Ordering::Relaxed) > 0 && take_injected_failure()
@@ -220,6 +224,9 @@ fn injected_failure() -> bool {
 
 #[cold]
 fn take_injected_failure() -> bool {
+    if FAIL_AFTER.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |k| (k > 0).then(|| k - 1)).is_ok() {
+        return false;
+    }
     FAIL_ALLOCATIONS.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n > 0).then(|| n - 1)).is_ok()
 }
 

@@ -273,14 +273,22 @@ pub(crate) fn register() {
     })
     .with_params(&["ms"])
     .with_doc("Sleep ms milliseconds inside native code (a call that blocks: Python releases the GIL)."));
-    reg(Function::from_typed("testing.fail_allocations", |n: i64| -> Result<i64> {
-        Ok(crate::alloc::fail_allocations(count("testing.fail_allocations", "n", n)?))
+    let fail_allocations = Signature {
+        params: vec![Param::new("n", Ty::Int), Param::new("after", Ty::Int).with_default(DefaultValue::Int(0))],
+        result: Ty::Int,
+        receiver: false,
+    };
+    reg(Function::from_typed("testing.fail_allocations", |n: i64, after: i64| -> Result<i64> {
+        let (n, after) =
+            (count("testing.fail_allocations", "n", n)?, count("testing.fail_allocations", "after", after)?);
+        Ok(crate::alloc::fail_allocations(n, after))
     })
-    .with_params(&["n"])
+    .with_signature(fail_allocations.intern().expect("testing.fail_allocations's signature"))
     .leaf()
     .with_doc(
-        "Make the next n allocations of the frontend allocator fail (a MemoryError where they \
-         happen); returns how many earlier ones were still pending. 0 cancels them.",
+        "Make n allocations of the frontend allocator fail (a MemoryError where they happen) once \
+         the next `after` have succeeded; returns how many earlier ones were still pending. 0 \
+         cancels them.",
     ));
     reg(Function::from_typed("testing.raise_error", |kind: String, message: String| -> Result<()> {
         Err(Error::new(&kind, message))

@@ -29,7 +29,7 @@ unsafe extern "C" fn refuse(_f: *mut ObjectHeader, _args: *const AnyView<'_>, _n
 }
 
 fn fail_allocations(n: i64) -> i64 {
-    call("testing.fail_allocations", &[AnyView::int(n)]).unwrap().view().as_int().unwrap()
+    call("testing.fail_allocations", &[AnyView::int(n), AnyView::int(0)]).unwrap().view().as_int().unwrap()
 }
 
 fn assert_memory_error(e: &Error) {
@@ -39,7 +39,7 @@ fn assert_memory_error(e: &Error) {
 #[test]
 fn an_allocation_failure_is_a_memory_error_and_the_process_keeps_working() {
     tether_core::init();
-    install_frontend_allocator(SlotLayout::Full, None, std::ptr::null_mut()).unwrap();
+    let frontend = install_frontend_allocator(SlotLayout::Full, None, std::ptr::null_mut()).unwrap();
     let base = live_objects();
 
     // A native function whose object cannot be allocated raises the MemoryError.
@@ -110,9 +110,23 @@ fn an_allocation_failure_is_a_memory_error_and_the_process_keeps_working() {
     assert!(call("testing.make_pair", &[AnyView::int(1), AnyView::int(2)]).is_ok());
     assert_eq!(fail_allocations(0), 1);
 
-    let e = call("testing.fail_allocations", &[AnyView::int(-1)]).unwrap_err();
+    // `after`: allocations that succeed first, so a failure lands part way through.
+    set_current_allocator(frontend).unwrap();
+    call("testing.fail_allocations", &[AnyView::int(1), AnyView::int(3)]).unwrap();
+    let made = call("testing.make_pair", &[AnyView::int(1), AnyView::int(2)]).unwrap(); // 1
+    let partial = live_objects();
+    assert_memory_error(&call("testing.make_array", &[AnyView::int(4)]).unwrap_err()); // 2 Pairs, then fails
+    assert_eq!(live_objects(), partial, "the Pairs made before the failure are freed");
+    assert_eq!(fail_allocations(0), 0);
+    drop(made);
+    assert_eq!(live_objects(), base);
+    set_current_allocator(BUILTIN_TAG).unwrap();
+
+    let e = call("testing.fail_allocations", &[AnyView::int(-1), AnyView::int(0)]).unwrap_err();
     assert_eq!(
         (e.kind(), e.message()),
         ("ValueError", "testing.fail_allocations() argument 'n' must not be negative, got -1")
     );
+    let e = call("testing.fail_allocations", &[AnyView::int(1), AnyView::int(-2)]).unwrap_err();
+    assert_eq!(e.message(), "testing.fail_allocations() argument 'after' must not be negative, got -2");
 }
