@@ -28,6 +28,8 @@ pub struct Ctx {
     /// libtether_java is built (and, for the examples, the jar is installed in ~/.m2).
     pub java_built: Cell<bool>,
     pub java_installed: Cell<bool>,
+    /// The Java tests are compiled (`mvn test-compile`), for the harden mains run with `java -cp`.
+    pub java_tests_compiled: Cell<bool>,
 }
 
 impl Ctx {
@@ -85,6 +87,7 @@ impl Ctx {
             bindgen_ready: Cell::new(false),
             java_built: Cell::new(false),
             java_installed: Cell::new(false),
+            java_tests_compiled: Cell::new(false),
         })
     }
 
