@@ -208,6 +208,8 @@ struct Writer {
 static WRITER: Mutex<Option<Writer>> = Mutex::new(None);
 /// Infos replaced by a later publication; never freed (readers may hold them).
 static RETIRED: Mutex<Vec<&'static TypeInfo>> = Mutex::new(Vec::new());
+/// Infos [`publish_type_info`] made that the registry did not keep (see there).
+static UNPUBLISHED: Mutex<Vec<&'static TypeInfo>> = Mutex::new(Vec::new());
 
 fn leak_str(s: &str) -> ByteSlice {
     ByteSlice::from_static(Box::leak(s.to_string().into_boxed_str()))
@@ -475,10 +477,11 @@ pub fn publish_type_info(info: TypeInfo) -> Result<i32> {
         local_publish_type_info(leaked)
     };
     // The registry keeps the first publication of an index; a later one (the same layout again,
-    // a refused one) is referenced by nobody: free it (valgrind found each one lost).
+    // a refused one) would be referenced by nobody (valgrind found each one lost): keep it
+    // reachable, with what it points to (names, member tables, Functions), which is leaked like
+    // every published info's. (This copy's list: a plugin's stays mapped.)
     if !type_info(index).is_some_and(|kept| std::ptr::eq(kept, leaked)) {
-        // SAFETY: leaked just above and never stored: no reference to it exists.
-        drop(unsafe { Box::from_raw(leaked as *const TypeInfo as *mut TypeInfo) });
+        UNPUBLISHED.lock().unwrap_or_else(|e| e.into_inner()).push(leaked);
     }
     published
 }
