@@ -51,7 +51,7 @@ pub fn run(ctx: &Ctx, quick: bool) -> Result<Vec<Figures>> {
 fn run_storm(ctx: &Ctx, storm: &Storm, runs: u32) -> Result<Figures> {
     let part = format!("storm {} {}", storm.lang.runtime(), storm.how);
     let base = scripts::command(ctx, storm.lang, "storm")?.args(["--mode", storm.mode]);
-    step(SUITE, format!("{part}: {runs} runs of {} --seed N", base.display()));
+    step(SUITE, format!("{part}: {runs} runs, --seed 1 to {runs}, of {}", base.display()));
     let started = Instant::now();
     let (mut crashes, mut hangs, mut refused) = (0, 0, 0);
     let mut findings: Vec<String> = Vec::new();
