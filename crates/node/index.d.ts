@@ -197,7 +197,7 @@ export const errorKinds: readonly (readonly [string, number])[];
 
 /** Fields every native error carries. */
 export interface TetherErrorFields {
-  /** The native kind: "TypeError", "ValueError", "IndexError", "KeyError", "AttributeError", "RuntimeError", "RustPanic" or a custom kind. */
+  /** The native kind: "TypeError", "ValueError", "IndexError", "KeyError", "AttributeError", "RuntimeError", "RustPanic", "MemoryError" or a custom kind. */
   readonly kind: string;
   /** The native backtrace when one was captured (RUST_BACKTRACE=1), else "". */
   readonly backtrace: string;
@@ -231,6 +231,12 @@ export class TetherAttributeError extends TetherError {}
 export class TetherRuntimeError extends TetherError {}
 /** kind "RustPanic": native code panicked; the process keeps working. */
 export class RustPanic extends TetherError {}
+/** kind "MemoryError": a native object could not be allocated; also a JS RangeError. */
+export class TetherMemoryError extends RangeError implements TetherErrorFields {
+  constructor(message?: string, kind?: string, backtrace?: string);
+  readonly kind: string;
+  readonly backtrace: string;
+}
 
 declare const tether: {
   getGlobalFunc: typeof getGlobalFunc;
@@ -257,5 +263,6 @@ declare const tether: {
   TetherAttributeError: typeof TetherAttributeError;
   TetherRuntimeError: typeof TetherRuntimeError;
   RustPanic: typeof RustPanic;
+  TetherMemoryError: typeof TetherMemoryError;
 };
 export default tether;

@@ -52,6 +52,14 @@ class TetherIndexError extends RangeError {
     initError(this, kind, backtrace);
   }
 }
+/** kind "MemoryError": a native object could not be allocated. Also a JS `RangeError` (as V8's
+ * own allocation failures are); the process keeps working. */
+class TetherMemoryError extends RangeError {
+  constructor(message, kind = 'MemoryError', backtrace = '') {
+    super(message);
+    initError(this, kind, backtrace);
+  }
+}
 class TetherValueError extends TetherError {}
 class TetherKeyError extends TetherError {}
 class TetherAttributeError extends TetherError {}
@@ -60,7 +68,7 @@ class TetherRuntimeError extends TetherError {}
 class RustPanic extends TetherError {}
 
 for (const cls of [TetherError, TetherTypeError, TetherIndexError, TetherValueError, TetherKeyError,
-  TetherAttributeError, TetherRuntimeError, RustPanic]) {
+  TetherAttributeError, TetherRuntimeError, RustPanic, TetherMemoryError]) {
   Object.defineProperty(cls.prototype, 'name', { value: cls.name, writable: true, configurable: true });
 }
 
@@ -73,6 +81,7 @@ const CLASS_BY_NAME = {
   AttributeError: TetherAttributeError,
   RuntimeError: TetherRuntimeError,
   RustPanic,
+  MemoryError: TetherMemoryError,
 };
 const ERROR_CLASSES = new Map(native.errorKinds.map(([name, code]) => [code, CLASS_BY_NAME[name] ?? TetherRuntimeError]));
 
@@ -368,6 +377,10 @@ function classifyObject(value) {
  * argument i's handle at 1 + i].
  */
 const callFrame = native._setup(classFor, makeError, TOKEN, classifyObject, makeShim);
+// An exiting env runs no more callbacks queued by other threads: from 'exit' on, they fail at
+// once with a clear error instead of waiting for a JS thread that has left (Node joins its
+// threadpool, where such a caller may wait, before the process ends).
+process.on('exit', () => native._exiting());
 const frameWords = new Int32Array(callFrame, 0, FRAME_WORDS);
 const frameFloats = new Float64Array(callFrame, FRAME_FLOATS_OFFSET, 1 + FRAME_HANDLES);
 
@@ -591,4 +604,5 @@ module.exports = {
   TetherAttributeError,
   TetherRuntimeError,
   RustPanic,
+  TetherMemoryError,
 };

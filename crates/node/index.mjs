@@ -29,5 +29,6 @@ export const {
   TetherAttributeError,
   TetherRuntimeError,
   RustPanic,
+  TetherMemoryError,
 } = tether;
 export default tether;

@@ -1,18 +1,26 @@
 //! `cargo xtask harden [--quick] [--only PART,...]`: what tether survives, measured. Fuzzing
 //! (libFuzzer targets in fuzz/ over the C ABI and the slot state machine), tether-core's tests
-//! under AddressSanitizer and ThreadSanitizer, and the language-level fuzzers (atheris, fast-check
-//! and a seeded generator over each frontend's call arguments), each printing its figures; the
-//! full run of every part also writes them into docs/reliability.md between its markers. Every
-//! figure comes from this run.
+//! under AddressSanitizer and ThreadSanitizer, the language-level fuzzers (atheris, fast-check
+//! and a seeded generator over each frontend's call arguments), shutdown storms, injected
+//! allocation failures, scale (a million objects, 16 threads) and valgrind memcheck over the
+//! Python and Node suites, each printing its figures; the full run of every part also writes
+//! them into docs/reliability.md between its markers. Every figure comes from this run.
 //!
-//! `--quick` (a few seconds per fuzz target, the sanitizers on tree already built) fits in well
-//! under three minutes on top of built trees; the full run takes minutes per part. `--only`
-//! runs some of the parts (`fuzz`, `sanitizers`, `lang`); such a run writes no figures.
+//! `--quick` (a few seconds per fuzz target, the sanitizers on tree already built, 5 runs per
+//! storm, one small test file under valgrind) fits in a few minutes on top of built trees; the
+//! full run takes minutes per part. `--only` runs some of the parts ([`PARTS`]); such a run
+//! writes no figures. The quick storms, faults and scale are also `cargo xtask test`'s
+//! `harden` suite ([`quick_suite`]).
 
+mod faults;
 mod fuzz;
 mod lang;
+mod memcheck;
 mod report;
 mod sanitizers;
+mod scale;
+mod scripts;
+mod storms;
 
 use std::time::Instant;
 
@@ -38,7 +46,7 @@ impl Figures {
 }
 
 /// The parts, in the order they run.
-pub const PARTS: [&str; 3] = ["fuzz", "sanitizers", "lang"];
+pub const PARTS: [&str; 7] = ["fuzz", "sanitizers", "lang", "storms", "faults", "scale", "memcheck"];
 
 /// Runs the parts in `only` (every part when empty).
 pub fn run(quick: bool, only: &[&str]) -> Result {
@@ -66,6 +74,30 @@ pub fn run(quick: bool, only: &[&str]) -> Result {
         all.extend(figures);
         skipped.extend(notes);
     }
+    let form = if quick { "quick" } else { "full" };
+    if selected("storms") {
+        step(SUITE, format!("shutdown storms ({form})"));
+        all.extend(storms::run(&ctx, quick)?);
+    }
+    if selected("faults") {
+        step(SUITE, format!("injected allocation failures ({form})"));
+        all.extend(faults::run(&ctx, quick)?);
+    }
+    if selected("scale") {
+        step(SUITE, format!("scale ({form})"));
+        all.extend(scale::run(&ctx, quick)?);
+    }
+    if selected("memcheck") {
+        step(SUITE, format!("valgrind memcheck ({form})"));
+        all.extend(memcheck::run(&ctx, quick)?);
+        if quick {
+            skipped.push(format!(
+                "memcheck: the quick run checks {} and {} only (the full run: both suites)",
+                memcheck::QUICK_PYTHON,
+                memcheck::QUICK_NODE
+            ));
+        }
+    }
 
     let elapsed = started.elapsed().as_secs();
     println!("==> harden figures ({} run, {elapsed} s, {nightly})", if quick { "quick" } else { "full" });
@@ -83,6 +115,24 @@ pub fn run(quick: bool, only: &[&str]) -> Result {
         Ok(())
     } else {
         Err(fail(format!("harden: findings or reports in {}", failed.join(", "))))
+    }
+}
+
+/// `cargo xtask test`'s `harden` suite: the quick storms, faults and scale (about half a
+/// minute on top of the built frontends); a finding fails the suite.
+pub fn quick_suite(ctx: &Ctx) -> Result<crate::util::Status> {
+    let started = Instant::now();
+    let mut all = storms::run(ctx, true)?;
+    all.extend(faults::run(ctx, true)?);
+    all.extend(scale::run(ctx, true)?);
+    println!("==> harden quick parts ({} s)", started.elapsed().as_secs());
+    all.iter().for_each(Figures::print);
+    let failed: Vec<&str> = all.iter().filter(|f| f.failed).map(|f| f.part.as_str()).collect();
+    if failed.is_empty() {
+        Ok(crate::util::Status::Passed)
+    } else {
+        Err(fail(format!("harden: findings in {}", failed.join(", ")))
+            .hint("rerun one part with: cargo xtask harden --quick --only storms|faults|scale"))
     }
 }
 

@@ -26,7 +26,8 @@ usage: cargo xtask <command>
 
 commands:
   test [--only SUITE[,SUITE...]]   run every test suite that exists
-                                   suites: rust, c, python, node, java, examples
+                                   suites: rust, c, python, node, java, harden, examples
+                                   (harden: the quick shutdown storms, allocation faults and scale)
   demo                             build the example plugin and run the demo in every language
   miri                             run tether-core's tests under Miri (nightly)
   bindgen --plugin PATH --out DIR [--lang python,node,java] [--name NAME] [--java-package NAME]
@@ -36,19 +37,22 @@ commands:
   bench [--quick]                  run the benchmarks against the peers (--quick: CI smoke run)
   harden [--quick] [--only PART]   fuzz the C ABI and the slot state machine, run tether-core's tests
                                    under ASan and TSan (nightly), fuzz each frontend's arguments (atheris,
-                                   fast-check, a seeded Java generator); parts: fuzz, sanitizers, lang;
+                                   fast-check, a seeded Java generator), shutdown storms, injected
+                                   allocation failures, scale, valgrind memcheck of the Python and Node
+                                   suites; parts: fuzz, sanitizers, lang, storms, faults, scale, memcheck;
                                    the full run of every part writes docs/reliability.md
   help                             show this text";
 
 type Suite = fn(&Ctx) -> Result<Status>;
 
 /// Every suite of `cargo xtask test`, in the order they run.
-const SUITES: [(&str, Suite); 6] = [
+const SUITES: [(&str, Suite); 7] = [
     ("rust", rust::run),
     ("c", rust::run_c),
     ("python", python::run),
     ("node", node::run),
     ("java", java::run),
+    ("harden", harden::quick_suite),
     ("examples", examples::run),
 ];
 

@@ -230,6 +230,48 @@ impl Cmd {
         Ok((status.code(), strip_ansi(&String::from_utf8_lossy(&text))))
     }
 
+    /// Runs capturing stdout and stderr separately, killing the process (SIGKILL, by its pid)
+    /// when it is still running after `timeout`: a run that may hang (the harden storms).
+    pub fn run_with_timeout(&self, timeout: std::time::Duration) -> Result<Timed> {
+        let display = self.display();
+        let started = std::time::Instant::now();
+        let mut child =
+            self.command().stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| self.spawn_error(e))?;
+        let read_all = |mut pipe: Box<dyn std::io::Read + Send>| {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let _ = pipe.read_to_end(&mut buf);
+                strip_ansi(&String::from_utf8_lossy(&buf))
+            })
+        };
+        let stdout = read_all(Box::new(child.stdout.take().expect("piped stdout")));
+        let stderr = read_all(Box::new(child.stderr.take().expect("piped stderr")));
+        let mut timed_out = false;
+        let status = loop {
+            if let Some(status) = child.try_wait().map_err(|e| fail(format!("waiting for `{display}`: {e}")))? {
+                break status;
+            }
+            if started.elapsed() >= timeout {
+                timed_out = true;
+                let _ = child.kill();
+                break child.wait().map_err(|e| fail(format!("waiting for `{display}`: {e}")))?;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        #[cfg(unix)]
+        let signal = std::os::unix::process::ExitStatusExt::signal(&status);
+        #[cfg(not(unix))]
+        let signal = None;
+        Ok(Timed {
+            code: status.code(),
+            signal,
+            timed_out,
+            stdout: stdout.join().unwrap_or_default(),
+            stderr: stderr.join().unwrap_or_default(),
+            elapsed: started.elapsed(),
+        })
+    }
+
     /// Runs capturing stdout and stderr; Ok(None) when it fails or cannot start.
     pub fn probe(&self) -> Option<String> {
         let out = self.command().stderr(Stdio::null()).output().ok()?;
@@ -238,6 +280,18 @@ impl Cmd {
         }
         String::from_utf8(out.stdout).ok()
     }
+}
+
+/// How a [`Cmd::run_with_timeout`] run ended.
+pub struct Timed {
+    /// The exit code (None: killed by a signal).
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    /// Killed by us after the timeout (a hang).
+    pub timed_out: bool,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: std::time::Duration,
 }
 
 /// `text` without ANSI escape sequences (`ESC [ ... letter`); Maven prints colour resets even

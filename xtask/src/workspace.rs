@@ -29,6 +29,8 @@ pub struct Ctx {
     /// local Maven repository of xtask's Maven runs).
     pub java_built: Cell<bool>,
     pub java_installed: Cell<bool>,
+    /// The Java tests are compiled (`mvn test-compile`), for the harden mains run with `java -cp`.
+    pub java_tests_compiled: Cell<bool>,
 }
 
 impl Ctx {
@@ -86,6 +88,7 @@ impl Ctx {
             bindgen_ready: Cell::new(false),
             java_built: Cell::new(false),
             java_installed: Cell::new(false),
+            java_tests_compiled: Cell::new(false),
         })
     }
 

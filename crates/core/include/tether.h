@@ -251,6 +251,7 @@ typedef struct TetherFunctionObject {
 #define TETHER_ERROR_ATTRIBUTE_ERROR 5
 #define TETHER_ERROR_RUNTIME_ERROR 6
 #define TETHER_ERROR_RUST_PANIC 7
+#define TETHER_ERROR_MEMORY_ERROR 8 /* an object could not be allocated */
 
 typedef struct TetherErrorObj {
     TetherAny kind;      /* a string: "TypeError", "ValueError", ... */
@@ -378,7 +379,8 @@ typedef struct TetherApiTable {
     uint64_t size;
     /* allocation: alloc_object returns a body whose alloc_tag is set; the caller fills in
      * combined_ref_count (TETHER_INITIAL_COUNT), type_index and deleter. The deleter frees
-     * with free_object and the exact size and align it allocated. align >= 8. */
+     * with free_object and the exact size and align it allocated. align >= 8. NULL when the
+     * allocator has no memory (raise a MemoryError: make_error("MemoryError", ...)). */
     TetherObjectHeader *(*alloc_object)(size_t size, size_t align);
     void (*free_object)(TetherObjectHeader *obj, size_t size, size_t align);
     int32_t (*register_allocator)(TetherAllocateFn allocate, TetherFreeFn free, void *ctx, uint32_t *out_tag);

@@ -6,6 +6,10 @@
 //! (usually [`install_frontend_allocator`], which reserves the tying slot in front of each
 //! object) and makes it current. Each object records the tag of the allocator that
 //! made it, so objects made earlier keep being freed by their own allocator.
+//!
+//! An allocator out of memory returns null; [`alloc_object`] then unwinds with
+//! [`OutOfMemory`], which the boundary turns into a MemoryError (`testing.fail_allocations`
+//! injects such failures into the frontend allocators).
 
 use std::alloc::Layout;
 use std::ffi::c_void;
@@ -142,32 +146,88 @@ pub fn live_objects() -> i64 {
 }
 
 /// Allocate the memory of one object with the current allocator and stamp `alloc_tag`.
-/// The rest of the header is the caller's to initialise. Aborts on out-of-memory, like `Box`.
+/// The rest of the header is the caller's to initialise. When the allocator has no memory,
+/// this unwinds with an [`OutOfMemory`] payload, which every `catch_panic` turns into the
+/// MemoryError ([`crate::error::out_of_memory`]); [`try_alloc_object`] returns it instead.
 pub fn alloc_object(size: usize, align: usize) -> *mut ObjectHeader {
-    debug_assert!(size >= std::mem::size_of::<ObjectHeader>() && align >= 8 && align.is_power_of_two());
-    if let Some(api) = plugin::host_api() {
-        // SAFETY: host table entry, see `plugin::ApiTable`.
-        let obj = unsafe { (api.alloc_object)(size, align) };
-        if obj.is_null() {
-            std::alloc::handle_alloc_error(Layout::from_size_align(size, align).unwrap());
-        }
-        return obj;
+    match try_alloc_object(size, align) {
+        Some(obj) => obj,
+        None => raise_out_of_memory(size, align),
     }
-    local_alloc_object(size, align)
 }
 
+/// [`alloc_object`], or None when the allocator has no memory.
+pub fn try_alloc_object(size: usize, align: usize) -> Option<*mut ObjectHeader> {
+    debug_assert!(size >= std::mem::size_of::<ObjectHeader>() && align >= 8 && align.is_power_of_two());
+    let obj = if let Some(api) = plugin::host_api() {
+        // SAFETY: host table entry, see `plugin::ApiTable`.
+        unsafe { (api.alloc_object)(size, align) }
+    } else {
+        local_alloc_object(size, align)
+    };
+    (!obj.is_null()).then_some(obj)
+}
+
+/// The panic payload of a failed object allocation (raised with `resume_unwind`: no panic
+/// hook, no message, no backtrace). `catch_panic` and the frontends' own guards turn it into
+/// the MemoryError; an allocation outside any of them still ends the process, as
+/// `handle_alloc_error` would.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutOfMemory {
+    pub size: usize,
+    pub align: usize,
+}
+
+#[cold]
+#[inline(never)]
+pub fn raise_out_of_memory(size: usize, align: usize) -> ! {
+    std::panic::resume_unwind(Box::new(OutOfMemory { size, align }))
+}
+
+/// The object memory of this process's allocator, or null when it has none.
 pub(crate) fn local_alloc_object(size: usize, align: usize) -> *mut ObjectHeader {
     let tag = CURRENT_TAG.load(Ordering::Acquire);
     let a = allocator(tag).expect("current allocator is registered");
     // SAFETY: the allocator's contract: returns memory for `size` bytes at `align`, or null.
     let body = unsafe { (a.allocate)(a.ctx, size, align) } as *mut ObjectHeader;
     if body.is_null() {
-        std::alloc::handle_alloc_error(Layout::from_size_align(size, align).unwrap());
+        return body;
     }
     // SAFETY: `body` is fresh memory of at least a header's size, aligned to 8.
     unsafe { std::ptr::addr_of_mut!((*body).alloc_tag).write(tag) };
     LIVE_OBJECTS.fetch_add(1, Ordering::Relaxed);
     body
+}
+
+// ---- injected allocation failures (testing.fail_allocations) ------------------------------
+
+/// How many frontend allocations fail (`testing.fail_allocations`), once [`FAIL_AFTER`] more
+/// have succeeded. Tested with one relaxed load per allocation; only a test sets it.
+static FAIL_ALLOCATIONS: AtomicI64 = AtomicI64::new(0);
+/// Allocations that still succeed before the injected failures start.
+static FAIL_AFTER: AtomicI64 = AtomicI64::new(0);
+
+/// Make `n` allocations of every frontend allocator fail (return null, as an allocator out of
+/// memory does) once the next `after` have succeeded, so a failure can land part way through
+/// an operation; returns how many earlier injected failures were still pending.
+/// `fail_allocations(0, 0)` cancels them.
+pub fn fail_allocations(n: i64, after: i64) -> i64 {
+    FAIL_AFTER.store(after.max(0), Ordering::Relaxed);
+    FAIL_ALLOCATIONS.swap(n.max(0), Ordering::Relaxed)
+}
+
+/// Consume one injected failure, if one is due.
+#[inline]
+fn injected_failure() -> bool {
+    FAIL_ALLOCATIONS.load(Ordering::Relaxed) > 0 && take_injected_failure()
+}
+
+#[cold]
+fn take_injected_failure() -> bool {
+    if FAIL_AFTER.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |k| (k > 0).then(|| k - 1)).is_ok() {
+        return false;
+    }
+    FAIL_ALLOCATIONS.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n > 0).then(|| n - 1)).is_ok()
 }
 
 /// Return an object's memory to the allocator named by its `alloc_tag`.
@@ -223,6 +283,9 @@ pub const fn prefix_offset(align: usize, layout: SlotLayout) -> usize {
 }
 
 unsafe extern "C" fn frontend_allocate(ctx: *mut c_void, size: usize, align: usize) -> *mut u8 {
+    if injected_failure() {
+        return std::ptr::null_mut();
+    }
     // SAFETY: `ctx` is the leaked `FrontendCtx` passed at registration.
     let layout = unsafe { &*(ctx as *const FrontendCtx) }.layout;
     let offset = prefix_offset(align, layout);

@@ -56,7 +56,9 @@ unsafe extern "C" fn delete_box<T: Object>(obj: *mut ObjectHeader, flags: i32) {
 /// # Safety
 /// `item_count` must read a plain (`Copy`, no drop glue) field of the value through the raw
 /// pointer: the deleter calls it again after the value was dropped, to free the right size.
-/// Trailing counts live in the object body, never over the reference count.
+/// Trailing counts live in the object body, never over the reference count. When the object
+/// cannot be allocated, the value is forgotten (never dropped without its items) and the
+/// items not yet written are dropped with their iterator.
 pub unsafe trait ExtraItems: Object {
     type Item;
     /// Number of trailing items, read from a value that may already be dropped.
@@ -126,12 +128,15 @@ impl<T: Object> ObjectArc<T> {
     {
         let count = items.len();
         let (offset, size, align) = extra_layout::<T, T::Item>(count);
+        // Until its items are bound the value must not be dropped (its `Drop` reads them): a
+        // failed allocation forgets it and drops only `items`.
+        let value = ManuallyDrop::new(value);
         let obj = alloc_object(size, align);
         // SAFETY: fresh memory of `size` bytes: header, value, then `count` items at `offset`.
         unsafe {
             init_header(obj, T::type_index(), delete_extra::<T>);
             let boxed = obj as *mut ObjectBox<T>;
-            std::ptr::addr_of_mut!((*boxed).value).write(value);
+            std::ptr::addr_of_mut!((*boxed).value).write(ManuallyDrop::into_inner(value));
             let base = (obj as *mut u8).add(offset) as *mut T::Item;
             let mut written = 0;
             for item in items.take(count) {

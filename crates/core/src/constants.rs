@@ -45,6 +45,7 @@ pub const SHARED: &[(&str, i64)] = &[
     ("ERROR_ATTRIBUTE_ERROR", ErrorKind::AttributeError.code() as i64),
     ("ERROR_RUNTIME_ERROR", ErrorKind::RuntimeError.code() as i64),
     ("ERROR_RUST_PANIC", ErrorKind::RustPanic.code() as i64),
+    ("ERROR_MEMORY_ERROR", ErrorKind::MemoryError.code() as i64),
     ("FUNC_LEAF", FUNC_LEAF as i64),
     ("FUNC_ADOPTS_LENT", FUNC_ADOPTS_LENT as i64),
     ("FUNC_CELL_GETTER", FUNC_CELL_GETTER as i64),
@@ -87,6 +88,7 @@ pub const ERROR_KINDS: &[(&str, i32)] = &[
     (ErrorKind::AttributeError.as_str(), ErrorKind::AttributeError.code()),
     (ErrorKind::RuntimeError.as_str(), ErrorKind::RuntimeError.code()),
     (ErrorKind::RustPanic.as_str(), ErrorKind::RustPanic.code()),
+    (ErrorKind::MemoryError.as_str(), ErrorKind::MemoryError.code()),
 ];
 
 #[cfg(test)]

@@ -228,6 +228,38 @@ impl Drop for MapObj {
     }
 }
 
+/// A map's items on their way into the object: the pairs first, then the index rows. Pairs
+/// not taken (the object could not be allocated) are dropped with it; `MapItem` has no drop
+/// glue of its own.
+struct MapItems {
+    items: std::vec::IntoIter<MapItem>,
+    pairs_left: usize,
+}
+
+impl Iterator for MapItems {
+    type Item = MapItem;
+    fn next(&mut self) -> Option<MapItem> {
+        let item = self.items.next()?;
+        self.pairs_left = self.pairs_left.saturating_sub(1);
+        Some(item)
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.items.size_hint()
+    }
+}
+
+impl ExactSizeIterator for MapItems {}
+
+impl Drop for MapItems {
+    fn drop(&mut self) {
+        for mut item in self.items.by_ref().take(self.pairs_left) {
+            // SAFETY: the first `pairs_left` items left are pairs (the union's `pair` field),
+            // dropped here once; nobody else owns them.
+            unsafe { std::mem::ManuallyDrop::drop(&mut item.pair) };
+        }
+    }
+}
+
 /// Key equality and hashing shared by every map (strings by content, objects by identity).
 fn key_class<'k>(k: &'k AnyView<'_>) -> (u8, u64, &'k [u8]) {
     if let Some(s) = k.as_str() {
@@ -290,7 +322,7 @@ impl MapObj {
         let items: Vec<MapItem> = pairs.chain(rows).collect();
         ObjectArc::new_with_extra_items(
             MapObj { len: len as u64, index_cap: index_cap as u64, data: std::ptr::null_mut() },
-            items.into_iter(),
+            MapItems { items: items.into_iter(), pairs_left: len },
         )
     }
 

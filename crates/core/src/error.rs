@@ -2,10 +2,13 @@
 //!
 //! A failing `safe_call` returns nonzero and leaves its `Error` in the calling thread's raised
 //! slot ([`set_last_error`] / [`take_last_error`]). A Rust panic never crosses `extern "C"`:
-//! [`catch_panic`] turns it into an `Error` of kind `RustPanic` carrying the panic message.
+//! [`catch_panic`] turns it into an `Error` of kind `RustPanic` carrying the panic message, or
+//! into the MemoryError when an object could not be allocated ([`out_of_memory`]).
 
 use std::cell::RefCell;
+use std::sync::OnceLock;
 
+use crate::alloc::OutOfMemory;
 use crate::any::{Any, TypeIndex};
 use crate::arc::{ObjectArc, ObjectRef};
 use crate::catch_frame;
@@ -26,11 +29,13 @@ pub enum ErrorKind {
     AttributeError = 5,
     RuntimeError = 6,
     RustPanic = 7,
+    /// An object could not be allocated (the allocator returned null).
+    MemoryError = 8,
 }
 
 impl ErrorKind {
     /// Every kind, in code order.
-    pub const ALL: [ErrorKind; 7] = [
+    pub const ALL: [ErrorKind; 8] = [
         ErrorKind::TypeError,
         ErrorKind::ValueError,
         ErrorKind::IndexError,
@@ -38,6 +43,7 @@ impl ErrorKind {
         ErrorKind::AttributeError,
         ErrorKind::RuntimeError,
         ErrorKind::RustPanic,
+        ErrorKind::MemoryError,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -49,6 +55,7 @@ impl ErrorKind {
             ErrorKind::AttributeError => "AttributeError",
             ErrorKind::RuntimeError => "RuntimeError",
             ErrorKind::RustPanic => "RustPanic",
+            ErrorKind::MemoryError => "MemoryError",
         }
     }
 
@@ -111,19 +118,23 @@ impl Error {
         Error::with_payload(kind, message, Any::none())
     }
 
+    /// Never fails: when its own objects cannot be allocated, the error is the MemoryError
+    /// ([`out_of_memory`]) instead.
     pub fn with_payload(kind: &str, message: impl AsRef<str>, payload: Any) -> Error {
         let backtrace = std::backtrace::Backtrace::capture();
         let backtrace = match backtrace.status() {
-            std::backtrace::BacktraceStatus::Captured => Any::str(&backtrace.to_string()),
-            _ => Any::none(),
+            std::backtrace::BacktraceStatus::Captured => Some(backtrace.to_string()),
+            _ => None,
         };
-        Error(ObjectArc::new(ErrorObj {
-            kind: Any::str(kind),
-            message: Any::str(message.as_ref()),
-            backtrace,
-            payload,
-            code: Any::int(ErrorKind::of_name(kind).code() as i64),
-        }))
+        or_out_of_memory(|| {
+            Error(ObjectArc::new(ErrorObj {
+                kind: Any::str(kind),
+                message: Any::str(message.as_ref()),
+                backtrace: backtrace.as_deref().map_or_else(Any::none, Any::str),
+                payload,
+                code: Any::int(ErrorKind::of_name(kind).code() as i64),
+            }))
+        })
     }
 
     pub fn of_kind(kind: ErrorKind, message: impl AsRef<str>) -> Error {
@@ -170,13 +181,15 @@ impl Error {
     /// This error with its message replaced (kind, backtrace and payload kept): context
     /// added on the way out, such as the argument a conversion failed on.
     pub fn reworded(&self, message: impl AsRef<str>) -> Error {
-        Error(ObjectArc::new(ErrorObj {
-            kind: self.0.kind.clone(),
-            message: Any::str(message.as_ref()),
-            backtrace: self.0.backtrace.clone(),
-            payload: self.0.payload.clone(),
-            code: self.0.code.clone(),
-        }))
+        or_out_of_memory(|| {
+            Error(ObjectArc::new(ErrorObj {
+                kind: self.0.kind.clone(),
+                message: Any::str(message.as_ref()),
+                backtrace: self.0.backtrace.clone(),
+                payload: self.0.payload.clone(),
+                code: self.0.code.clone(),
+            }))
+        })
     }
 
     /// Wrap an error object received through the ABI.
@@ -308,18 +321,81 @@ pub(crate) fn register_catching_frame(start: usize) {
     catch_frame::register(start);
 }
 
-/// The `RustPanic` error for a caught panic, with the trace the hook recorded.
+/// The error for a caught panic: the MemoryError for a failed allocation ([`OutOfMemory`]),
+/// else a `RustPanic` with the panic's message and the trace the hook recorded. What every
+/// guard at a language boundary turns a panic into.
 #[cold]
 #[inline(never)]
-fn panic_error(panic: Box<dyn std::any::Any + Send>) -> Error {
+pub fn panic_error(panic: Box<dyn std::any::Any + Send>) -> Error {
+    if panic.is::<OutOfMemory>() {
+        return out_of_memory();
+    }
     let trace = PANIC_TRACE.try_with(|t| t.borrow_mut().take()).ok().flatten().unwrap_or_default();
-    Error(ObjectArc::new(ErrorObj {
-        kind: Any::str(ErrorKind::RustPanic.as_str()),
-        message: Any::str(&panic_message(&*panic)),
-        backtrace: Any::str(&trace),
-        payload: Any::none(),
-        code: Any::int(ErrorKind::RustPanic.code() as i64),
-    }))
+    or_out_of_memory(|| {
+        Error(ObjectArc::new(ErrorObj {
+            kind: Any::str(ErrorKind::RustPanic.as_str()),
+            message: Any::str(&panic_message(&*panic)),
+            backtrace: Any::str(&trace),
+            payload: Any::none(),
+            code: Any::int(ErrorKind::RustPanic.code() as i64),
+        }))
+    })
+}
+
+/// `f()`, or the MemoryError when one of its allocations fails (other panics go on
+/// unwinding). For a frontend's own code between language frames, which an unwind must not
+/// cross: it releases what it holds and raises the error instead.
+pub fn catch_out_of_memory<T>(f: impl FnOnce() -> T) -> Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(v) => Ok(v),
+        Err(p) if p.is::<OutOfMemory>() => Err(out_of_memory()),
+        Err(p) => std::panic::resume_unwind(p),
+    }
+}
+
+/// `make()`, or the MemoryError when one of its allocations fails.
+fn or_out_of_memory(make: impl FnOnce() -> Error) -> Error {
+    catch_out_of_memory(make).unwrap_or_else(|e| e)
+}
+
+/// The message of every MemoryError (made once, so raising it allocates nothing).
+pub const OUT_OF_MEMORY_MESSAGE: &str = "out of memory: a native object could not be allocated";
+
+/// The host's MemoryError, made ahead by [`prepare_out_of_memory`]: raising it needs no memory.
+static OUT_OF_MEMORY: OnceLock<Error> = OnceLock::new();
+
+/// Make the MemoryError ahead of need (the host's [`crate::init`]: three objects that live for
+/// the rest of the process).
+pub(crate) fn prepare_out_of_memory() {
+    out_of_memory();
+}
+
+/// The MemoryError raised when an object cannot be allocated: in the host one shared error
+/// object (another reference to it); in a plugin the host's `make_error`, which falls back to
+/// the host's own.
+pub fn out_of_memory() -> Error {
+    if let Some(api) = plugin::host_api() {
+        let kind = plugin::ByteSlice::of(ErrorKind::MemoryError.as_str());
+        // SAFETY: host table entry; it returns an owned reference to an Error, never null (the
+        // host's `Error::new` falls back to its MemoryError).
+        let raw = unsafe { (api.make_error)(kind, plugin::ByteSlice::of(OUT_OF_MEMORY_MESSAGE)) };
+        // SAFETY: an owned reference from the host.
+        return (!raw.is_null())
+            .then(|| unsafe { ObjectRef::from_raw(raw) })
+            .and_then(|o| Error::from_object(o).ok())
+            .unwrap_or_else(|| crate::alloc::raise_out_of_memory(0, 8));
+    }
+    OUT_OF_MEMORY
+        .get_or_init(|| {
+            Error(ObjectArc::new(ErrorObj {
+                kind: Any::str(ErrorKind::MemoryError.as_str()),
+                message: Any::str(OUT_OF_MEMORY_MESSAGE),
+                backtrace: Any::none(),
+                payload: Any::none(),
+                code: Any::int(ErrorKind::MemoryError.code() as i64),
+            }))
+        })
+        .clone()
 }
 
 /// The message of a panic payload (`&str` or `String`), or a placeholder.

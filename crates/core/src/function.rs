@@ -260,7 +260,9 @@ impl Function {
         function.with_signature(signature)
     }
 
-    /// Build a function from its ABI parts (C functions, frontend callbacks).
+    /// Build a function from its ABI parts (C functions, Rust closures). `data` is the
+    /// Function's from here on, even when it cannot be allocated: then `drop_data(data)` runs
+    /// and the MemoryError unwinds ([`crate::alloc::OutOfMemory`]).
     ///
     /// # Safety
     /// `safe_call` follows the call ABI and may run on any thread; `drop_data` frees `data`.
@@ -272,16 +274,48 @@ impl Function {
         arity: i32,
         flags: u32,
     ) -> Function {
-        Function(ObjectArc::new(FunctionObj {
-            safe_call,
-            flags,
-            arity,
-            name: Any::str(name),
-            doc: Any::none(),
-            data,
-            drop_data,
-            signature: std::ptr::null(),
-        }))
+        // SAFETY: this function's contract, passed on.
+        match unsafe { Function::try_from_raw_parts(safe_call, data, drop_data, name, arity, flags) } {
+            Ok(f) => f,
+            Err(_) => {
+                if let Some(drop_data) = drop_data {
+                    // SAFETY: the creator's destructor for its own payload, which no Function owns.
+                    unsafe { drop_data(data) };
+                }
+                crate::alloc::raise_out_of_memory(std::mem::size_of::<crate::arc::ObjectBox<FunctionObj>>(), 8)
+            }
+        }
+    }
+
+    /// [`Function::from_raw_parts`], or the MemoryError when the Function cannot be allocated,
+    /// in which case `data` stays the caller's (`drop_data` is not run): a frontend releases it
+    /// where that is safe (outside its callable registry's lock).
+    ///
+    /// # Safety
+    /// As [`Function::from_raw_parts`].
+    pub unsafe fn try_from_raw_parts(
+        safe_call: SafeCallFn,
+        data: *mut c_void,
+        drop_data: Option<DataDropFn>,
+        name: &str,
+        arity: i32,
+        flags: u32,
+    ) -> Result<Function> {
+        // Made without its destructor, so a failed allocation cannot run it.
+        let mut f = crate::error::catch_out_of_memory(|| {
+            ObjectArc::new(FunctionObj {
+                safe_call,
+                flags,
+                arity,
+                name: Any::str(name),
+                doc: Any::none(),
+                data,
+                drop_data: None,
+                signature: std::ptr::null(),
+            })
+        })?;
+        ObjectArc::get_mut(&mut f).expect("a Function just made has one reference").drop_data = drop_data;
+        Ok(Function(f))
     }
 
     /// Attach a signature (only while this is the sole reference, i.e. while building).

@@ -82,6 +82,7 @@ pub fn init() {
         return;
     }
     INITIALISING.with(|c| c.set(true));
+    error::prepare_out_of_memory();
     types::register_builtin_types();
     containers::register_functions();
     testing::register();

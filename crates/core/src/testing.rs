@@ -132,6 +132,56 @@ fn call_in_thread(args: &[AnyView<'_>]) -> Result<Any> {
     worker.join().unwrap_or_else(|p| Err(Error::of_kind(crate::ErrorKind::RustPanic, crate::error::panic_message(&*p))))
 }
 
+/// The longest `testing.sleep_ms` and `call_in_background` interval (a minute).
+const MAX_SLEEP_MS: i64 = 60_000;
+
+fn milliseconds(func: &str, param: &str, ms: i64) -> Result<std::time::Duration> {
+    if !(0..=MAX_SLEEP_MS).contains(&ms) {
+        return Err(Error::value(format!(
+            "{func}() argument '{param}' must be between 0 and {MAX_SLEEP_MS}, got {ms}"
+        )));
+    }
+    Ok(std::time::Duration::from_millis(ms as u64))
+}
+
+fn count(func: &str, param: &str, n: i64) -> Result<i64> {
+    if n < 0 {
+        return Err(Error::value(format!("{func}() argument '{param}' must not be negative, got {n}")));
+    }
+    Ok(n)
+}
+
+/// `f()` `n` times in a native loop; the last result (None for none).
+fn call_times(f: Function, n: i64) -> Result<Any> {
+    let mut last = Any::none();
+    for _ in 0..count("testing.call_times", "n", n)? {
+        last = f.call(&[])?;
+    }
+    Ok(last)
+}
+
+/// A detached native thread calls `f()` `times` times, `interval_ms` apart (waiting before each
+/// call), holding its own reference to `f` meanwhile. The first error stops it and is printed
+/// to stderr: how a callback into a runtime that is shutting down fails is visible after the
+/// runtime is gone (the harden storms read it).
+fn call_in_background(f: Function, times: i64, interval_ms: i64) -> Result<()> {
+    let times = count("testing.call_in_background", "times", times)?;
+    let interval = milliseconds("testing.call_in_background", "interval_ms", interval_ms)?;
+    std::thread::Builder::new()
+        .name("tether-call-in-background".into())
+        .spawn(move || {
+            for done in 0..times {
+                std::thread::sleep(interval);
+                if let Err(e) = f.call(&[]) {
+                    eprintln!("testing.call_in_background: stopped after {done} calls: {}: {}", e.kind(), e.message());
+                    return;
+                }
+            }
+        })
+        .map(drop)
+        .map_err(|e| Error::runtime(format!("cannot spawn a thread: {e}")))
+}
+
 fn sum(xs: Any) -> Result<f64> {
     let arr = xs.view().downcast_ref::<ArrayObj>().ok_or_else(|| {
         Error::type_error(format!("testing.sum() argument 'xs' must be Array, not {}", xs.view().kind_name()))
@@ -222,6 +272,38 @@ pub(crate) fn register() {
     .with_doc("Return f(*args)."));
     reg(Function::from_packed("testing.call_in_thread", call_in_thread)
         .with_doc("Call f(*args) on a new native thread and return its result."));
+    reg(Function::from_typed("testing.call_times", call_times)
+        .with_params(&["f", "n"])
+        .with_doc("Call f() n times in a native loop and return the last result."));
+    reg(Function::from_typed("testing.call_in_background", call_in_background)
+        .with_params(&["f", "times", "interval_ms"])
+        .with_doc(
+            "Call f() times times on a detached native thread, interval_ms apart; the first error \
+             stops it and is printed to stderr.",
+        ));
+    reg(Function::from_typed("testing.sleep_ms", |ms: i64| -> Result<()> {
+        std::thread::sleep(milliseconds("testing.sleep_ms", "ms", ms)?);
+        Ok(())
+    })
+    .with_params(&["ms"])
+    .with_doc("Sleep ms milliseconds inside native code (a call that blocks: Python releases the GIL)."));
+    let fail_allocations = Signature {
+        params: vec![Param::new("n", Ty::Int), Param::new("after", Ty::Int).with_default(DefaultValue::Int(0))],
+        result: Ty::Int,
+        receiver: false,
+    };
+    reg(Function::from_typed("testing.fail_allocations", |n: i64, after: i64| -> Result<i64> {
+        let (n, after) =
+            (count("testing.fail_allocations", "n", n)?, count("testing.fail_allocations", "after", after)?);
+        Ok(crate::alloc::fail_allocations(n, after))
+    })
+    .with_signature(fail_allocations.intern().expect("testing.fail_allocations's signature"))
+    .leaf()
+    .with_doc(
+        "Make n allocations of the frontend allocator fail (a MemoryError where they happen) once \
+         the next `after` have succeeded; returns how many earlier ones were still pending. 0 \
+         cancels them.",
+    ));
     reg(Function::from_typed("testing.raise_error", |kind: String, message: String| -> Result<()> {
         Err(Error::new(&kind, message))
     })

@@ -208,6 +208,8 @@ struct Writer {
 static WRITER: Mutex<Option<Writer>> = Mutex::new(None);
 /// Infos replaced by a later publication; never freed (readers may hold them).
 static RETIRED: Mutex<Vec<&'static TypeInfo>> = Mutex::new(Vec::new());
+/// Infos [`publish_type_info`] made that the registry did not keep (see there).
+static UNPUBLISHED: Mutex<Vec<&'static TypeInfo>> = Mutex::new(Vec::new());
 
 fn leak_str(s: &str) -> ByteSlice {
     ByteSlice::from_static(Box::leak(s.to_string().into_boxed_str()))
@@ -461,13 +463,27 @@ fn member_signature(name: &str, func: *mut ObjectHeader, is_static: bool) -> Str
 /// with the same layout ([`layout_difference`]) is ignored, one with another layout is a
 /// ValueError naming the key.
 pub fn publish_type_info(info: TypeInfo) -> Result<i32> {
-    if let Some(api) = plugin::host_api() {
-        let leaked = Box::leak(Box::new(info));
+    let index = info.index;
+    let leaked: &'static TypeInfo = Box::leak(Box::new(info));
+    let published = if let Some(api) = plugin::host_api() {
         // SAFETY: host table entry; the info is leaked and immutable.
         let i = unsafe { (api.publish_type_info)(leaked) };
-        return if i >= 0 { Ok(i) } else { Err(crate::error::take_last_error()) };
+        if i >= 0 {
+            Ok(i)
+        } else {
+            Err(crate::error::take_last_error())
+        }
+    } else {
+        local_publish_type_info(leaked)
+    };
+    // The registry keeps the first publication of an index; a later one (the same layout again,
+    // a refused one) would be referenced by nobody (valgrind found each one lost): keep it
+    // reachable, with what it points to (names, member tables, Functions), which is leaked like
+    // every published info's. (This copy's list: a plugin's stays mapped.)
+    if !type_info(index).is_some_and(|kept| std::ptr::eq(kept, leaked)) {
+        UNPUBLISHED.lock().unwrap_or_else(|e| e.into_inner()).push(leaked);
     }
-    local_publish_type_info(Box::leak(Box::new(info)))
+    published
 }
 
 pub(crate) fn local_publish_type_info(info: &'static TypeInfo) -> Result<i32> {

@@ -591,17 +591,18 @@ fn a_lent_function_comes_back_unless_kept() {
         // A nested call with another callable: the spare is out, so a second shell is made.
         let nested = LENT.lend(other, other as *mut _, || lent_shell(&made));
         assert_ne!(nested.function().as_object_ptr(), shell);
-        assert_eq!(LENT.reclaim(nested, || lent_shell(&made)).map_err(drop), Ok(()));
-        assert_eq!(LENT.reclaim(first, || lent_shell(&made)).map_err(drop), Ok(()), "nothing kept it");
+        assert_eq!(LENT.reclaim(nested).map_err(drop), Ok(()));
+        assert_eq!(LENT.reclaim(first).map_err(drop), Ok(()), "nothing kept it");
         assert!(LENT.in_flight(cb).is_none(), "its call is over");
         assert_eq!(live_objects(), base, "one spare at rest, the surplus shell freed");
         let again = LENT.lend(cb, cb as *mut _, || lent_shell(&made));
         let shells = made.get();
         // The callee keeps it: it escapes and is registered, its spare replaced.
         let kept = again.function().clone();
-        let escaped = LENT.reclaim(again, || lent_shell(&made)).expect_err("kept by the callee");
-        assert_eq!(made.get(), shells + 1, "a new spare for the next call");
+        let escaped = LENT.reclaim(again).expect_err("kept by the callee");
         LENT_CALLABLES.register(cb, cb, &escaped);
+        LENT.prepare(|| lent_shell(&made));
+        assert_eq!(made.get(), shells + 1, "a new spare for the next call");
         drop(escaped);
         assert!(LENT_CALLABLES.live(cb, |h| h == cb).is_some_and(|f| f.as_object_ptr() == kept.as_object_ptr()));
         assert!(LENT_CALLABLES.live(other, |h| h == other).is_none());

@@ -8,7 +8,7 @@ use tether_core::alloc::live_objects;
 use tether_core::function::{get_global, list_globals};
 use tether_core::{Any, AnyView, ArrayObj, Function, MapObj, ObjectRef, TypeIndex};
 
-const NAMES: [&str; 21] = [
+const NAMES: [&str; 25] = [
     "testing.echo",
     "testing.make_pair",
     "testing.add",
@@ -16,6 +16,10 @@ const NAMES: [&str; 21] = [
     "testing.sum",
     "testing.call",
     "testing.call_in_thread",
+    "testing.call_times",
+    "testing.call_in_background",
+    "testing.sleep_ms",
+    "testing.fail_allocations",
     "testing.raise_error",
     "testing.panic",
     "testing.stash",
@@ -114,6 +118,83 @@ fn call_and_call_in_thread() {
     let flags = |name| tether_core::function::get_global(name).unwrap().flags();
     assert_ne!(flags("testing.call") & tether_core::function::FUNC_NONBLOCKING, 0);
     assert_eq!(flags("testing.call_in_thread") & tether_core::function::FUNC_NONBLOCKING, 0);
+}
+
+#[test]
+fn call_times_calls_in_a_native_loop() {
+    let _g = common::serial();
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(0));
+    let counted = calls.clone();
+    let f = Function::from_typed("tests.count", move || counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1);
+    let f = Any::object(f.0.into());
+    let last = call("testing.call_times", &[f.view(), AnyView::int(5)]).unwrap();
+    assert_eq!((last.view().as_int(), calls.load(std::sync::atomic::Ordering::SeqCst)), (Some(5), 5));
+    assert!(call("testing.call_times", &[f.view(), AnyView::int(0)]).unwrap().view().is_none());
+    let e = call("testing.call_times", &[f.view(), AnyView::int(-1)]).unwrap_err();
+    assert_eq!(
+        (e.kind(), e.message()),
+        ("ValueError", "testing.call_times() argument 'n' must not be negative, got -1")
+    );
+    let fails =
+        Function::from_typed("tests.fails", || -> tether_core::Result<()> { Err(tether_core::Error::key("stop")) });
+    let fails = Any::object(fails.0.into());
+    assert_eq!(call("testing.call_times", &[fails.view(), AnyView::int(3)]).unwrap_err().kind(), "KeyError");
+}
+
+#[test]
+fn sleep_ms_checks_its_argument() {
+    let _g = common::serial();
+    assert!(call("testing.sleep_ms", &[AnyView::int(1)]).unwrap().view().is_none());
+    for bad in [-1, 60_001] {
+        let e = call("testing.sleep_ms", &[AnyView::int(bad)]).unwrap_err();
+        assert_eq!(
+            (e.kind(), e.message()),
+            ("ValueError", format!("testing.sleep_ms() argument 'ms' must be between 0 and 60000, got {bad}").as_str())
+        );
+    }
+}
+
+/// Sends on `done` when dropped: the background thread dropped its callback, so it ended.
+struct Ended(std::sync::mpsc::Sender<()>);
+
+impl Drop for Ended {
+    fn drop(&mut self) {
+        let _ = self.0.send(());
+    }
+}
+
+#[test]
+fn call_in_background_calls_on_a_detached_thread_and_stops_at_an_error() {
+    let _g = common::serial();
+    for (times, fail_at, expected) in [(3, i64::MAX, 3), (5, 2, 2)] {
+        let (done, ended) = std::sync::mpsc::channel();
+        let calls = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(0));
+        let counted = calls.clone();
+        let guard = Ended(done);
+        let here = std::thread::current().id();
+        let f = Function::from_typed("tests.background", move || -> tether_core::Result<()> {
+            let _keep = &guard;
+            assert_ne!(std::thread::current().id(), here, "called on another thread");
+            let n = counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            if n == fail_at {
+                return Err(tether_core::Error::runtime("the runtime is shutting down"));
+            }
+            Ok(())
+        });
+        let f = Any::object(f.0.into());
+        assert!(call("testing.call_in_background", &[f.view(), AnyView::int(times), AnyView::int(1)])
+            .unwrap()
+            .view()
+            .is_none());
+        drop(f);
+        ended.recv().expect("the thread drops its callback when it ends");
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), expected, "times {times}, failing at {fail_at}");
+    }
+    let none = Any::object(Function::from_typed("tests.nothing", || ()).0.into());
+    let e = call("testing.call_in_background", &[none.view(), AnyView::int(1), AnyView::int(-5)]).unwrap_err();
+    assert_eq!(e.message(), "testing.call_in_background() argument 'interval_ms' must be between 0 and 60000, got -5");
+    let e = call("testing.call_in_background", &[none.view(), AnyView::int(-1), AnyView::int(0)]).unwrap_err();
+    assert_eq!(e.message(), "testing.call_in_background() argument 'times' must not be negative, got -1");
 }
 
 #[test]

@@ -1,12 +1,14 @@
 //! The JavaVM, and a JNIEnv for whatever thread native code happens to run on.
 //!
 //! Java threads already have an env. A native thread (one `testing.call_in_thread` spawned,
-//! or the thread that drops the last reference to a callback) is attached through the jni
-//! crate's permanent attachment, whose thread-local guard detaches it when the thread exits.
+//! or the thread that drops the last reference to a callback) is attached as a daemon thread
+//! and detached by a thread-local guard when the thread exits.
 
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-use jni_sys::{JavaVM, JNI_OK, JNI_VERSION_1_8};
+use std::cell::Cell;
+
+use jni_sys::{JavaVM, JavaVMAttachArgs, JNI_OK, JNI_VERSION_1_8};
 use tether_core::{Error, Result};
 
 use crate::jenv::Env;
@@ -26,7 +28,26 @@ fn current_env(vm: *mut JavaVM) -> Option<*mut jni_sys::JNIEnv> {
     (rc == JNI_OK && !penv.is_null()).then_some(penv as *mut jni_sys::JNIEnv)
 }
 
-/// Run `f` with an env for this thread, attaching it first if needed.
+/// A native thread this library attached, detached when the thread exits.
+struct Attached(Cell<*mut JavaVM>);
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        let vm = self.0.get();
+        if !vm.is_null() {
+            // SAFETY: `vm` attached this thread (`with_env`) and is valid for the process; a VM
+            // already destroyed answers JNI_ERR and touches nothing.
+            unsafe { ((**vm).v1_4.DetachCurrentThread)(vm) };
+        }
+    }
+}
+
+thread_local!(static ATTACHED: Attached = const { Attached(Cell::new(std::ptr::null_mut())) });
+
+/// Run `f` with an env for this thread, attaching it first if needed. A native thread is
+/// attached as a daemon: a thread that keeps calling Java (a native worker looping over
+/// callbacks) must not keep the VM from exiting when `main` returns (`DestroyJavaVM` waits
+/// for every non-daemon thread, so the VM hung).
 pub fn with_env<R>(f: impl FnOnce(Env) -> R) -> Result<R> {
     let vm = VM.load(Ordering::Acquire);
     if vm.is_null() {
@@ -36,12 +57,26 @@ pub fn with_env<R>(f: impl FnOnce(Env) -> R) -> Result<R> {
         // SAFETY: this thread's env, valid while it stays attached, which it does for `f`.
         return Ok(f(unsafe { Env::from_raw(raw) }));
     }
-    // SAFETY: `vm` is a valid JavaVM pointer for the life of the process.
-    let jvm = unsafe { jni::JavaVM::from_raw(vm) };
-    jvm.attach_current_thread(|env| {
-        // SAFETY: the attachment's env, valid for this closure on this thread.
-        let env = unsafe { Env::from_raw(env.get_raw()) };
-        Ok::<R, jni::errors::Error>(f(env))
-    })
-    .map_err(|e| Error::runtime(format!("cannot attach this native thread to the JVM: {e}")))
+    let mut penv: *mut std::ffi::c_void = std::ptr::null_mut();
+    let mut args =
+        JavaVMAttachArgs { version: JNI_VERSION_1_8, name: std::ptr::null_mut(), group: std::ptr::null_mut() };
+    // SAFETY: `vm` is valid for the process; the call writes `penv` only.
+    let rc = unsafe {
+        ((**vm).v1_4.AttachCurrentThreadAsDaemon)(vm, &mut penv, &mut args as *mut JavaVMAttachArgs as *mut _)
+    };
+    if rc != JNI_OK || penv.is_null() {
+        return Err(Error::runtime(format!(
+            "cannot attach this native thread to the JVM (AttachCurrentThreadAsDaemon returned {rc}; is the JVM shutting down?)"
+        )));
+    }
+    // Detached when the thread exits; a thread already tearing down its thread-locals detaches
+    // right after `f` instead.
+    let detach_at_exit = ATTACHED.try_with(|a| a.0.set(vm)).is_ok();
+    // SAFETY: the env this thread was just attached with, valid until it is detached.
+    let out = f(unsafe { Env::from_raw(penv as *mut jni_sys::JNIEnv) });
+    if !detach_at_exit {
+        // SAFETY: attached above, on this thread.
+        unsafe { ((**vm).v1_4.DetachCurrentThread)(vm) };
+    }
+    Ok(out)
 }

@@ -54,8 +54,19 @@ pub fn function_for(env: Env, cb: jobject, id_hash: i32) -> Result<*mut ObjectHe
             // SAFETY: `call_java` reads exactly this data; `drop_callback` frees it, on any
             // thread. The native name is never shown (the Function comes back to Java as `cb`
             // itself), so it is a short inline string: no allocation per callable passed.
-            let func = unsafe { Function::from_raw_parts(call_java, data, Some(drop_callback), CALLBACK_NAME, -1, 0) };
-            Ok((func, global as usize))
+            let made =
+                unsafe { Function::try_from_raw_parts(call_java, data, Some(drop_callback), CALLBACK_NAME, -1, 0) };
+            match made {
+                Ok(func) => Ok((func, global as usize)),
+                Err(e) => {
+                    // SAFETY: no Function took the box; still ours, with its global reference
+                    // (released directly: `drop_callback` would also forget a registry entry,
+                    // whose lock is held here).
+                    drop(unsafe { Box::from_raw(data as *mut CallbackData) });
+                    env.delete_global_ref(global);
+                    Err(e)
+                }
+            }
         },
     )?;
     Ok(ObjectRef::from(f.0).into_raw())
@@ -92,7 +103,12 @@ pub fn error_from_throwable(env: Env, t: jobject, kind: &str, message: &str) -> 
         Any::none()
     } else {
         let opaque = OpaqueObj { ptr: global as *mut c_void, finalize: Some(release_global), owner: JVM_OWNER };
-        Any::object(ObjectArc::new(opaque).into())
+        // A payload that cannot be allocated releases the global reference (its finalizer
+        // runs) and the error is the MemoryError.
+        match tether_core::error::catch_out_of_memory(|| ObjectArc::new(opaque)) {
+            Ok(payload) => Any::object(payload.into()),
+            Err(e) => return e,
+        }
     };
     Error::with_payload(kind, message, payload)
 }
@@ -137,7 +153,7 @@ fn invoke_in_frame(env: Env, cb: jobject, args: &[AnyView<'_>]) -> Result<Any> {
         return Err(Error::runtime("cannot allocate callback arguments"));
     }
     for (i, a) in args.iter().enumerate() {
-        let j = convert::to_java(env, a.to_owned_any())?;
+        let j = convert::to_java(env, tether_core::error::catch_out_of_memory(|| a.to_owned_any())?)?;
         env.object_array_set(array, i as i32, j);
         env.delete_local_ref(j);
     }

@@ -9,6 +9,7 @@
 use jni_sys::{jobject, jvalue};
 use tether_core::containers::{ArrayObj, MapObj};
 use tether_core::convert::argument_message;
+use tether_core::error::catch_out_of_memory;
 use tether_core::function::FunctionObj;
 use tether_core::nesting::{self, Nesting};
 use tether_core::{Any, AnyView, Error, ObjectRef, Result, TypeIndex};
@@ -68,11 +69,12 @@ pub unsafe fn decode<'h>(env: Env, kind: i32, bits: i64, r: jobject, hold: &'h m
         KIND_STR => {
             let bytes = env.byte_array_to_vec(r);
             let s = String::from_utf8(bytes).map_err(|_| Error::value("string argument is not valid UTF-8"))?;
-            *hold = Any::str(&s);
+            *hold = catch_out_of_memory(|| Any::str(&s))?;
             hold.view()
         }
         KIND_BYTES => {
-            *hold = Any::bytes(&env.byte_array_to_vec(r));
+            let bytes = env.byte_array_to_vec(r);
+            *hold = catch_out_of_memory(|| Any::bytes(&bytes))?;
             hold.view()
         }
         KIND_LIST | KIND_MAP => {
@@ -129,9 +131,9 @@ fn container_items(env: Env, kind: i32, container: jobject, open: &mut Nesting<j
         while let (Some(key), Some(value)) = (it.next(), it.next()) {
             entries.push((key, value));
         }
-        return Ok(Any::object(MapObj::new(entries).into()));
+        return Ok(Any::object(catch_out_of_memory(|| MapObj::new(entries))?.into()));
     }
-    Ok(Any::object(ArrayObj::new(items).into()))
+    Ok(Any::object(catch_out_of_memory(|| ArrayObj::new(items))?.into()))
 }
 
 /// Decode `(kinds[i], bits[i], refs[i])` arrays into owned cells: a call's arguments. The

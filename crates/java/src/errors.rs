@@ -5,7 +5,7 @@
 //! (the mapping table is in docs/java.md).
 
 use jni_sys::jvalue;
-use tether_core::error::{catch_panic, panic_message};
+use tether_core::error::{catch_panic, panic_error};
 use tether_core::{Error, Result};
 
 use crate::callback;
@@ -65,7 +65,7 @@ pub fn guard_call<T>(env: Env, default: T, f: impl FnOnce() -> Result<T>) -> T {
             default
         }
         Err(panic) => {
-            throw(env, Error::new("RustPanic", panic_message(&*panic)));
+            throw(env, panic_error(panic));
             default
         }
     }

@@ -32,8 +32,7 @@ fn run_cold(env: Env, info: sys::napi_callback_info, body: ColdFn) -> Value {
             ptr::null_mut()
         }
         Err(panic) => {
-            let msg = tether_core::error::panic_message(&*panic);
-            throw(state, Fail::Native(Error::of_kind(tether_core::ErrorKind::RustPanic, msg)));
+            throw(state, Fail::Native(tether_core::error::panic_error(panic)));
             ptr::null_mut()
         }
     }
@@ -67,6 +66,14 @@ cold_exports! {
     "checkBindings" => check_bindings,
     "toNative" => to_native,
     "jsName" => js_name,
+    "_exiting" => exiting,
+}
+
+/// `process.on('exit')` of this env (index.js): callbacks from other threads are refused from
+/// now on and the ones waiting are answered (see `EnvState::refuse_cross_thread_calls`).
+fn exiting(state: &EnvState, _args: Args) -> JsResult<Value> {
+    state.refuse_cross_thread_calls();
+    raw::undefined(state.env)
 }
 
 /// Add the raw exports to `exports`.

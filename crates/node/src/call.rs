@@ -194,8 +194,7 @@ unsafe extern "C" fn native_function_callback(raw_env: sys::napi_env, info: sys:
             ptr::null_mut()
         }
         Err(panic) => {
-            let msg = tether_core::error::panic_message(&*panic);
-            throw(state, Fail::Native(Error::of_kind(tether_core::ErrorKind::RustPanic, msg)));
+            throw(state, Fail::Native(tether_core::error::panic_error(panic)));
             ptr::null_mut()
         }
     }

@@ -87,8 +87,16 @@ pub fn function_from_js(state: &EnvState, f: Value) -> JsResult<Any> {
     // SAFETY: `js_callback_call` reads exactly this data; `drop_js_callback` frees it, and
     // both may run on any thread. The native name is never shown (the Function comes back to
     // JS as `f` itself), so it is a short inline string: no property read or allocation.
-    let func =
-        unsafe { Function::from_raw_parts(js_callback_call, data, Some(drop_js_callback), CALLBACK_NAME, -1, 0) };
+    let made =
+        unsafe { Function::try_from_raw_parts(js_callback_call, data, Some(drop_js_callback), CALLBACK_NAME, -1, 0) };
+    let func = match made {
+        Ok(func) => func,
+        Err(e) => {
+            // SAFETY: no Function took the box: it is still ours to drop (and its reference).
+            unsafe { drop_js_callback(data) };
+            return Err(e.into());
+        }
+    };
     let weak = ObjectArc::downgrade(&func.0);
     match link {
         Some(l) => *l.func.borrow_mut() = Some(weak),
@@ -153,7 +161,10 @@ fn invoke_on_js_thread(state: &EnvState, func: Ref, args: &[AnyView<'_>]) -> Res
     unsafe { sys::napi_open_handle_scope(env.raw(), &mut scope) };
     let outcome = (|| -> JsResult<Any> {
         let f = raw::reference_value(env, func)?;
-        let argv = args.iter().map(|a| any_to_js(state, a.to_owned_any())).collect::<JsResult<Vec<Value>>>()?;
+        let argv = args
+            .iter()
+            .map(|a| any_to_js(state, crate::convert::allocating(|| a.to_owned_any())?))
+            .collect::<JsResult<Vec<Value>>>()?;
         let this = raw::undefined(env)?;
         let out = raw::call(env, this, f, &argv)?;
         js_to_any(state, out)
@@ -168,12 +179,18 @@ fn shut_down() -> Error {
     Error::runtime("the JS environment that owns this callback has shut down")
 }
 
+fn exiting() -> Error {
+    Error::runtime("the JS environment that owns this callback is exiting")
+}
+
 /// A callback queued for the JS thread, and where its outcome goes.
-struct Pending {
+pub struct Pending {
     func: ObjectRef,
     args: Vec<Any>,
     outcome: Mutex<Option<Result<Any, Error>>>,
     done: Condvar,
+    /// Finished by [`EnvState::refuse_cross_thread_calls`]: the JS thread must not run it.
+    abandoned: std::sync::atomic::AtomicBool,
 }
 
 impl Pending {
@@ -195,6 +212,7 @@ fn call_from_other_thread(state: &EnvState, func: ObjectRef, args: &[AnyView<'_>
         args: args.iter().map(AnyView::to_owned_any).collect(),
         outcome: Mutex::new(None),
         done: Condvar::new(),
+        abandoned: std::sync::atomic::AtomicBool::new(false),
     });
     {
         let alive = state.alive.read().unwrap_or_else(|e| e.into_inner());
@@ -208,6 +226,12 @@ fn call_from_other_thread(state: &EnvState, func: ObjectRef, args: &[AnyView<'_>
                  fn.callAsync(...) instead",
             ));
         }
+        // Registered and queued under the lock `refuse_cross_thread_calls` takes: a call is
+        // either refused or in the list it finishes, never waiting on a JS thread that left.
+        let mut cross = state.cross_thread.lock().unwrap_or_else(|e| e.into_inner());
+        if cross.exiting {
+            return Err(exiting());
+        }
         let tsfn = state.tsfn.0.load(std::sync::atomic::Ordering::Acquire);
         let job = Box::into_raw(Box::new(Job::Call(pending.clone())));
         // SAFETY: the tsfn lives while `alive` is true (we hold the read lock); the job box
@@ -220,13 +244,46 @@ fn call_from_other_thread(state: &EnvState, func: ObjectRef, args: &[AnyView<'_>
             drop(unsafe { Box::from_raw(job) });
             return Err(shut_down());
         }
+        cross.in_flight.push(Arc::downgrade(&pending));
     }
-    let mut outcome = pending.outcome.lock().unwrap_or_else(|e| e.into_inner());
-    loop {
-        if let Some(o) = outcome.take() {
-            return o;
+    let outcome = {
+        let mut outcome = pending.outcome.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(o) = outcome.take() {
+                break o;
+            }
+            outcome = pending.done.wait(outcome).unwrap_or_else(|e| e.into_inner());
         }
-        outcome = pending.done.wait(outcome).unwrap_or_else(|e| e.into_inner());
+    };
+    let mut cross = state.cross_thread.lock().unwrap_or_else(|e| e.into_inner());
+    cross.in_flight.retain(|p| !std::ptr::eq(p.as_ptr(), Arc::as_ptr(&pending)));
+    outcome
+}
+
+/// Calls from other threads that wait for an env's JS thread, and whether it still takes them.
+#[derive(Default)]
+pub struct CrossThread {
+    /// The env is exiting (its `process` emitted 'exit', or its cleanup hook ran): new calls
+    /// are refused at once.
+    exiting: bool,
+    in_flight: Vec<std::sync::Weak<Pending>>,
+}
+
+impl EnvState {
+    /// From now on a callback called from another thread fails at once with a clear error, and
+    /// the calls waiting for this env's JS thread fail now: an exiting JS thread runs no more
+    /// queued calls, and Node joins its threadpool, where such a caller may be waiting, before
+    /// the process ends (a `process.exit()` with a `callAsync` calling back hung).
+    pub fn refuse_cross_thread_calls(&self) {
+        let waiting = {
+            let mut cross = self.cross_thread.lock().unwrap_or_else(|e| e.into_inner());
+            cross.exiting = true;
+            std::mem::take(&mut cross.in_flight)
+        };
+        for pending in waiting.iter().filter_map(std::sync::Weak::upgrade) {
+            pending.abandoned.store(true, std::sync::atomic::Ordering::Release);
+            pending.finish(Err(exiting()));
+        }
     }
 }
 
@@ -261,6 +318,9 @@ unsafe extern "C" fn call_js(raw_env: sys::napi_env, _js_callback: Value, contex
     }
     state.flush_pending_deletes();
     if let Job::Call(p) = *job {
+        if p.abandoned.load(std::sync::atomic::Ordering::Acquire) {
+            return; // its caller was answered already
+        }
         let cb = js_callback_of(p.func.as_ptr()).expect("queued calls are JS callbacks");
         let views: Vec<AnyView<'_>> = p.args.iter().map(Any::view).collect();
         let outcome = catch_panic(|| invoke_on_js_thread(state, cb.reference, &views));

@@ -120,6 +120,12 @@ fn keep(owned: &mut Vec<Any>, a: Any) -> AnyView<'static> {
     unsafe { AnyView::from_raw_parts(t, len, payload) }
 }
 
+/// `make()`, or the MemoryError when it cannot allocate: conversions return it as their
+/// error instead of unwinding through the call path.
+pub fn allocating<T>(make: impl FnOnce() -> T) -> JsResult<T> {
+    tether_core::error::catch_out_of_memory(make).map_err(Fail::Native)
+}
+
 /// An owned tether value for a JS value.
 pub fn js_to_any(state: &EnvState, v: Value) -> JsResult<Any> {
     let t = raw::type_of(state.env, v)?;
@@ -146,7 +152,7 @@ fn convert(state: &EnvState, v: Value, t: sys::napi_valuetype, open: &mut Open) 
         ValueType::napi_string => {
             let mut s = String::new();
             raw::read_string(env, v, &mut s)?;
-            Ok(Any::str(&s))
+            allocating(|| Any::str(&s))
         }
         ValueType::napi_bigint => {
             let mut i = 0i64;
@@ -211,10 +217,10 @@ fn convert_plain_object(state: &EnvState, v: Value, open: &mut Open) -> JsResult
             let t = raw::type_of(env, item)?;
             items.push(convert(state, item, t, open)?);
         }
-        return Ok(Any::object(ArrayObj::new(items).into()));
+        return Ok(Any::object(allocating(|| ArrayObj::new(items))?.into()));
     }
     if let Some(bytes) = byte_view(state, v)? {
-        return Ok(Any::bytes(bytes));
+        return allocating(|| Any::bytes(bytes));
     }
     if let Some(converted) = convert_collection(state, v, open)? {
         return Ok(converted);
@@ -243,9 +249,9 @@ fn convert_plain_object(state: &EnvState, v: Value, open: &mut Open) -> JsResult
         let mut k = String::new();
         raw::read_string(env, key, &mut k)?;
         let t = raw::type_of(env, value)?;
-        entries.push((Any::str(&k), convert(state, value, t, open)?));
+        entries.push((allocating(|| Any::str(&k))?, convert(state, value, t, open)?));
     }
-    Ok(Any::object(MapObj::new(entries).into()))
+    Ok(Any::object(allocating(|| MapObj::new(entries))?.into()))
 }
 
 /// What index.js's `classifyObject` made of a non-array object that is no bytes: a JS Map (to
@@ -290,10 +296,10 @@ fn convert_collection(state: &EnvState, v: Value, open: &mut Open) -> JsResult<O
             let pair = element(items, i)?;
             entries.push((convert_item(element(pair, 0)?)?, convert_item(element(pair, 1)?)?));
         }
-        Ok(Some(Any::object(MapObj::new(entries).into())))
+        Ok(Some(Any::object(allocating(|| MapObj::new(entries))?.into())))
     } else {
         let values = (0..n).map(|i| convert_item(element(items, i)?)).collect::<JsResult<Vec<Any>>>()?;
-        Ok(Some(Any::object(ArrayObj::new(values).into())))
+        Ok(Some(Any::object(allocating(|| ArrayObj::new(values))?.into())))
     }
 }
 

@@ -74,11 +74,30 @@ pub struct EnvState {
     pub tsfn: AtomicTsfn,
     /// References to delete on the JS thread (dropped on another thread).
     pub pending_deletes: Mutex<Vec<usize>>,
+    /// Callbacks called from other threads that wait for this env's JS thread.
+    pub cross_thread: Mutex<crate::callback::CrossThread>,
     /// JS-thread-only state.
     pub refs: RefCell<JsRefs>,
     /// The shims' call frame: the memory of the ArrayBuffer `refs.frame_buffer` keeps alive
     /// (V8 never moves an ArrayBuffer's contents). JS thread only.
     pub frame: *mut CallFrame,
+}
+
+impl JsRefs {
+    /// Every reference held, taken out (the env's cleanup deletes them: Node-API leaves a
+    /// reference the addon made to the addon, even when its env goes; valgrind found each lost).
+    fn take_all(&mut self) -> Vec<Ref> {
+        let singles = [
+            self.class_factory.take(),
+            self.error_factory.take(),
+            self.classify_object.take(),
+            self.token.take(),
+            self.call_async.take(),
+            self.shim_factory.take(),
+            self.frame_buffer.take(),
+        ];
+        singles.into_iter().chain(self.classes.drain(..)).flatten().collect()
+    }
 }
 
 /// The threadsafe function handle (a raw pointer, shared across threads).
@@ -201,9 +220,17 @@ unsafe extern "C" fn cleanup_env(arg: *mut c_void) {
         let mut alive = state.alive.write().unwrap_or_else(|e| e.into_inner());
         *alive = false;
     }
-    // The env deletes its own references as it goes; the threadsafe function is closed by
-    // Node's own cleanup hook, which runs after this one (hooks run in reverse order).
-    state.pending_deletes.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    state.refuse_cross_thread_calls();
+    // The threadsafe function is closed by Node's own cleanup hook, which runs after this one
+    // (hooks run in reverse order). References queued by other threads and the ones the env's
+    // state holds are deleted now: Node-API leaves them to the addon even as the env goes. (The
+    // native Functions of JS callbacks still alive keep theirs: they die with the process.)
+    state.flush_pending_deletes();
+    let held = state.refs.borrow_mut().take_all();
+    for r in held {
+        // SAFETY: a reference of this env, still valid in its cleanup hook, deleted once.
+        unsafe { sys::napi_delete_reference(state.env.raw(), r) };
+    }
 }
 
 /// Set up the per-env state for `env` (called once per env at module load). Installs the
@@ -227,6 +254,7 @@ pub fn init_env(env: Env) -> JsResult<Arc<EnvState>> {
         alive: RwLock::new(true),
         tsfn: AtomicTsfn(std::sync::atomic::AtomicPtr::new(ptr::null_mut())),
         pending_deletes: Mutex::new(Vec::new()),
+        cross_thread: Mutex::new(crate::callback::CrossThread::default()),
         refs: RefCell::new(JsRefs { frame_buffer: Some(frame_buffer), ..JsRefs::default() }),
         frame,
     });

@@ -116,6 +116,9 @@ pub fn fail_to_error(state: &EnvState, fail: Fail) -> Error {
     }
 }
 
+/// The error of a JS call that could not run because its env is being torn down.
+pub const TERMINATING: &str = "the JS environment is terminating: no more JavaScript runs in it";
+
 /// The native error for a JS exception: kind from `.kind` (tether errors), else TypeError
 /// for TypeError, IndexError for RangeError, RuntimeError otherwise; the exception itself
 /// rides along as the payload.
@@ -141,11 +144,14 @@ pub fn error_from_exception(state: &EnvState, exc: Value) -> Error {
     } else {
         let mut s = String::new();
         let mut as_string = ptr::null_mut();
-        // SAFETY: on the JS thread; a failure leaves the message empty.
+        // SAFETY: on the JS thread.
         if unsafe { sys::napi_coerce_to_string(env.raw(), exc, &mut as_string) } == sys::Status::napi_ok {
             let _ = raw::read_string(env, as_string, &mut s);
         } else {
+            // Even a primitive does not convert: JS cannot run here any more (a terminated
+            // worker, an exiting process), and what "threw" is V8's termination.
             let _ = take_exception(state);
+            return Error::runtime(TERMINATING);
         }
         ("RuntimeError".into(), s)
     };
@@ -160,7 +166,12 @@ pub fn error_from_exception(state: &EnvState, exc: Value) -> Error {
             let boxed =
                 Box::into_raw(Box::new(ExceptionRef { state: arc_of(state), exception: r, boxed })) as *mut c_void;
             let opaque = OpaqueObj { ptr: boxed, finalize: Some(drop_exception_ref), owner: PAYLOAD_OWNER };
-            Any::object(ObjectArc::new(opaque).into())
+            // A payload that cannot be allocated releases the exception (its finalizer runs)
+            // and the error is the MemoryError.
+            match tether_core::error::catch_out_of_memory(|| ObjectArc::new(opaque)) {
+                Ok(payload) => Any::object(payload.into()),
+                Err(e) => return e,
+            }
         }
         Err(_) => Any::none(),
     };

@@ -521,6 +521,7 @@ test('T34 error kinds map to documented classes', () => {
     AttributeError: [tether.TetherAttributeError, tether.TetherError],
     RuntimeError: [tether.TetherRuntimeError, tether.TetherError],
     RustPanic: [tether.RustPanic, tether.TetherError],
+    MemoryError: [tether.TetherMemoryError, RangeError],
   };
   // The core's kinds (constants.rs ERROR_KINDS) are exactly the ones mapped here.
   assert.deepEqual(Object.keys(expected).sort(), tether.errorKinds.map(([name]) => name).sort());
@@ -657,6 +658,64 @@ test('T40 the process exits cleanly with live objects', () => {
   assert.equal(run.signal, null, `no crash: ${run.stderr}`);
   assert.equal(run.status, 0, `exit code 0: ${run.stderr}`);
   assert.match(run.stdout, /exiting with \d+ live objects/);
+});
+
+test('T41 a native thread calling back into a terminated worker gets a clear error', () => {
+  const script = path.join(here, 'workers', 'callback-into-terminated-worker.mjs');
+  // No native backtrace: symbolizing one is slow, and the script waits only so long.
+  const env = { ...process.env, RUST_LIB_BACKTRACE: '0' };
+  const run = spawnSync(process.execPath, [script], { encoding: 'utf8', timeout: 120_000, env });
+  assert.equal(run.signal, null, `no crash: ${run.stderr}`);
+  assert.equal(run.status, 0, `exit code 0: ${run.stderr}`);
+  assert.equal(run.stdout, 'worker terminated\n');
+  assert.match(
+    run.stderr,
+    /testing\.call_in_background: stopped after 0 calls: RuntimeError: the JS environment that owns this callback has shut down/,
+  );
+  // process.exit() while a native thread's callback waits for the main thread: it is answered
+  // with an error at exit (before, the exit hung joining Node's threadpool).
+  const exiting = path.join(here, 'workers', 'exit-while-a-callback-waits.mjs');
+  const exit = spawnSync(process.execPath, [exiting], { encoding: 'utf8', timeout: 60_000, env });
+  assert.equal(exit.error?.code, undefined, `no hang: ${exit.error}`);
+  assert.equal(exit.signal, null, `no crash: ${exit.stderr}`);
+  assert.equal(exit.status, 7, `the exit code asked for: ${exit.stderr}`);
+  assert.equal(exit.stdout, 'exiting\n');
+});
+
+test('T42 an allocation failure is a MemoryError and the process keeps working', async () => {
+  const baseline = await settledBaseline();
+  const fails = (call, pending = 1) => {
+    assert.equal(testing.fail_allocations(pending), 0);
+    assert.throws(call, (e) => {
+      assert.ok(e instanceof tether.TetherMemoryError && e instanceof RangeError && e instanceof tether.TetherError);
+      assert.equal(e.kind, 'MemoryError');
+      assert.match(e.message, /out of memory/);
+      return true;
+    });
+    return testing.fail_allocations(0); // what the failure left pending
+  };
+  assert.equal(fails(() => testing.make_pair(1, 2)), 0, "the native function's object");
+  assert.equal(fails(() => new Pair(1, 2)), 0, 'a constructor');
+  assert.equal(fails(() => testing.echo([1, 2, 3])), 0, 'an array converted to an Array');
+  assert.equal(fails(() => testing.echo('a string longer than seven bytes')), 0, "a string's copy");
+  assert.equal(fails(() => testing.echo(Buffer.from('more than seven bytes'))), 0, "a Buffer's copy");
+  assert.equal(fails(() => testing.echo({ key: 1 })), 0, 'an object converted to a Map');
+  // In a scope of its own: the callback's Function keeps its memory while the JS function
+  // lives (the function holds a weak reference to it), so the callback must become garbage.
+  (() => {
+    const cb = () => [1, 2];
+    assert.equal(fails(() => testing.call(cb)), 0, "the callback's own Function");
+    testing.stash('T42-cb', cb); // keeps the callback's Function alive: the next failure is its result's
+    assert.equal(fails(() => testing.call(cb)), 0, "a callback's result");
+    assert.deepEqual([...testing.call(cb)], [1, 2]);
+  })();
+  assert.equal(fails(() => testing.make_array(3), 2), 1, 'two armed: the first one raised');
+  testing.fail_allocations(3);
+  for (let i = 0; i < 3; i++) assert.throws(() => testing.make_pair(1, 2), tether.TetherMemoryError);
+  assert.equal(testing.make_pair(1, 2).first, 1);
+  assert.throws(() => testing.fail_allocations(-1), /argument 'n' must not be negative/);
+  testing.stash_clear();
+  await expectLiveBackTo(baseline);
 });
 
 // ---- modules -----------------------------------------------------------------------------

@@ -26,6 +26,8 @@ import io
 import json
 import os
 import pickle
+import pickletools
+import re
 import random
 import sys
 import time
@@ -301,6 +303,31 @@ class OnlyRebuild(pickle.Unpickler):
         raise pickle.UnpicklingError(f"global {module}.{name} is not allowed here")
 
 
+#: The most a mutated pickle may declare for one item (bytes, string, frame) or memo index.
+MAX_DECLARED = 1 << 20
+#: The opcodes whose int argument is a size or a memo index the unpickler allocates for.
+SIZED = {"FRAME", "PUT", "BINPUT", "LONG_BINPUT", "GET", "BINGET", "LONG_BINGET"}
+
+
+def declared_too_much(data: bytes) -> bool:
+    """Does the pickle declare an item longer than MAX_DECLARED, or a memo index beyond it?
+    CPython's unpickler allocates what a length field says before it reads it, and grows (and
+    clears) its memo up to any index a PUT names: gigabytes, past libFuzzer's RSS limit (the
+    full harden run's OOM was a LONG_BINPUT of index 1,309,290,569: the pickle module's
+    behaviour, not tether's). pickletools reads the same opcodes from the bytes there are,
+    allocating nothing big."""
+    try:
+        for op, arg, _ in pickletools.genops(data):
+            if op.name in SIZED and isinstance(arg, int) and arg > MAX_DECLARED:
+                return True
+            if isinstance(arg, (bytes, bytearray, str)) and len(arg) > MAX_DECLARED:
+                return True
+    except Exception as e:  # noqa: BLE001 - a truncated or malformed pickle
+        declared = re.search(r"expected (\d+) bytes", str(e))
+        return declared is not None and int(declared.group(1)) > MAX_DECLARED
+    return False
+
+
 def load_mutated_pickle(src):
     obj = pick(src, (testing.Pair(value(src), 2), testing.Triple(1, 2, 3), testing.Pair([1, "x"], {"k": b"v"})))
     data = bytearray(pickle.dumps(obj, protocol=src.ConsumeIntInRange(0, pickle.HIGHEST_PROTOCOL)))
@@ -313,6 +340,8 @@ def load_mutated_pickle(src):
             del data[at]
         else:
             data[at:at] = src.ConsumeBytes(4)
+    if declared_too_much(bytes(data)):
+        raise pickle.UnpicklingError("the mutated pickle declares an item too long to read here")
     try:
         return OnlyRebuild(io.BytesIO(bytes(data))).load()
     except MemoryError as e:

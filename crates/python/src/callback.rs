@@ -84,7 +84,11 @@ pub unsafe fn for_call(callable: *mut ffi::PyObject) -> Result<ForCall, PyErrSet
         if let Some(f) = LENT.in_flight(key) {
             return Ok(ForCall::Live(f.0.into()));
         }
-        Ok(ForCall::Lent(LENT.lend(key, callable as *mut c_void, shell)))
+        // A new shell is an allocation when there is no spare: a MemoryError, not a panic.
+        match tether_core::error::catch_out_of_memory(|| LENT.lend(key, callable as *mut c_void, shell)) {
+            Ok(lent) => Ok(ForCall::Lent(lent)),
+            Err(e) => Err(errors::raised(e)),
+        }
     }
 }
 
@@ -95,12 +99,15 @@ pub unsafe fn for_call(callable: *mut ffi::PyObject) -> Result<ForCall, PyErrSet
 /// GIL held; `lent` came from [`lend`].
 pub unsafe fn give_back(lent: Lent) {
     // SAFETY: GIL held (caller).
-    if let Err(kept) = unsafe { LENT.reclaim(lent, shell) } {
+    if let Err(kept) = unsafe { LENT.reclaim(lent) } {
         let callable = kept.0.data as *mut ffi::PyObject;
         // SAFETY: GIL held; the callable is alive (the call's argument). From now on the
         // Function owns this reference; `drop_callable` releases it.
         unsafe { ffi::Py_INCREF(callable) };
         CALLABLES.register(callable as usize, callable as usize, &kept);
+        // A new spare shell; when there is no memory for it, the next lend makes one.
+        // SAFETY: GIL held (caller); `shell` has a null `data`.
+        let _ = tether_core::error::catch_out_of_memory(|| unsafe { LENT.prepare(shell) });
     }
 }
 
@@ -118,13 +125,11 @@ pub unsafe fn function_for(callable: *mut ffi::PyObject) -> Result<ObjectRef, Py
         key,
         |handle| handle == key,
         || {
-            // SAFETY: the Function owns this reference; `drop_callable` releases it. GIL held.
-            unsafe { ffi::Py_INCREF(callable) };
             // SAFETY: `call_callable` follows the call ABI and attaches to Python itself. The
             // native name is never shown for these (the callable itself is returned), so it is
             // a short inline string: no allocation per callable passed.
             let f = unsafe {
-                Function::from_raw_parts(
+                Function::try_from_raw_parts(
                     call_callable,
                     callable as *mut c_void,
                     Some(drop_callable),
@@ -132,12 +137,18 @@ pub unsafe fn function_for(callable: *mut ffi::PyObject) -> Result<ObjectRef, Py
                     -1,
                     0,
                 )
-            };
-            Ok::<_, std::convert::Infallible>((f, key))
+            }?;
+            // SAFETY: the Function owns this reference from now on; `drop_callable` releases it.
+            // GIL held.
+            unsafe { ffi::Py_INCREF(callable) };
+            Ok::<_, Error>((f, key))
         },
     );
-    let Ok(f) = made;
-    Ok(f.0.into())
+    match made {
+        Ok(f) => Ok(f.0.into()),
+        // SAFETY: GIL held (this function's contract); raised outside the registry's lock.
+        Err(e) => Err(unsafe { errors::raised(e) }),
+    }
 }
 
 /// The callable a Function wraps, if it was made by [`function_for`].
@@ -295,7 +306,14 @@ unsafe fn invoke(callable: *mut ffi::PyObject, args: &[AnyView<'_>]) -> tether_c
     // SAFETY: GIL held (attached by the caller).
     unsafe {
         for (i, a) in args.iter().enumerate() {
-            let o = convert::from_any(a.to_owned_any());
+            // Strings and bytes are copied into objects of their own: an allocation that may fail.
+            let o = match tether_core::error::catch_out_of_memory(|| a.to_owned_any()) {
+                Ok(owned) => convert::from_any(owned),
+                Err(e) => {
+                    py_args[1..=i].iter().for_each(|&p| ffi::Py_DECREF(p));
+                    return Err(e);
+                }
+            };
             if o.is_null() {
                 let e = errors::take_python_error();
                 py_args[1..=i].iter().for_each(|&p| ffi::Py_DECREF(p));

@@ -98,8 +98,15 @@ fn python_name(key: &str) -> String {
     }
 }
 
-fn leak_cstring(s: &str) -> *const std::ffi::c_char {
-    CString::new(s.replace('\0', "?")).expect("no NUL").into_raw()
+/// A C string that lives as long as the process, for what CPython keeps pointing at (3.11 keeps
+/// a heap type's `tp_name` pointing at the spec's name; a getset descriptor its def's name and
+/// doc). Held in a static, so it stays reachable (memcheck: no leak) after the types die at exit.
+fn keep_cstring(s: &str) -> *const std::ffi::c_char {
+    static KEPT: Mutex<Vec<CString>> = Mutex::new(Vec::new());
+    let c = CString::new(s.replace('\0', "?")).expect("no NUL");
+    let ptr = c.as_ptr();
+    KEPT.lock().unwrap_or_else(|e| e.into_inner()).push(c); // the bytes stay where they are
+    ptr
 }
 
 fn slot(slot: std::ffi::c_int, pfunc: *mut c_void) -> ffi::PyType_Slot {
@@ -119,18 +126,11 @@ fn common_slots() -> Vec<ffi::PyType_Slot> {
     ]
 }
 
-/// The base type's slots: the common ones, and its weak reference list (every generated class
-/// inherits it, so `weakref.ref(wrapper)` works).
-fn base_slots() -> Vec<ffi::PyType_Slot> {
-    let mut slots = common_slots();
-    slots.push(offset_member(c"__weaklistoffset__", std::mem::offset_of!(Wrapper, weaklist)));
-    slots
-}
-
-/// A `Py_tp_members` slot declaring one special offset (`__weaklistoffset__`,
-/// `__vectorcalloffset__`): how PyType_FromSpec learns where such a field lives.
-pub fn offset_member(name: &'static std::ffi::CStr, offset: usize) -> ffi::PyType_Slot {
-    let members = Box::leak(Box::new([
+/// One special offset member (`__weaklistoffset__`, `__vectorcalloffset__`) and the list's end:
+/// how PyType_FromSpec learns where such a field lives. CPython copies the members into the
+/// type, so the array only has to outlive `make_type`.
+fn offset_members(name: &'static std::ffi::CStr, offset: usize) -> [ffi::PyMemberDef; 2] {
+    [
         ffi::PyMemberDef {
             name: name.as_ptr(),
             type_code: ffi::Py_T_PYSSIZET,
@@ -140,8 +140,7 @@ pub fn offset_member(name: &'static std::ffi::CStr, offset: usize) -> ffi::PyTyp
         },
         // SAFETY: an all-zero PyMemberDef ends the list.
         unsafe { std::mem::zeroed() },
-    ]));
-    slot(ffi::Py_tp_members, members.as_mut_ptr() as *mut c_void)
+    ]
 }
 
 unsafe fn make_type(
@@ -152,13 +151,15 @@ unsafe fn make_type(
     flags: u64,
     bases: *mut ffi::PyObject,
 ) -> *mut ffi::PyTypeObject {
-    if !doc.is_empty() {
-        slots.push(slot(ffi::Py_tp_doc, leak_cstring(doc) as *mut c_void));
+    // CPython copies the doc; it only has to outlive the call below.
+    let doc = (!doc.is_empty()).then(|| CString::new(doc.replace('\0', "?")).expect("no NUL"));
+    if let Some(doc) = &doc {
+        slots.push(slot(ffi::Py_tp_doc, doc.as_ptr() as *mut c_void));
     }
     slots.push(slot(0, null_mut()));
-    // CPython (before 3.12) keeps pointing at the spec's name: leak it.
+    // CPython (before 3.12) keeps pointing at the spec's name.
     let mut spec = ffi::PyType_Spec {
-        name: leak_cstring(name),
+        name: keep_cstring(name),
         basicsize: basicsize as std::ffi::c_int,
         itemsize: 0,
         flags: (ffi::Py_TPFLAGS_DEFAULT | ffi::Py_TPFLAGS_BASETYPE) as _,
@@ -171,13 +172,17 @@ unsafe fn make_type(
 
 /// Build `tether_ffi.Object` (once, at import).
 pub unsafe fn build_base_type() -> *mut ffi::PyTypeObject {
-    // SAFETY: GIL held at import.
+    // Its weak reference list: every generated class inherits it, so `weakref.ref(wrapper)` works.
+    let mut members = offset_members(c"__weaklistoffset__", std::mem::offset_of!(Wrapper, weaklist));
+    let mut slots = common_slots();
+    slots.push(slot(ffi::Py_tp_members, members.as_mut_ptr() as *mut c_void));
+    // SAFETY: GIL held at import; `members` outlives the call.
     let tp = unsafe {
         make_type(
             "tether_ffi.Object",
             "The base class of every tether wrapper: one wrapper per native object.",
             std::mem::size_of::<Wrapper>(),
-            base_slots(),
+            slots,
             0,
             null_mut(),
         )
@@ -212,8 +217,9 @@ unsafe fn build(index: i32) -> *mut ffi::PyTypeObject {
         let is_function = index == TypeIndex::FUNCTION;
         let mut slots = common_slots();
         let mut flags = 0u64;
+        let mut members = offset_members(c"__vectorcalloffset__", std::mem::offset_of!(FunctionWrapper, vectorcall));
         let basicsize = if is_function {
-            slots.push(offset_member(c"__vectorcalloffset__", std::mem::offset_of!(FunctionWrapper, vectorcall)));
+            slots.push(slot(ffi::Py_tp_members, members.as_mut_ptr() as *mut c_void));
             slots.push(slot(ffi::Py_tp_call, ffi::PyVectorcall_Call as *mut c_void));
             flags |= ffi::Py_TPFLAGS_HAVE_VECTORCALL;
             std::mem::size_of::<FunctionWrapper>()
@@ -286,10 +292,10 @@ unsafe fn set_meta(cls: *mut ffi::PyTypeObject, index: i32, key: &str) -> Result
 unsafe fn add_fields(cls: *mut ffi::PyTypeObject, info: &'static types::TypeInfo) -> Result<(), PyErrSet> {
     for field in info.fields() {
         let def = Box::leak(Box::new(ffi::PyGetSetDef {
-            name: leak_cstring(field.name()),
+            name: keep_cstring(field.name()),
             get: Some(field_get),
             set: if field.setter.is_null() { None } else { Some(field_set) },
-            doc: if field.doc().is_empty() { std::ptr::null() } else { leak_cstring(field.doc()) },
+            doc: if field.doc().is_empty() { std::ptr::null() } else { keep_cstring(field.doc()) },
             closure: field as *const FieldInfo as *mut c_void,
         }));
         // SAFETY: GIL held; `def` is leaked so it outlives the descriptor.

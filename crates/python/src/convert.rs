@@ -14,6 +14,7 @@ use tether_core::any::{Any, AnyView, TypeIndex};
 use tether_core::arc::ObjectRef;
 use tether_core::boundary::LeafCall;
 use tether_core::containers::{ArrayObj, MapObj};
+use tether_core::error::catch_out_of_memory;
 use tether_core::nesting::{self, Nesting};
 use tether_core::object::inc_ref;
 use tether_core::Error;
@@ -345,7 +346,8 @@ unsafe fn container_items(o: *mut ffi::PyObject, nesting: &mut Nesting<usize>) -
                 ffi::Py_DECREF(v);
                 entries.push(pair?);
             }
-            return Ok(Any::object(MapObj::new(entries).into()));
+            let map = catch_out_of_memory(|| MapObj::new(entries)).map_err(|e| errors::raised(e))?;
+            return Ok(Any::object(map.into()));
         }
         // A list or tuple: its items are contiguous borrowed references (no copy).
         let seq = ffi::PySequence_Fast(o, c"".as_ptr());
@@ -375,7 +377,8 @@ unsafe fn container_items(o: *mut ffi::PyObject, nesting: &mut Nesting<usize>) -
             }
         }
         ffi::Py_DECREF(seq);
-        Ok(Any::object(ArrayObj::new(items).into()))
+        let array = catch_out_of_memory(|| ArrayObj::new(items)).map_err(|e| errors::raised(e))?;
+        Ok(Any::object(array.into()))
     }
 }
 
@@ -403,7 +406,11 @@ pub unsafe fn to_any(o: *mut ffi::PyObject) -> Result<Any, PyErrSet> {
     let mut arena = std::mem::ManuallyDrop::new(Arena::new());
     // SAFETY: GIL held and `o` live (this function's contract); the view is copied before the
     // arena it may borrow from goes.
-    let owned = unsafe { to_view(o, &mut arena, false) }.map(|view| view.to_owned_any());
+    let owned = unsafe { to_view(o, &mut arena, false) }.and_then(|view| {
+        // Strings and bytes are copied into objects of their own: an allocation that may fail.
+        // SAFETY: GIL held (this function's contract).
+        catch_out_of_memory(|| view.to_owned_any()).map_err(|e| unsafe { errors::raised(e) })
+    });
     arena.finish();
     owned
 }

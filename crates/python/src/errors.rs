@@ -123,10 +123,15 @@ pub unsafe fn take_python_error() -> Error {
             };
             text
         };
-        // The payload owns our reference to the exception.
-        let payload =
-            ObjectArc::new(OpaqueObj { ptr: exc as *mut c_void, finalize: Some(release_exception), owner: OWNER });
-        Error::with_payload(&kind, message, Any::object(payload.into()))
+        // The payload owns our reference to the exception (released by its finalizer even when
+        // the payload cannot be allocated: then the error is the MemoryError).
+        let payload = tether_core::error::catch_out_of_memory(|| {
+            ObjectArc::new(OpaqueObj { ptr: exc as *mut c_void, finalize: Some(release_exception), owner: OWNER })
+        });
+        match payload {
+            Ok(payload) => Error::with_payload(&kind, message, Any::object(payload.into())),
+            Err(e) => e,
+        }
     }
 }
 

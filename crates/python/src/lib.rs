@@ -34,7 +34,9 @@ use pyo3::prelude::*;
 
 /// Every Rust allocation of this extension, native objects included, comes from mimalloc:
 /// its size classes are exact up to 64 bytes, where glibc rounds a 64-byte object (a
-/// two-field object plus its 8-byte slot word) up to an 80-byte chunk.
+/// two-field object plus its 8-byte slot word) up to an 80-byte chunk. (Without the `mimalloc`
+/// feature, the memcheck build, the system allocator.)
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -68,7 +68,8 @@ unsafe extern "C" fn method_dealloc(m: *mut ffi::PyObject) {
 /// # Safety
 /// GIL held.
 pub unsafe fn build_type() -> *mut ffi::PyTypeObject {
-    let members = Box::leak(Box::new([
+    // CPython copies the members into the type: they only have to outlive the call below.
+    let mut members = [
         ffi::PyMemberDef {
             name: c"__vectorcalloffset__".as_ptr(),
             type_code: ffi::Py_T_PYSSIZET,
@@ -85,7 +86,7 @@ pub unsafe fn build_type() -> *mut ffi::PyTypeObject {
         },
         // SAFETY: an all-zero PyMemberDef is the terminator.
         unsafe { std::mem::zeroed() },
-    ]));
+    ];
     let mut slots = [
         ffi::PyType_Slot { slot: ffi::Py_tp_dealloc, pfunc: method_dealloc as *mut c_void },
         ffi::PyType_Slot { slot: ffi::Py_tp_descr_get, pfunc: method_descr_get as *mut c_void },

@@ -21,7 +21,7 @@ from conftest import bad_abi_plugin_path, live_now, plugin_path, plugin_file
 TESTING_NAMES = [
     "echo", "make_pair", "add", "add3", "sum", "call", "call_in_thread", "raise_error", "panic",
     "stash", "take", "stash_clear", "drop_in_thread", "live_objects", "make_aligned",
-    "is_aligned", "make_array", "make_map",
+    "is_aligned", "make_array", "make_map", "call_times", "call_in_background", "sleep_ms", "fail_allocations",
 ]
 
 
@@ -534,6 +534,7 @@ def test_T33_callback_raises(testing):
         ("KeyError", builtins.KeyError),
         ("AttributeError", builtins.AttributeError),
         ("RuntimeError", builtins.RuntimeError),
+        ("MemoryError", builtins.MemoryError),
         ("SomethingElse", builtins.RuntimeError),
     ],
 )
@@ -705,6 +706,75 @@ def test_T40_shutdown_with_live_objects():
     assert proc.returncode == 0, proc.stderr
     pending = int(proc.stdout.split()[1])
     assert pending >= 2, proc.stdout  # the cached blocks of "a" and "c" were queued
+
+
+# A native thread calls a stored callback while the interpreter finalizes: `call_in_background`
+# calls 300 ms after the script ends, while a __del__ run by the module teardown (after
+# finalization began) holds the interpreter alive for 2 s with the GIL released.
+CALLBACK_AT_SHUTDOWN_SCRIPT = r"""
+import time
+import tether_ffi
+T = tether_ffi.testing
+class Slow:
+    def __del__(self, sleep=time.sleep):  # module globals may be gone by then
+        sleep(2)
+slow = Slow()
+T.call_in_background(int, 1, 300)  # a builtin: a lambda would keep this module's globals alive
+print("script done", flush=True)
+"""
+
+
+def test_T41_a_callback_into_a_finalizing_interpreter_is_a_clear_error():
+    # No native backtrace: symbolizing one takes longer than the 2 s the interpreter waits.
+    env = dict(os.environ, RUST_LIB_BACKTRACE="0")
+    proc = subprocess.run(
+        [sys.executable, "-c", CALLBACK_AT_SHUTDOWN_SCRIPT], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "script done\n"
+    assert (
+        "testing.call_in_background: stopped after 0 calls: RuntimeError: the Python interpreter is shutting down"
+        in proc.stderr
+    ), proc.stderr
+
+
+def test_T42_an_allocation_failure_is_a_memory_error(testing, baseline):
+    def fails(call, pending=1):
+        assert testing.fail_allocations(pending) == 0
+        with pytest.raises(tether_ffi.MemoryError) as info:
+            call()
+        assert isinstance(info.value, builtins.MemoryError) and info.value.kind == "MemoryError"
+        assert "out of memory" in str(info.value)
+        return testing.fail_allocations(0)  # what the failure left pending
+
+    assert fails(lambda: testing.make_pair(1, 2)) == 0  # the native function's object
+    assert fails(lambda: testing.Pair(1, 2)) == 0  # a constructor
+    assert fails(lambda: testing.echo([1, 2, 3])) == 0  # a list converted to an Array
+    assert fails(lambda: testing.echo(["a string longer than seven bytes"])) == 0  # its item's copy
+    assert fails(lambda: testing.echo({"key": 1})) == 0  # a dict converted to a Map
+    assert fails(lambda: testing.call(lambda: [1, 2])) == 0  # a callback's result
+    callback = lambda: 1  # noqa: E731
+    refs = sys.getrefcount(callback)
+    testing.fail_allocations(1)
+    # A callable argument is lent a reused Function (nothing to allocate); one the callee keeps
+    # is registered, and the spare that replaces it, when it cannot be made, is made later.
+    assert testing.call(callback) == 1
+    testing.stash("T42", callback)
+    testing.fail_allocations(0)
+    assert testing.take("T42") is callback
+    testing.add(1, 1)  # the next entry releases what the dropped Function queued
+    assert sys.getrefcount(callback) == refs, "no reference to the callable is left behind"
+    assert fails(lambda: testing.make_array(3), pending=2) == 1  # two armed: the first one raised
+    # Each armed failure is one MemoryError; then calls work again.
+    testing.fail_allocations(3)
+    for _ in range(3):
+        with pytest.raises(MemoryError):
+            testing.make_pair(1, 2)
+    assert testing.make_pair(1, 2).first == 1
+    assert list(testing.call(lambda: [1, 2])) == [1, 2]
+    with pytest.raises(tether_ffi.ValueError, match="argument 'n' must not be negative"):
+        testing.fail_allocations(-1)
+    assert live_now() == baseline
 
 
 # ---- modules -------------------------------------------------------------------------------

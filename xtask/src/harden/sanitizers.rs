@@ -44,6 +44,10 @@ pub fn run(ctx: &Ctx, quick: bool) -> Result<(Vec<Figures>, Vec<String>)> {
             .env("ASAN_OPTIONS", "detect_leaks=1")
             .env("LSAN_OPTIONS", format!("suppressions={}:print_suppressions=0", ctx.path(LSAN_SUPPRESSIONS).display()))
             .env("TSAN_OPTIONS", "halt_on_error=0")
+            // Sanitized frames are several times larger (ASan's redzones): libtest's 2 MiB
+            // threads overflowed rendering the deepest descriptor the host takes (4096 nested
+            // nodes, tests/signatures.rs), which the plain build renders on that stack.
+            .env("RUST_MIN_STACK", (16 << 20).to_string())
             .cwd(&ctx.root);
         let scope = if quick && name == "tsan" {
             for t in TSAN_QUICK {

@@ -264,12 +264,14 @@ impl LentFunctions {
     /// The call `lent` was made for is over. `Ok(())`: nothing else held it; it is the spare
     /// again (or dropped, `data` cleared, when there is one). `Err(f)`: it escaped (something
     /// still holds it): the host takes its own reference to the callable for `f` and registers
-    /// it, then drops `f`; a new spare is made with `make`.
+    /// it, then drops `f`, and makes a new spare with [`LentFunctions::prepare`] (an allocation
+    /// that may fail: not made here, where a failure would drop `f` before the host took its
+    /// reference).
     ///
     /// # Safety
     /// The host's lock is held; `lent` came from this `lend` of this registry.
     #[inline]
-    pub unsafe fn reclaim(&self, lent: Lent, make: impl FnOnce() -> Function) -> Result<(), Function> {
+    pub unsafe fn reclaim(&self, lent: Lent) -> Result<(), Function> {
         // SAFETY: under the host's lock (this method's contract).
         let state = unsafe { &mut *self.state.get() };
         let Lent(mut f) = lent;
@@ -288,12 +290,7 @@ impl LentFunctions {
                 }
                 Ok(())
             }
-            None => {
-                if state.spare.is_none() {
-                    state.spare = Some(make());
-                }
-                Err(f)
-            }
+            None => Err(f),
         }
     }
 }

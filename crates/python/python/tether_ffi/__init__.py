@@ -19,6 +19,7 @@ from ._errors import (
     Error,
     IndexError,
     KeyError,
+    MemoryError,
     RuntimeError,
     RustPanic,
     TypeError,
@@ -29,7 +30,7 @@ from ._errors import (
 
 __all__ = [
     "Object", "Function", "Array", "Map", "Error", "TypeError", "ValueError", "IndexError",
-    "KeyError", "AttributeError", "RuntimeError", "RustPanic", "get_global_func",
+    "KeyError", "AttributeError", "RuntimeError", "RustPanic", "MemoryError", "get_global_func",
     "list_global_funcs", "register_object", "load_module", "check_bindings", "namespace", "MAX_NESTING_DEPTH",
     "TypeInfo", "FieldInfo", "MethodInfo",
 ]

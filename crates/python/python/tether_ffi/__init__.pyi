@@ -11,7 +11,7 @@ from . import _native as _native
 
 __all__ = [
     "Object", "Function", "Array", "Map", "Error", "TypeError", "ValueError", "IndexError",
-    "KeyError", "AttributeError", "RuntimeError", "RustPanic", "get_global_func",
+    "KeyError", "AttributeError", "RuntimeError", "RustPanic", "MemoryError", "get_global_func",
     "list_global_funcs", "register_object", "load_module", "check_bindings", "namespace", "MAX_NESTING_DEPTH",
     "TypeInfo", "FieldInfo", "MethodInfo",
 ]
@@ -61,6 +61,7 @@ class KeyError(Error, builtins.KeyError): ...
 class AttributeError(Error, builtins.AttributeError): ...
 class RuntimeError(Error, builtins.RuntimeError): ...
 class RustPanic(RuntimeError): ...
+class MemoryError(Error, builtins.MemoryError): ...
 
 _T = TypeVar("_T", bound=type)
 

@@ -52,7 +52,13 @@ class RustPanic(RuntimeError):
     kind = "RustPanic"
 
 
-for _cls in (Error, TypeError, ValueError, IndexError, KeyError, AttributeError, RuntimeError, RustPanic):
+class MemoryError(Error, builtins.MemoryError):  # noqa: A001
+    """A native object could not be allocated (the process keeps working)."""
+
+    kind = "MemoryError"
+
+
+for _cls in (Error, TypeError, ValueError, IndexError, KeyError, AttributeError, RuntimeError, RustPanic, MemoryError):
     _cls.__module__ = "tether_ffi"
 
 KIND_CLASSES: dict[str, type[Error]] = {
@@ -63,6 +69,7 @@ KIND_CLASSES: dict[str, type[Error]] = {
     "AttributeError": AttributeError,
     "RuntimeError": RuntimeError,
     "RustPanic": RustPanic,
+    "MemoryError": MemoryError,
 }
 
 _BUILTIN_KINDS = (
@@ -71,6 +78,7 @@ _BUILTIN_KINDS = (
     (builtins.IndexError, "IndexError"),
     (builtins.KeyError, "KeyError"),
     (builtins.AttributeError, "AttributeError"),
+    (builtins.MemoryError, "MemoryError"),
 )
 
 

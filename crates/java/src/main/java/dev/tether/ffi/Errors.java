@@ -10,6 +10,7 @@ final class Errors {
     private static final int INDEX_ERROR = (int) Native.constant("ERROR_INDEX_ERROR");
     private static final int KEY_ERROR = (int) Native.constant("ERROR_KEY_ERROR");
     private static final int ATTRIBUTE_ERROR = (int) Native.constant("ERROR_ATTRIBUTE_ERROR");
+    private static final int MEMORY_ERROR = (int) Native.constant("ERROR_MEMORY_ERROR");
 
     /** The exception for a native error of kind {@code code} named {@code kind}. */
     static Throwable create(int code, String kind, String message, String backtrace) {
@@ -23,6 +24,8 @@ final class Errors {
             return new TetherKeyError(kind, message, backtrace);
         } else if (code == ATTRIBUTE_ERROR) {
             return new TetherAttributeError(kind, message, backtrace);
+        } else if (code == MEMORY_ERROR) {
+            return new TetherOutOfMemoryError(kind, message, backtrace);
         }
         return new TetherException(kind, message, backtrace);
     }

@@ -588,7 +588,7 @@ class ConformanceTest {
 
     @Test
     void T34_errorKinds() {
-        Map<String, Class<? extends RuntimeException>> expected = new LinkedHashMap<>();
+        Map<String, Class<? extends Throwable>> expected = new LinkedHashMap<>();
         expected.put("TypeError", TetherTypeError.class);
         expected.put("ValueError", TetherValueError.class);
         expected.put("IndexError", TetherIndexError.class);
@@ -596,11 +596,12 @@ class ConformanceTest {
         expected.put("AttributeError", TetherAttributeError.class);
         expected.put("RuntimeError", TetherException.class);
         expected.put("RustPanic", TetherException.class);
+        expected.put("MemoryError", TetherOutOfMemoryError.class);
         // The core's kinds (constants.rs ERROR_KINDS) are exactly the ones mapped here.
         assertEquals(new java.util.TreeSet<>(expected.keySet()), new java.util.TreeSet<>(List.of(Native.errorKinds())));
         expected.put("SomethingElse", TetherException.class);
-        for (Map.Entry<String, Class<? extends RuntimeException>> e : expected.entrySet()) {
-            RuntimeException ex = assertThrows(e.getValue(), () -> t("raise_error").call(e.getKey(), "msg " + e.getKey()));
+        for (Map.Entry<String, Class<? extends Throwable>> e : expected.entrySet()) {
+            Throwable ex = assertThrows(e.getValue(), () -> t("raise_error").call(e.getKey(), "msg " + e.getKey()));
             assertEquals(e.getKey(), ((TetherError) ex).kind());
             assertEquals("msg " + e.getKey(), ex.getMessage());
         }
@@ -608,6 +609,7 @@ class ConformanceTest {
         assertTrue(IllegalArgumentException.class.isAssignableFrom(TetherValueError.class));
         assertTrue(IndexOutOfBoundsException.class.isAssignableFrom(TetherIndexError.class));
         assertTrue(java.util.NoSuchElementException.class.isAssignableFrom(TetherKeyError.class));
+        assertTrue(OutOfMemoryError.class.isAssignableFrom(TetherOutOfMemoryError.class));
         TetherList items = (TetherList) t("make_array").call(2L);
         assertThrows(IndexOutOfBoundsException.class, () -> items.get(5));
         TetherAttributeError attr = assertThrows(TetherAttributeError.class, () -> pair(1L, 2L).get("third"));
@@ -779,6 +781,51 @@ class ConformanceTest {
         ProcessResult r = Subprocess.runJava(ShutdownMain.class, true);
         assertEquals(0, r.exitCode, r.output);
         assertTrue(r.output.contains("shutdown-main: done"), r.output);
+    }
+
+    @Test
+    void T41_vmExitsWhileANativeThreadCallsAStoredCallback() throws Exception {
+        for (String how : List.of("exit", "return")) {
+            ProcessResult r = Subprocess.runJava(CallbackAtExitMain.class, true, how);
+            assertEquals(0, r.exitCode, how + ": " + r.output);
+            assertTrue(r.output.contains("callback-at-exit: exiting after the callback ran"), r.output);
+        }
+    }
+
+    /** {@code call} fails with the MemoryError; returns the injected failures it left pending. */
+    private static long failsWithMemoryError(Runnable call, long pending) {
+        assertEquals(0L, t("fail_allocations").call(pending));
+        TetherOutOfMemoryError e = assertThrows(TetherOutOfMemoryError.class, call::run);
+        assertEquals("MemoryError", e.kind());
+        assertTrue(e.getMessage().contains("out of memory"), e.getMessage());
+        return (Long) t("fail_allocations").call(0L);
+    }
+
+    @Test
+    void T42_anAllocationFailureIsAnOutOfMemoryError() throws Exception {
+        t("stash_clear").call();
+        long base = settledLive();
+        assertEquals(0L, failsWithMemoryError(() -> pair(1L, 2L), 1), "the native function's object");
+        assertEquals(0L, failsWithMemoryError(() -> Tether.construct("testing.Pair", 1L, 2L), 1), "a constructor");
+        assertEquals(0L, failsWithMemoryError(() -> echo.call(List.of(1L, 2L)), 1), "a List converted to an Array");
+        assertEquals(0L, failsWithMemoryError(() -> echo.call("a string longer than seven bytes"), 1), "a string's copy");
+        assertEquals(0L, failsWithMemoryError(() -> echo.call(new byte[32]), 1), "a byte[]'s copy");
+        assertEquals(0L, failsWithMemoryError(() -> echo.call(Map.of("key", 1L)), 1), "a Map converted to a Map");
+        TetherCallback cb = args -> List.of(1L, 2L);
+        assertEquals(0L, failsWithMemoryError(() -> t("call").call(cb), 1), "the callback's own Function");
+        t("stash").call("T42-cb", cb); // keeps the callback's Function: the next failure is its result's
+        assertEquals(0L, failsWithMemoryError(() -> t("call").call(cb), 1), "a callback's result");
+        assertEquals(1L, failsWithMemoryError(() -> t("make_array").call(3L), 2), "two armed: the first one raised");
+        t("fail_allocations").call(3L);
+        for (int i = 0; i < 3; i++) {
+            assertThrows(TetherOutOfMemoryError.class, () -> pair(1L, 2L));
+        }
+        assertEquals(1L, pair(1L, 2L).get("first"));
+        assertEquals(List.of(1L, 2L), new ArrayList<>((TetherList) t("call").call(cb)));
+        TetherValueError bad = assertThrows(TetherValueError.class, () -> t("fail_allocations").call(-1L));
+        assertTrue(bad.getMessage().contains("argument 'n' must not be negative"), bad.getMessage());
+        t("stash_clear").call();
+        assertBackTo(base);
     }
 
     // ---- modules -----------------------------------------------------------------------------

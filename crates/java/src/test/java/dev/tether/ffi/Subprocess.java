@@ -11,7 +11,7 @@ final class Subprocess {
     private Subprocess() {}
 
     /** {@code withLibraryPath}: pass -Dtether.library.path; otherwise the jar resource must load. */
-    static ProcessResult runJava(Class<?> main, boolean withLibraryPath) throws Exception {
+    static ProcessResult runJava(Class<?> main, boolean withLibraryPath, String... args) throws Exception {
         String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
         List<String> cmd = new ArrayList<>();
         cmd.add(java);
@@ -23,6 +23,7 @@ final class Subprocess {
             cmd.add("-Dtether.library.path=" + TestSupport.nativeLibrary());
         }
         cmd.add(main.getName());
+        cmd.addAll(List.of(args));
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
         Process p = pb.start();
         if (!p.waitFor(120, TimeUnit.SECONDS)) {
