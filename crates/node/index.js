@@ -17,6 +17,7 @@ const disposeSymbol = Symbol.dispose ?? Symbol.for('nodejs.dispose');
 // Constants from their one source (tether-core's constants.rs, the addon's call frame).
 const {
   TYPE_OBJECT, TYPE_ARRAY, TYPE_MAP, FRAME_HANDLES, FRAME_ANY_COUNT, FRAME_WORDS, FRAME_FLOATS_OFFSET,
+  FRAME_RESULT_IN_FRAME,
 } = native.constants;
 
 // ---- errors ------------------------------------------------------------------------------
@@ -102,8 +103,24 @@ function describe(value) {
   return String(value);
 }
 
-/** The handle of `a` when it is a tether wrapper, else undefined (set by TetherObject). */
+/**
+ * The handle of `a` when it is a tether wrapper (set by TetherObject), or of a function's
+ * native side when it has one (`fnHandles`: a wrapper handle for a native function's shim, a
+ * negative Link handle for a JS function passed to native code before), else undefined.
+ */
 let handleOf;
+
+/**
+ * Functions -> handles (see handleOf). A Link's handle names a box the addon wraps onto the
+ * function, freed by that wrap's finalizer, so it lives as long as its function; only this
+ * file reads the map, and only the addon (`rememberCallable`) and `makeShim` write it.
+ */
+const fnHandles = new WeakMap();
+
+/** Called by the addon when it links JS function `f` to its native side (callback.rs). */
+function rememberCallable(f, handle) {
+  fnHandles.set(f, handle);
+}
 
 /** Base class of every tied native object. */
 /** Ids of the JS subclasses of generated classes (their native registration, once each). */
@@ -146,7 +163,14 @@ class TetherObject {
   }
 
   static {
-    handleOf = (a) => (typeof a === 'object' && a !== null && #handle in a ? a.#handle : undefined);
+    handleOf = (a) =>
+      typeof a === 'object'
+        ? a !== null && #handle in a
+          ? a.#handle
+          : undefined
+        : typeof a === 'function'
+          ? fnHandles.get(a)
+          : undefined;
   }
 
   /** Release this wrapper's native reference now; later use throws a TetherRuntimeError. */
@@ -372,17 +396,45 @@ function classifyObject(value) {
 
 /**
  * The call frame shared with the addon (call.rs `CallFrame`, one per env): `frameWords` are
- * [mask of the arguments that are handles, argument count, the argument a call returned
- * (when `raw` returns undefined)]; `frameFloats` are [the called function's handle, then
+ * [mask of the arguments that are wrappers passed as handles, argument count, the argument a
+ * call returned (when `raw` returns undefined), mask of the arguments that are JS functions
+ * passed with their Link handle]; `frameFloats` are [the called function's handle, then
  * argument i's handle at 1 + i].
  */
-const callFrame = native._setup(classFor, makeError, TOKEN, classifyObject, makeShim);
+const callFrame = native._setup(
+  classFor,
+  makeError,
+  TOKEN,
+  classifyObject,
+  makeShim,
+  rememberCallable,
+  invokeCallable,
+);
 // An exiting env runs no more callbacks queued by other threads: from 'exit' on, they fail at
 // once with a clear error instead of waiting for a JS thread that has left (Node joins its
 // threadpool, where such a caller may wait, before the process ends).
 process.on('exit', () => native._exiting());
 const frameWords = new Int32Array(callFrame, 0, FRAME_WORDS);
 const frameFloats = new Float64Array(callFrame, FRAME_FLOATS_OFFSET, 1 + FRAME_HANDLES);
+
+/**
+ * How the addon calls a JS callback `f` (callback.rs): a wrapper result's handle goes back in
+ * the frame as well (`returned` = FRAME_RESULT_IN_FRAME), which spares the addon a
+ * `napi_unwrap` of the result. The frame is free: the native call that runs this has read it.
+ */
+function invokeCallable(f, a, b, c) {
+  const n = arguments.length - 1;
+  const r =
+    n === 0 ? f() : n === 1 ? f(a) : n === 2 ? f(a, b) : n === 3 ? f(a, b, c) : f(...Array.prototype.slice.call(arguments, 1));
+  if (typeof r === 'object' && r !== null) {
+    const h = handleOf(r);
+    if (h !== undefined) {
+      frameFloats[0] = h;
+      frameWords[2] = FRAME_RESULT_IN_FRAME;
+    }
+  }
+  return r;
+}
 
 /**
  * The JS function users call for native function `raw`, whose own wrapper has handle `fh`
@@ -399,34 +451,49 @@ function makeShim(raw, arity, name, fh, length, signature) {
   let shim;
   const general = function (...args) {
     const n = args.length;
-    const orig = n > 0 ? args.slice() : args;
+    // The caller's arguments, copied before the first wrapper is replaced by its placeholder.
+    let orig = args;
     let mask = 0;
+    let links = 0;
     for (let i = 0; i < n && i < FRAME_HANDLES; i++) {
       const h = handleOf(args[i]);
       if (h !== undefined) {
-        mask |= 1 << i;
         frameFloats[1 + i] = h;
-        args[i] = 0;
+        if (h < 0) {
+          links |= 1 << i;
+        } else {
+          if (mask === 0) orig = args.slice();
+          mask |= 1 << i;
+          args[i] = 0;
+        }
       }
     }
     frameFloats[0] = fh;
     frameWords[0] = mask;
     frameWords[1] = n | FRAME_ANY_COUNT; // the addon checks this count against the signature
-    const r = raw(...args);
+    frameWords[3] = links;
+    // Small counts without a spread call (variadic functions take this path every time).
+    const r =
+      n === 1 ? raw(args[0]) : n === 2 ? raw(args[0], args[1]) : n === 3 ? raw(args[0], args[1], args[2]) : raw(...args);
     return r === undefined ? orig[frameWords[2]] : r;
   };
+  // A wrapper argument travels as its handle alone (a placeholder 0 in its place); a JS
+  // function with a Link travels as itself, its Link handle beside it.
   if (arity === 1) {
     shim = function (a) {
       if (arguments.length !== 1) return general(...arguments);
       const ha = handleOf(a);
       frameFloats[0] = fh;
       frameWords[1] = 1;
-      if (ha === undefined) {
+      if (ha === undefined || ha < 0) {
+        if (ha !== undefined) frameFloats[1] = ha;
         frameWords[0] = 0;
+        frameWords[3] = ha === undefined ? 0 : 1;
         const r = raw(a);
         return r === undefined ? a : r;
       }
       frameWords[0] = 1;
+      frameWords[3] = 0;
       frameFloats[1] = ha;
       const r = raw();
       return r === undefined ? a : r;
@@ -436,12 +503,23 @@ function makeShim(raw, arity, name, fh, length, signature) {
       if (arguments.length !== 2) return general(...arguments);
       const ha = handleOf(a);
       const hb = handleOf(b);
-      if (ha !== undefined) frameFloats[1] = ha;
-      if (hb !== undefined) frameFloats[2] = hb;
+      let mask = 0;
+      let links = 0;
+      if (ha !== undefined) {
+        frameFloats[1] = ha;
+        if (ha < 0) links |= 1;
+        else mask |= 1;
+      }
+      if (hb !== undefined) {
+        frameFloats[2] = hb;
+        if (hb < 0) links |= 2;
+        else mask |= 2;
+      }
       frameFloats[0] = fh;
-      frameWords[0] = (ha !== undefined ? 1 : 0) | (hb !== undefined ? 2 : 0);
+      frameWords[0] = mask;
       frameWords[1] = 2;
-      const r = raw(ha === undefined ? a : 0, hb === undefined ? b : 0);
+      frameWords[3] = links;
+      const r = raw(mask & 1 ? 0 : a, mask & 2 ? 0 : b);
       return r === undefined ? (frameWords[2] === 0 ? a : b) : r;
     };
   } else if (arity === 3) {
@@ -450,13 +528,28 @@ function makeShim(raw, arity, name, fh, length, signature) {
       const ha = handleOf(a);
       const hb = handleOf(b);
       const hc = handleOf(c);
-      if (ha !== undefined) frameFloats[1] = ha;
-      if (hb !== undefined) frameFloats[2] = hb;
-      if (hc !== undefined) frameFloats[3] = hc;
+      let mask = 0;
+      let links = 0;
+      if (ha !== undefined) {
+        frameFloats[1] = ha;
+        if (ha < 0) links |= 1;
+        else mask |= 1;
+      }
+      if (hb !== undefined) {
+        frameFloats[2] = hb;
+        if (hb < 0) links |= 2;
+        else mask |= 2;
+      }
+      if (hc !== undefined) {
+        frameFloats[3] = hc;
+        if (hc < 0) links |= 4;
+        else mask |= 4;
+      }
       frameFloats[0] = fh;
-      frameWords[0] = (ha !== undefined ? 1 : 0) | (hb !== undefined ? 2 : 0) | (hc !== undefined ? 4 : 0);
+      frameWords[0] = mask;
       frameWords[1] = 3;
-      const r = raw(ha === undefined ? a : 0, hb === undefined ? b : 0, hc === undefined ? c : 0);
+      frameWords[3] = links;
+      const r = raw(mask & 1 ? 0 : a, mask & 2 ? 0 : b, mask & 4 ? 0 : c);
       if (r !== undefined) return r;
       const i = frameWords[2];
       return i === 0 ? a : i === 1 ? b : c;
@@ -464,6 +557,7 @@ function makeShim(raw, arity, name, fh, length, signature) {
   } else {
     shim = general;
   }
+  fnHandles.set(shim, fh);
   Object.defineProperty(shim, 'name', { value: name, configurable: true });
   Object.defineProperty(shim, 'length', { value: length, configurable: true });
   Object.defineProperty(shim, 'signature', { value: signature, configurable: true });

@@ -106,6 +106,7 @@ fn constants(env: Env) -> JsResult<Value> {
         ("FRAME_HANDLES", crate::call::FRAME_HANDLES as i64),
         ("FRAME_ANY_COUNT", crate::call::FRAME_ANY_COUNT as i64),
         ("FRAME_WORDS", crate::call::FRAME_WORDS as i64),
+        ("FRAME_RESULT_IN_FRAME", crate::call::RESULT_IN_FRAME as i64),
         ("FRAME_FLOATS_OFFSET", crate::call::FRAME_FLOATS_OFFSET as i64),
     ];
     for &(name, value) in tether_core::constants::SHARED.iter().chain(frame.iter()) {
@@ -135,7 +136,8 @@ fn int_arg(state: &EnvState, args: &Args, i: usize, what: &str) -> JsResult<i64>
         .ok_or_else(|| Error::type_error(format!("{what}: expected an integer")).into())
 }
 
-/// `_setup(classFactory, errorFactory, token, classifyObject, makeShim)`: the JS helpers
+/// `_setup(classFactory, errorFactory, token, classifyObject, makeShim, rememberCallable,
+/// invokeCallable)`: the JS helpers
 /// the native side calls. Returns the ArrayBuffer of the shims' call frame (`call::CallFrame`).
 fn setup(state: &EnvState, args: Args) -> JsResult<Value> {
     let env = state.env;
@@ -148,7 +150,11 @@ fn setup(state: &EnvState, args: Args) -> JsResult<Value> {
     let token = raw::strong_ref(env, arg(&args, 2)?)?;
     let classify_object = raw::strong_ref(env, arg(&args, 3)?)?;
     let shim_factory = raw::strong_ref(env, arg(&args, 4)?)?;
+    let remember_callable = raw::strong_ref(env, arg(&args, 5)?)?;
+    let invoke_callable = raw::strong_ref(env, arg(&args, 6)?)?;
     let mut refs = state.refs.borrow_mut();
+    refs.remember_callable = Some(remember_callable);
+    refs.invoke_callable = Some(invoke_callable);
     refs.shim_factory = Some(shim_factory);
     refs.classify_object = Some(classify_object);
     refs.class_factory = Some(class_factory);

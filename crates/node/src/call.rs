@@ -19,6 +19,7 @@ use tether_core::object::ObjectHeader;
 use tether_core::signature::{language_name, render_signature, Language, SignatureInfo};
 use tether_core::{Any, AnyView, Error, ObjectRef};
 
+use crate::callback::{self, link_of_handle, ForCall, LentCallable, Link};
 use crate::convert::{any_to_js, arg_view, js_to_any, wrapper_view};
 use crate::env::EnvState;
 use crate::errors::throw;
@@ -31,8 +32,11 @@ const STACK_ARGS: usize = 8;
 /// Arguments that can travel as handles (bits of [`CallFrame::mask`]).
 pub const FRAME_HANDLES: usize = 30;
 /// The 32-bit words index.js reads and writes at the start of the frame (`mask`, `count`,
-/// `returned`).
-pub const FRAME_WORDS: usize = 3;
+/// `returned`, `links`).
+pub const FRAME_WORDS: usize = 4;
+/// [`CallFrame::returned`] as index.js's `invokeCallable` leaves it when the callback returned
+/// a wrapper: the wrapper's handle is in [`CallFrame::function`].
+pub const RESULT_IN_FRAME: i32 = -1;
 /// Where the frame's doubles start (`function`, then `handles`).
 pub const FRAME_FLOATS_OFFSET: usize = std::mem::offset_of!(CallFrame, function);
 
@@ -55,9 +59,12 @@ pub struct CallFrame {
     /// The call's argument count, with [`FRAME_ANY_COUNT`] when the shim's general path made it.
     pub count: u32,
     /// Set when the addon returns `undefined` (which no conversion produces): the result is
-    /// argument `returned` itself, so the shim hands back the caller's own wrapper.
+    /// argument `returned` itself, so the shim hands back the caller's own wrapper. Also
+    /// [`RESULT_IN_FRAME`] from `invokeCallable`, read right after it returns.
     pub returned: i32,
-    _reserved: u32,
+    /// Bit i: argument i is a JS function (passed as itself) whose Link's handle is
+    /// `handles[i]` (`callback::link_of_handle`).
+    pub links: u32,
     /// The handle of the called function's own wrapper.
     pub function: f64,
     pub handles: [f64; FRAME_HANDLES],
@@ -67,6 +74,7 @@ const _: () = {
     assert!(std::mem::offset_of!(CallFrame, mask) == 0);
     assert!(std::mem::offset_of!(CallFrame, count) == 4);
     assert!(std::mem::offset_of!(CallFrame, returned) == 8);
+    assert!(std::mem::offset_of!(CallFrame, links) == 12);
     assert!(std::mem::offset_of!(CallFrame, function) == 16);
     assert!(std::mem::offset_of!(CallFrame, handles) == 24);
 };
@@ -347,6 +355,17 @@ unsafe fn call_native<const N: usize>(
         heap_wrappers = vec![None; n];
         &mut heap_wrappers
     };
+    // JS functions a shim passed with their Link (arguments below N; the rest convert as usual).
+    let mut links: [Option<&'static Link>; N] = [None; N];
+    // SAFETY: `frame` is this env's, filled by this call's shim (this function's contract).
+    let mut link_bits = unsafe { (*frame).links } & ((1u64 << n.min(N).min(FRAME_HANDLES)) - 1) as u32 & !mask;
+    while link_bits != 0 {
+        let i = link_bits.trailing_zeros() as usize;
+        link_bits &= link_bits - 1;
+        // SAFETY: the shim stores Link handles read from index.js's `fnHandles` beside the
+        // function it passes as argument i, which keeps the Link alive.
+        links[i] = unsafe { link_of_handle((*frame).handles[i]) };
+    }
     let mut mask = mask & ((1u64 << n.min(FRAME_HANDLES)) - 1) as u32;
     while mask != 0 {
         let i = mask.trailing_zeros() as usize;
@@ -365,10 +384,13 @@ unsafe fn call_native<const N: usize>(
             }
         }
     }
+    // Declared before `owned`, so given back after it (and after the result is converted).
+    let mut lent: Option<LentCallable> = None;
     let mut owned: Vec<Any> = Vec::new();
     // The source holds only references: nothing of it escapes the inlined driver, so it
     // stays in registers.
-    let mut source = JsArguments { state, argv, wrappers: &mut *wrappers, owned: &mut owned };
+    let mut source =
+        JsArguments { state, argv, wrappers: &mut *wrappers, links: &links, lent: &mut lent, owned: &mut owned };
     let mut result = Any::none();
     // SAFETY: the JS thread (this env's slots change only on it); a live Function whose
     // arguments are kept alive by `argv`, the argument wrappers and `owned`.
@@ -379,7 +401,17 @@ unsafe fn call_native<const N: usize>(
     } else {
         drop(owned);
     }
-    if let Called::Argument(i) = called? {
+    let outcome = result_outcome(state, called?, result, wrappers);
+    if let Some(lent) = lent {
+        lent.give_back(state);
+    }
+    outcome
+}
+
+/// How a call's result goes back: the argument it is, or converted.
+#[inline(always)]
+fn result_outcome(state: &EnvState, called: Called, result: Any, wrappers: &[Option<&Wrapper>]) -> JsResult<Outcome> {
+    if let Called::Argument(i) = called {
         return Ok(Outcome::Argument(i));
     }
     if result.view().as_object_ptr().is_some() {
@@ -403,6 +435,10 @@ struct JsArguments<'s, 'w> {
     argv: &'s [Value],
     /// Argument i's wrapper, when it is one (from the frame, or found while converting).
     wrappers: &'s mut [Option<&'w Wrapper>],
+    /// Argument i's Link, when it is a JS function a shim passed with one (i below N).
+    links: &'s [Option<&'static Link>],
+    /// The Function lent to this call (to its first such function argument).
+    lent: &'s mut Option<LentCallable>,
     owned: &'s mut Vec<Any>,
 }
 
@@ -427,6 +463,18 @@ unsafe impl ArgumentSource<EnvState> for JsArguments<'_, '_> {
         let (wrapper, value) = unsafe { (self.wrappers.get_unchecked_mut(index), *self.argv.get_unchecked(index)) };
         let converted = match *wrapper {
             Some(w) => wrapper_view(w, in_leaf, self.owned)?,
+            None if self.links.get(index).is_some_and(Option::is_some) => {
+                let link = self.links[index].expect("checked");
+                match callback::for_call(self.state, value, link, self.lent.is_none())? {
+                    ForCall::Lent(lent) => {
+                        // SAFETY: the Function lives until `lent` is given back, after the call.
+                        let view = unsafe { AnyView::from_object_ptr(lent.function().as_object_ptr()) };
+                        *self.lent = Some(lent);
+                        view
+                    }
+                    ForCall::Registered(f) => crate::convert::keep(self.owned, Any::object(f.0.into())),
+                }
+            }
             None => {
                 let (converted, w) = arg_view(self.state, value, in_leaf, self.owned)?;
                 *wrapper = w;

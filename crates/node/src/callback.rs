@@ -1,49 +1,110 @@
 //! JS functions as native Functions, callable from any thread.
 //!
-//! A JS function `f` passed to native code becomes a Function holding a strong reference to
-//! `f`. `f` is wrapped with a [`Link`] holding a *weak* native reference to that Function, so
-//! passing `f` again yields the same Function while it lives, with no reference cycle; and
-//! returning that Function to JS gives back `f` itself.
+//! A JS function `f` passed to native code becomes a Function whose data ([`JsCallable`])
+//! names `f`. `f` is wrapped with a [`Link`] holding a *weak* native reference to its
+//! registered Function, so passing `f` again yields the same Function while it lives, with no
+//! reference cycle; and returning that Function to JS gives back `f` itself. index.js keeps
+//! each Link's handle beside `f` (`fnHandles`), so a shim passes it in the call frame and the
+//! call finds the Link without a `napi_unwrap` (a V8 private-symbol lookup).
 //!
-//! Called on the env's JS thread, the Function calls `f` directly. Called on any other
+//! A JS function passed to a synchronous call through its Link is *lent* a Function for the
+//! call instead (core's `LentFunctions`, one per env: the env's JS thread is the lock): a
+//! reused shell that names `f` by the call's own handle, so `call(cb)` makes no reference,
+//! registers nothing and allocates nothing. A lent Function still held when the call returns
+//! has escaped: it takes a strong reference to `f` then and becomes `f`'s registered Function.
+//!
+//! Called on the env's JS thread, the Function calls `f` directly (through index.js's
+//! `invokeCallable`, which also hands a wrapper result's handle back). Called on any other
 //! thread, it queues the call on the env's threadsafe function and blocks until `f` returns,
 //! unless the JS thread is itself blocked inside a synchronous native call: that would
 //! deadlock, so the call fails with a clear error (use `fn.callAsync`).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
 use std::ptr;
 use std::sync::{Arc, Condvar, Mutex};
 
 use napi::sys;
 use tether_core::arc::{ObjectBox, WeakObjectArc};
+use tether_core::boundary::Lent;
 use tether_core::error::catch_panic;
 use tether_core::function::FunctionObj;
 use tether_core::object::ObjectHeader;
 use tether_core::{Any, AnyView, Error, Function, ObjectArc, ObjectRef};
 
+use crate::call::RESULT_IN_FRAME;
 use crate::convert::{any_to_js, js_to_any};
-use crate::env::{EnvState, HeldRef};
+use crate::env::EnvState;
 use crate::errors::fail_to_error;
 use crate::raw::{self, napi_call, JsResult, Ref, Value};
+use crate::tie::{wrapper_of_handle, HANDLE_ADDRESS, HANDLE_EXPONENT};
 
 /// First word of the wrap payload on a JS function that has a native Function.
 pub const LINK_MAGIC: u64 = 0x7465_7468_6572_4c4b; // "tetherLK"
 
-/// Wrapped onto a JS function: a weak reference to the Function made for it.
+/// Wrapped onto a JS function: a weak reference to its registered Function. Its address is
+/// the function's key among the env's lent Functions.
 #[repr(C)]
-struct Link {
+pub struct Link {
     magic: u64,
     func: RefCell<Option<WeakObjectArc<FunctionObj>>>,
 }
 
-/// The data of a Function made from a JS function: the JS function, held strongly (deleted
-/// on the JS thread when the Function dies).
-type JsCallback = HeldRef;
+/// The sign bit: a Link's handle is a wrapper handle's form (`tie::handle`) made negative.
+const LINK_SIGN: u64 = 1 << 63;
 
-unsafe extern "C" fn drop_js_callback(data: *mut c_void) {
-    // SAFETY: the box leaked in `function_from_js`, dropped once by the Function.
-    drop(unsafe { Box::from_raw(data as *mut JsCallback) });
+/// The handle index.js keeps for `link` (see [`link_of_handle`]).
+fn link_handle(link: &Link) -> f64 {
+    f64::from_bits(LINK_SIGN | HANDLE_EXPONENT | link as *const Link as u64)
+}
+
+/// The Link a handle names, or `None` for a number that is no Link handle.
+///
+/// # Safety
+/// A `handle` of the right form was made by [`link_handle`] and read from index.js's
+/// `fnHandles` beside a function the running call's caller keeps alive, so its Link (freed
+/// by that function's finalizer) is alive.
+#[inline]
+pub unsafe fn link_of_handle<'a>(handle: f64) -> Option<&'a Link> {
+    let bits = handle.to_bits();
+    let address = (bits & HANDLE_ADDRESS) as usize;
+    // SAFETY: the caller's guarantee.
+    (bits & !HANDLE_ADDRESS == LINK_SIGN | HANDLE_EXPONENT && address != 0)
+        .then(|| unsafe { &*(address as *const Link) })
+}
+
+/// The data of every Function made from a JS function (made with it, freed by its drop hook).
+pub struct JsCallable {
+    /// The env of the JS function (read on any thread, to queue a call; never changes).
+    state: Arc<EnvState>,
+    /// A strong reference to the JS function, for a Function that owns one: a registered
+    /// Function, and a lent one once it escaped its call. JS thread only (and the drop hook).
+    held: Cell<Option<Ref>>,
+    /// The JS function of the call this shell is lent to: a handle of that call, which stays
+    /// open while the Function is lent. Null when not lent. JS thread only.
+    lent: Cell<Value>,
+}
+
+impl JsCallable {
+    /// The JS function, as a handle of the current scope (on the env's JS thread).
+    fn value(&self) -> JsResult<Value> {
+        let lent = self.lent.get();
+        if !lent.is_null() {
+            return Ok(lent);
+        }
+        match self.held.get() {
+            Some(r) => raw::reference_value(self.state.env, r),
+            None => Err(Error::runtime("this JS callback was lent to a call that is over").into()),
+        }
+    }
+}
+
+unsafe extern "C" fn drop_js_callable(data: *mut c_void) {
+    // SAFETY: the box leaked in `new_function`, dropped once by its Function.
+    let callable = unsafe { Box::from_raw(data as *mut JsCallable) };
+    if let Some(r) = callable.held.get() {
+        callable.state.delete_reference_anywhere(r);
+    }
 }
 
 unsafe extern "C" fn finalize_link(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
@@ -51,52 +112,97 @@ unsafe extern "C" fn finalize_link(_env: sys::napi_env, data: *mut c_void, _hint
     drop(unsafe { Box::from_raw(data as *mut Link) });
 }
 
-/// The JS callback data of `obj` if it is a Function made from a JS function.
-fn js_callback_of(obj: *mut ObjectHeader) -> Option<&'static JsCallback> {
+/// The callable data of `obj` if it is a Function made from a JS function.
+fn js_callable_of(obj: *mut ObjectHeader) -> Option<&'static JsCallable> {
     // SAFETY: `obj` is a live Function (callers checked the type index).
     let func = unsafe { &(*(obj as *const ObjectBox<FunctionObj>)).value };
     (func.safe_call as *const () == js_callback_call as *const ())
         // SAFETY: our safe_call implies our data; it lives as long as the Function.
-        .then(|| unsafe { &*(func.data as *const JsCallback) })
+        .then(|| unsafe { &*(func.data as *const JsCallable) })
+}
+
+/// The data of a Function made by [`new_function`] that nothing else can reach.
+fn callable_in(body: &mut FunctionObj) -> &JsCallable {
+    debug_assert!(body.safe_call as *const () == js_callback_call as *const ());
+    // SAFETY: every shell of an env's lent Functions is made by `new_function`.
+    unsafe { &*(body.data as *const JsCallable) }
 }
 
 /// The JS function behind a Function made in this env from a JS function.
 pub fn js_function_of(state: &EnvState, obj: &ObjectRef) -> JsResult<Option<Value>> {
-    match js_callback_of(obj.as_ptr()) {
-        Some(cb) => cb.value_in(state).transpose(),
-        None => Ok(None),
+    match js_callable_of(obj.as_ptr()) {
+        Some(cb) if ptr::eq(Arc::as_ptr(&cb.state), state) => cb.value().map(Some),
+        _ => Ok(None),
     }
 }
 
 /// Native name of every Function made from a JS function (at most 7 bytes: stored inline).
 const CALLBACK_NAME: &str = "js.call";
 
-/// The native Function for JS function `f` (the same one while it lives).
-pub fn function_from_js(state: &EnvState, f: Value) -> JsResult<Any> {
-    let env = state.env;
+/// A Function of this env for a JS function: holding `held`, or none yet (a lent shell).
+/// When it cannot be made, `held` is deleted.
+fn new_function(state: &EnvState, held: Option<Ref>) -> Result<Function, Error> {
+    let callable =
+        JsCallable { state: crate::tie::arc_of(state), held: Cell::new(held), lent: Cell::new(ptr::null_mut()) };
+    let data = Box::into_raw(Box::new(callable)) as *mut c_void;
+    // SAFETY: `js_callback_call` reads exactly this data; `drop_js_callable` frees it, and
+    // both may run on any thread. The native name is never shown (the Function comes back to
+    // JS as the function itself), so it is a short inline string: no allocation.
+    let made =
+        unsafe { Function::try_from_raw_parts(js_callback_call, data, Some(drop_js_callable), CALLBACK_NAME, -1, 0) };
+    made.inspect_err(|_| {
+        // SAFETY: no Function took the box: it is still ours (and `held` with it).
+        unsafe { drop_js_callable(data) };
+    })
+}
+
+/// A shell for the env's lent Functions.
+pub fn new_shell(state: &EnvState) -> Function {
+    match new_function(state, None) {
+        Ok(f) => f,
+        Err(e) => panic!("{}", e.message()),
+    }
+}
+
+/// The Link wrapped onto JS function `f`, if it has one.
+fn link_of(state: &EnvState, f: Value) -> Option<&'static Link> {
     let mut data: *mut c_void = ptr::null_mut();
     // SAFETY: `f` is a function handle of this call; unwrapped payloads start with a magic.
-    let link = unsafe {
-        let ok = sys::napi_unwrap(env.raw(), f, &mut data) == sys::Status::napi_ok && !data.is_null();
+    unsafe {
+        let ok = sys::napi_unwrap(state.env.raw(), f, &mut data) == sys::Status::napi_ok && !data.is_null();
         (ok && *(data as *const u64) == LINK_MAGIC).then(|| &*(data as *const Link))
-    };
-    if let Some(func) = link.and_then(|l| l.func.borrow().as_ref().and_then(WeakObjectArc::upgrade)) {
-        return Ok(Any::object(func.into()));
     }
-    let data = Box::into_raw(Box::new(HeldRef::new(state, f)?)) as *mut c_void;
-    // SAFETY: `js_callback_call` reads exactly this data; `drop_js_callback` frees it, and
-    // both may run on any thread. The native name is never shown (the Function comes back to
-    // JS as `f` itself), so it is a short inline string: no property read or allocation.
-    let made =
-        unsafe { Function::try_from_raw_parts(js_callback_call, data, Some(drop_js_callback), CALLBACK_NAME, -1, 0) };
-    let func = match made {
-        Ok(func) => func,
-        Err(e) => {
-            // SAFETY: no Function took the box: it is still ours to drop (and its reference).
-            unsafe { drop_js_callback(data) };
-            return Err(e.into());
-        }
-    };
+}
+
+/// `f`'s Function while it lives: registered, or lent to a running call.
+fn live_function(state: &EnvState, link: &Link) -> Option<Function> {
+    if let Some(func) = link.func.borrow().as_ref().and_then(WeakObjectArc::upgrade) {
+        return Some(Function(func));
+    }
+    // SAFETY: on the env's JS thread, which orders every use of its lent Functions.
+    unsafe { state.lent.in_flight(link as *const Link as usize) }
+}
+
+/// The native Function for JS function `f` (the same one while it lives).
+pub fn function_from_js(state: &EnvState, f: Value) -> JsResult<Any> {
+    let link = link_of(state, f);
+    registered(state, f, link).map(|func| Any::object(func.0.into()))
+}
+
+/// `f`'s Function: its live one, else a new one holding `f`, registered in `f`'s Link (made
+/// and wrapped onto `f` when it has none).
+fn registered(state: &EnvState, f: Value, link: Option<&Link>) -> JsResult<Function> {
+    if let Some(func) = link.and_then(|l| live_function(state, l)) {
+        return Ok(func);
+    }
+    // A Function that cannot be made deletes the reference with its data.
+    let func = new_function(state, Some(raw::strong_ref(state.env, f)?))?;
+    register(state, f, link, &func)?;
+    Ok(func)
+}
+
+/// Record `func` as `f`'s registered Function in `f`'s Link, making the Link the first time.
+fn register(state: &EnvState, f: Value, link: Option<&Link>, func: &Function) -> JsResult<()> {
     let weak = ObjectArc::downgrade(&func.0);
     match link {
         Some(l) => *l.func.borrow_mut() = Some(weak),
@@ -106,7 +212,7 @@ pub fn function_from_js(state: &EnvState, f: Value) -> JsResult<Any> {
             // else the wrap fails and we free it here (identity then is per call only).
             let status = unsafe {
                 sys::napi_wrap(
-                    env.raw(),
+                    state.env.raw(),
                     f,
                     boxed as *mut c_void,
                     Some(finalize_link),
@@ -117,10 +223,97 @@ pub fn function_from_js(state: &EnvState, f: Value) -> JsResult<Any> {
             if status != sys::Status::napi_ok {
                 // SAFETY: not wrapped, still ours.
                 drop(unsafe { Box::from_raw(boxed) });
+                return Ok(());
+            }
+            // index.js keeps the Link's handle beside `f`, for the shims to pass.
+            // SAFETY: the box is wrapped onto `f` now and lives as long as `f`.
+            let handle = raw::number(state.env, link_handle(unsafe { &*boxed }))?;
+            let remember = state.refs.borrow().remember_callable.expect("set by _setup");
+            let remember = raw::reference_value(state.env, remember)?;
+            raw::call(state.env, raw::undefined(state.env)?, remember, &[f, handle])?;
+        }
+    }
+    Ok(())
+}
+
+/// A JS function's Function for one synchronous call, which a shim passed with its Link.
+pub enum ForCall {
+    /// Lent to this call: give it back with [`LentCallable::give_back`] once the call's result
+    /// is converted.
+    Lent(LentCallable),
+    /// The function's live Function, or a new registered one.
+    Registered(Function),
+}
+
+/// A Function lent to one call, and the JS function it names.
+pub struct LentCallable {
+    lent: Option<Lent>,
+    link: *const Link,
+    f: Value,
+}
+
+impl LentCallable {
+    pub fn function(&self) -> &Function {
+        self.lent.as_ref().expect("until given back").function()
+    }
+
+    /// The call is over: the shell goes back, or, when native code kept it, takes a strong
+    /// reference to the JS function and becomes its registered Function.
+    pub fn give_back(mut self, state: &EnvState) {
+        self.finish(state);
+    }
+
+    fn finish(&mut self, state: &EnvState) {
+        let Some(lent) = self.lent.take() else { return };
+        // SAFETY: on the env's JS thread (every call is), which orders its lent Functions;
+        // `lent` came from `lend_with` of the same env.
+        let kept = unsafe { state.lent.reclaim_with(lent, |body| callable_in(body).lent.set(ptr::null_mut())) };
+        let Err(kept) = kept else { return };
+        let callable = js_callable_of(kept.as_object_ptr()).expect("a shell");
+        // The call's handle of the JS function is still open: the reference is taken from it.
+        // With no reference (the engine refused one), later calls fail with a clear error.
+        if let Ok(r) = raw::strong_ref(state.env, self.f) {
+            callable.held.set(Some(r));
+        }
+        callable.lent.set(ptr::null_mut());
+        // SAFETY: the Link is wrapped onto `f`, an argument of the call, so alive.
+        *unsafe { &*self.link }.func.borrow_mut() = Some(ObjectArc::downgrade(&kept.0));
+        // A new spare; when there is no memory for it, the next lend makes one.
+        // SAFETY: on the env's JS thread; the shell is unique, not lent.
+        let _ = tether_core::error::catch_out_of_memory(|| unsafe { state.lent.prepare(|| new_shell(state)) });
+    }
+}
+
+impl Drop for LentCallable {
+    /// A call that unwound gives its Function back too (never left in the in-flight list).
+    fn drop(&mut self) {
+        if self.lent.is_some() {
+            // SAFETY: the Link's shell names its env.
+            let state = js_callable_of(self.function().as_object_ptr()).map(|c| c.state.clone());
+            if let Some(state) = state {
+                self.finish(&state);
             }
         }
     }
-    Ok(Any::object(ObjectRef::from(func.0)))
+}
+
+/// The Function for JS function `f`, which a shim passed to a synchronous call with `link`:
+/// lent when `lend` (the call has none lent yet) and `f` has no live Function.
+pub fn for_call(state: &EnvState, f: Value, link: &'static Link, lend: bool) -> JsResult<ForCall> {
+    if let Some(func) = live_function(state, link) {
+        return Ok(ForCall::Registered(func));
+    }
+    if !lend {
+        return registered(state, f, Some(link)).map(ForCall::Registered);
+    }
+    let key = link as *const Link as usize;
+    // SAFETY: on the env's JS thread; `f` is an argument of the running call, so its handle
+    // stays valid until the call gives the Function back (after converting its result).
+    let lent = tether_core::error::catch_out_of_memory(|| unsafe {
+        state.lent.lend_with(key, |body| callable_in(body).lent.set(f), || new_shell(state))
+    })
+    .map_err(crate::raw::Fail::Native)?;
+    Ok(ForCall::Lent(LentCallable { lent: Some(lent), link, f }))
 }
 
 /// The `safe_call` of Functions made from JS functions.
@@ -131,7 +324,7 @@ unsafe extern "C" fn js_callback_call(
     result: *mut Any,
 ) -> i32 {
     let outcome = catch_panic(|| {
-        let cb = js_callback_of(handle).expect("our safe_call");
+        let cb = js_callable_of(handle).expect("our safe_call");
         let args = if n <= 0 {
             &[][..]
         } else {
@@ -139,7 +332,7 @@ unsafe extern "C" fn js_callback_call(
             unsafe { std::slice::from_raw_parts(args, n as usize) }
         };
         if cb.state.on_js_thread() {
-            invoke_on_js_thread(&cb.state, cb.reference, args)
+            invoke_on_js_thread(&cb.state, cb, args)
         } else {
             // SAFETY: the caller keeps the Function alive during the call; we take our own +1.
             let func = unsafe { ObjectRef::from_borrowed(handle) };
@@ -150,8 +343,8 @@ unsafe extern "C" fn js_callback_call(
     unsafe { tether_core::function::finish_call(outcome, result) }
 }
 
-/// Call the JS function on its own thread.
-fn invoke_on_js_thread(state: &EnvState, func: Ref, args: &[AnyView<'_>]) -> Result<Any, Error> {
+/// Call the JS function on its own thread, through index.js's `invokeCallable`.
+fn invoke_on_js_thread(state: &EnvState, cb: &JsCallable, args: &[AnyView<'_>]) -> Result<Any, Error> {
     if !*state.alive.read().unwrap_or_else(|e| e.into_inner()) {
         return Err(shut_down());
     }
@@ -160,13 +353,35 @@ fn invoke_on_js_thread(state: &EnvState, func: Ref, args: &[AnyView<'_>]) -> Res
     // SAFETY: on the env's JS thread; closed below.
     unsafe { sys::napi_open_handle_scope(env.raw(), &mut scope) };
     let outcome = (|| -> JsResult<Any> {
-        let f = raw::reference_value(env, func)?;
-        let argv = args
-            .iter()
-            .map(|a| any_to_js(state, crate::convert::allocating(|| a.to_owned_any())?))
-            .collect::<JsResult<Vec<Value>>>()?;
-        let this = raw::undefined(env)?;
-        let out = raw::call(env, this, f, &argv)?;
+        const STACK: usize = 4;
+        let invoke = state.refs.borrow().invoke_callable.expect("set by _setup");
+        let mut stack = [ptr::null_mut(); STACK];
+        let mut heap = Vec::new();
+        let argv: &mut [Value] = if args.len() < STACK {
+            &mut stack[..args.len() + 1]
+        } else {
+            heap.resize(args.len() + 1, ptr::null_mut());
+            &mut heap
+        };
+        argv[0] = cb.value()?;
+        for (slot, a) in argv[1..].iter_mut().zip(args) {
+            *slot = any_to_js(state, crate::convert::allocating(|| a.to_owned_any())?)?;
+        }
+        let invoke = raw::reference_value(env, invoke)?;
+        let frame = state.frame;
+        // SAFETY: the env's frame, on its JS thread: `invokeCallable` sets `returned` when it
+        // hands a wrapper result back as its handle, right before it returns.
+        unsafe { (*frame).returned = 0 };
+        let out = raw::call(env, raw::undefined(env)?, invoke, argv)?;
+        // SAFETY: as above; no JS has run since `invokeCallable` returned.
+        if unsafe { (*frame).returned } == RESULT_IN_FRAME {
+            // SAFETY: index.js wrote the handle of the wrapper it returned (`out`, which keeps
+            // that wrapper and so its box alive in this scope).
+            let w = unsafe { wrapper_of_handle((*frame).function) }
+                .ok_or_else(|| Error::runtime("invokeCallable passed no tether handle"))?;
+            // SAFETY: the wrapper's +1 keeps the object alive while we take our own.
+            return Ok(Any::object(unsafe { ObjectRef::from_borrowed(w.live_object()?) }));
+        }
         js_to_any(state, out)
     })();
     let outcome = outcome.map_err(|fail| fail_to_error(state, fail));
@@ -321,9 +536,9 @@ unsafe extern "C" fn call_js(raw_env: sys::napi_env, _js_callback: Value, contex
         if p.abandoned.load(std::sync::atomic::Ordering::Acquire) {
             return; // its caller was answered already
         }
-        let cb = js_callback_of(p.func.as_ptr()).expect("queued calls are JS callbacks");
+        let cb = js_callable_of(p.func.as_ptr()).expect("queued calls are JS callbacks");
         let views: Vec<AnyView<'_>> = p.args.iter().map(Any::view).collect();
-        let outcome = catch_panic(|| invoke_on_js_thread(state, cb.reference, &views));
+        let outcome = catch_panic(|| invoke_on_js_thread(state, cb, &views));
         p.finish(outcome);
     }
 }

@@ -111,7 +111,7 @@ unsafe fn plain_view(a: &Any) -> AnyView<'static> {
 }
 
 /// Store `a` in `owned` and return a view of it that lives as long as `owned` keeps it.
-fn keep(owned: &mut Vec<Any>, a: Any) -> AnyView<'static> {
+pub fn keep(owned: &mut Vec<Any>, a: Any) -> AnyView<'static> {
     let (t, len, payload) = a.view().raw_parts();
     owned.push(a);
     // SAFETY: the view names an object or inline data owned by the pushed `Any`; `owned`

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use napi::sys;
-use tether_core::boundary::{Frontend, TieHost};
+use tether_core::boundary::{Frontend, LentFunctions, TieHost};
 
 use crate::call::CallFrame;
 use crate::raw::{self, napi_call, Env, JsResult, Ref, Value};
@@ -54,6 +54,11 @@ pub struct JsRefs {
     pub reflect_construct: Option<Ref>,
     /// The ArrayBuffer holding [`EnvState::frame`], handed to index.js by `_setup`.
     pub frame_buffer: Option<Ref>,
+    /// `rememberCallable(f, handle)` (index.js): keeps a JS function's Link handle beside it.
+    pub remember_callable: Option<Ref>,
+    /// `invokeCallable(f, ...args)` (index.js): calls a JS callback, and hands a wrapper
+    /// result's handle back in the frame.
+    pub invoke_callable: Option<Ref>,
 }
 
 pub struct EnvState {
@@ -81,6 +86,9 @@ pub struct EnvState {
     /// The shims' call frame: the memory of the ArrayBuffer `refs.frame_buffer` keeps alive
     /// (V8 never moves an ArrayBuffer's contents). JS thread only.
     pub frame: *mut CallFrame,
+    /// The Functions lent to this env's running calls and their spare shell
+    /// (`callback::for_call`). JS thread only: it is the lock `LentFunctions` asks for.
+    pub lent: LentFunctions,
 }
 
 impl JsRefs {
@@ -95,6 +103,8 @@ impl JsRefs {
             self.call_async.take(),
             self.shim_factory.take(),
             self.frame_buffer.take(),
+            self.remember_callable.take(),
+            self.invoke_callable.take(),
         ];
         singles.into_iter().chain(self.classes.drain(..)).flatten().collect()
     }
@@ -221,6 +231,8 @@ unsafe extern "C" fn cleanup_env(arg: *mut c_void) {
         *alive = false;
     }
     state.refuse_cross_thread_calls();
+    // The spare shell holds the state: it goes with the env. SAFETY: the env's JS thread.
+    drop(unsafe { state.lent.take_spare() });
     // The threadsafe function is closed by Node's own cleanup hook, which runs after this one
     // (hooks run in reverse order). References queued by other threads and the ones the env's
     // state holds are deleted now: Node-API leaves them to the addon even as the env goes. (The
@@ -257,7 +269,11 @@ pub fn init_env(env: Env) -> JsResult<Arc<EnvState>> {
         cross_thread: Mutex::new(crate::callback::CrossThread::default()),
         refs: RefCell::new(JsRefs { frame_buffer: Some(frame_buffer), ..JsRefs::default() }),
         frame,
+        lent: LentFunctions::new(),
     });
+    // The spare shell now, so the native objects alive between calls do not depend on which
+    // calls ran. SAFETY: on the env's JS thread (module init); a new shell is not lent.
+    unsafe { state.lent.prepare(|| crate::callback::new_shell(&state)) };
     if is_main {
         state.frontend.adopt_allocator(tag);
     }

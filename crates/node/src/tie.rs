@@ -95,9 +95,9 @@ pub fn handle(env: Env, w: &Wrapper) -> JsResult<Value> {
 }
 
 /// The bits of 2^52 (a biased exponent of 52, an empty mantissa).
-const HANDLE_EXPONENT: u64 = 0x4330_0000_0000_0000;
+pub const HANDLE_EXPONENT: u64 = 0x4330_0000_0000_0000;
 /// The mantissa bits, which hold the address.
-const HANDLE_ADDRESS: u64 = (1 << 52) - 1;
+pub const HANDLE_ADDRESS: u64 = (1 << 52) - 1;
 
 /// The wrapper a handle names, or `None` for a number that is no handle.
 ///

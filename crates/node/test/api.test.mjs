@@ -191,6 +191,73 @@ test('JS callbacks passed to native code are released once native code lets go',
   await expectLiveBackTo(baseline);
 });
 
+test('a JS function passed again is lent a Function for the call: nothing left behind', async () => {
+  // The first pass links `cb` to its native side; every later call through a shim is lent
+  // the env's reused shell (no reference, no registration), given back after the call.
+  const baseline = await settledBaseline();
+  (() => {
+    const cb = (x = 1) => x;
+    assert.equal(testing.call(cb, 0), 0);
+    // The first pass's Function is gone; its block stays until cb's Link (a weak reference)
+    // is collected with cb.
+    const linked = testing.live_objects();
+    for (let i = 0; i < 1000; i++) {
+      assert.equal(testing.call(cb, i), i);
+      assert.equal(testing.echo(cb), cb, 'a lent Function goes back as the function itself');
+    }
+    assert.equal(testing.live_objects(), linked, 'no Function made after the first pass');
+    // Two functions in one call: the second gets its registered Function.
+    assert.equal(testing.call((f, g) => f(g()), (x) => x + 1, () => 41), 42);
+    assert.equal(testing.call((f, g) => f(g()), cb, cb), 1, 'one function twice in a call');
+    // Nested: inside its own call, the function's Function is the lent one.
+    assert.equal(testing.call(() => testing.echo(cb) === cb && testing.call(cb, 5)), 5);
+    // A callback that throws: the Function still goes back.
+    const boom = new Error('from the lent callback');
+    assert.throws(
+      () =>
+        testing.call(() => {
+          throw boom;
+        }),
+      (e) => e === boom,
+    );
+    // Six functions were passed for the first time above (each leaves its block until collected).
+    assert.equal(testing.live_objects(), linked + 6, 'lent Functions were all given back');
+    for (let i = 0; i < 1000; i++) assert.equal(testing.call(() => i), i); // a new function every time
+  })();
+  await expectLiveBackTo(baseline, 'and the first passes\' blocks went with their functions');
+});
+
+test('a lent Function the callee keeps becomes the function\'s registered Function', async () => {
+  const baseline = await settledBaseline();
+  await (async () => {
+    let calls = 0;
+    const cb = () => {
+      calls++;
+      return 7;
+    };
+    assert.equal(testing.call(cb), 7); // linked now
+    testing.stash('kept', cb); // lent, kept: it escapes, taking a reference to cb
+    assert.equal(testing.live_objects(), baseline + 1, 'kept by the stash, the spare replaced');
+    testing.stash('again', cb); // its registered Function: no second one
+    assert.equal(testing.live_objects(), baseline + 1);
+    const kept = testing.take('kept');
+    assert.equal(kept, cb, 'comes back as the function itself');
+    assert.equal(testing.call(kept), 7, 'and calls it');
+    assert.equal(await testing.call_in_thread.callAsync(testing.take('again')), 7, 'from another thread too');
+    assert.equal(calls, 3);
+    // Kept from inside its own call, while lent.
+    const inner = () => {
+      testing.stash('inside', inner);
+      return 8;
+    };
+    assert.equal(testing.call(inner), 8);
+    assert.equal(testing.call(inner), 8);
+    assert.equal(testing.take('inside'), inner);
+    testing.stash_clear();
+  })();
+  await expectLiveBackTo(baseline, 'released once the stash let go');
+});
+
 test('spare references of returned and lent wrappers die with the wrapper', async () => {
   // Returning a live wrapper's object again leaves a spare +1 in its slot, and a wrapper
   // argument lends one to the callee: none of them may outlive the wrapper.

@@ -250,11 +250,28 @@ impl LentFunctions {
     /// treat `data` as this callable.
     #[inline]
     pub unsafe fn lend(&self, key: usize, data: *mut c_void, make: impl FnOnce() -> Function) -> Lent {
+        // SAFETY: this method's contract, passed on.
+        unsafe { self.lend_with(key, |body| body.data = data, make) }
+    }
+
+    /// [`LentFunctions::lend`] for a host whose shells carry data of their own (made with the
+    /// shell, kept across calls): `aim` points the unique shell at the callable under `key`.
+    ///
+    /// # Safety
+    /// As [`LentFunctions::lend`]; what `aim` sets stays valid until the matching
+    /// [`LentFunctions::reclaim_with`].
+    #[inline]
+    pub unsafe fn lend_with(
+        &self,
+        key: usize,
+        aim: impl FnOnce(&mut FunctionObj),
+        make: impl FnOnce() -> Function,
+    ) -> Lent {
         // SAFETY: under the host's lock (this method's contract).
         let state = unsafe { &mut *self.state.get() };
         let mut f = state.spare.take().unwrap_or_else(make);
         match ObjectArc::get_mut(&mut f.0) {
-            Some(body) => body.data = data,
+            Some(body) => aim(body),
             None => unreachable!("a spare shell is unique"),
         }
         state.in_flight.push((key, f.as_object_ptr()));
@@ -269,9 +286,21 @@ impl LentFunctions {
     /// reference).
     ///
     /// # Safety
-    /// The host's lock is held; `lent` came from this `lend` of this registry.
+    /// The host's lock is held; `lent` came from this registry's [`LentFunctions::lend`].
     #[inline]
     pub unsafe fn reclaim(&self, lent: Lent) -> Result<(), Function> {
+        // SAFETY: this method's contract, passed on.
+        unsafe { self.reclaim_with(lent, |body| body.data = std::ptr::null_mut()) }
+    }
+
+    /// [`LentFunctions::reclaim`] for shells lent by [`LentFunctions::lend_with`]: `clear`
+    /// undoes `aim` on a shell that comes back (it runs before the shell is the spare again or
+    /// dropped as a surplus one).
+    ///
+    /// # Safety
+    /// The host's lock is held; `lent` came from this registry's [`LentFunctions::lend_with`].
+    #[inline]
+    pub unsafe fn reclaim_with(&self, lent: Lent, clear: impl FnOnce(&mut FunctionObj)) -> Result<(), Function> {
         // SAFETY: under the host's lock (this method's contract).
         let state = unsafe { &mut *self.state.get() };
         let Lent(mut f) = lent;
@@ -284,7 +313,7 @@ impl LentFunctions {
         }
         match ObjectArc::get_mut(&mut f.0) {
             Some(body) => {
-                body.data = std::ptr::null_mut();
+                clear(body);
                 if state.spare.is_none() {
                     state.spare = Some(f);
                 }
@@ -292,5 +321,15 @@ impl LentFunctions {
             }
             None => Err(f),
         }
+    }
+
+    /// Take the spare shell out (a host whose shells hold a reference back to the host's
+    /// state drops it while that state is retired, so the two do not keep each other alive).
+    ///
+    /// # Safety
+    /// The host's lock is held.
+    pub unsafe fn take_spare(&self) -> Option<Function> {
+        // SAFETY: under the host's lock (this method's contract).
+        unsafe { (*self.state.get()).spare.take() }
     }
 }
