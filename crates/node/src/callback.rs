@@ -373,7 +373,7 @@ fn invoke_on_js_thread(state: &EnvState, cb: &JsCallable, args: &[AnyView<'_>]) 
         // hands a wrapper result back as its handle, right before it returns.
         unsafe { (*frame).returned = 0 };
         let out = raw::call(env, raw::undefined(env)?, invoke, argv)?;
-        // SAFETY: as above; no JS has run since `invokeCallable` returned.
+        // SAFETY: the env's frame on its JS thread; no JS has run since `invokeCallable` returned.
         if unsafe { (*frame).returned } == RESULT_IN_FRAME {
             // SAFETY: index.js wrote the handle of the wrapper it returned (`out`, which keeps
             // that wrapper and so its box alive in this scope).
