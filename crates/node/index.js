@@ -154,7 +154,20 @@ class TetherObject {
     }
     // The handle of `this` when it became the new object's wrapper; the constructor may
     // also hand back an object that already has a wrapper.
-    const made = native.construct(this, typeIndex, ...args);
+    // Wrapper arguments travel as handles in the call frame, as in a shim's call.
+    const n = args.length;
+    let mask = 0;
+    for (let i = 0; i < n && i < FRAME_HANDLES; i++) {
+      const h = handleOf(args[i]);
+      if (h !== undefined && h >= 0) {
+        frameFloats[1 + i] = h;
+        mask |= 1 << i;
+        args[i] = 0;
+      }
+    }
+    frameWords[0] = mask;
+    const made =
+      n === 2 ? construct(this, typeIndex, args[0], args[1]) : n === 1 ? construct(this, typeIndex, args[0]) : construct(this, typeIndex, ...args);
     if (typeof made !== 'number') return made;
     this.#handle = made;
     // A JS subclass: the object remembers it, so a refetch after this wrapper is collected
@@ -401,7 +414,7 @@ function classifyObject(value) {
  * passed with their Link handle]; `frameFloats` are [the called function's handle, then
  * argument i's handle at 1 + i].
  */
-const callFrame = native._setup(
+const [callFrame, construct] = native._setup(
   classFor,
   makeError,
   TOKEN,

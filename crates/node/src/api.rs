@@ -57,7 +57,6 @@ cold_exports! {
     "_setup" => setup,
     "getGlobalFunc" => get_global_func,
     "typeInfo" => type_info_of,
-    "construct" => construct,
     "dispose" => dispose_wrapper,
     "isDisposed" => is_disposed,
     "registerSubclass" => register_subclass,
@@ -138,7 +137,8 @@ fn int_arg(state: &EnvState, args: &Args, i: usize, what: &str) -> JsResult<i64>
 
 /// `_setup(classFactory, errorFactory, token, classifyObject, makeShim, rememberCallable,
 /// invokeCallable)`: the JS helpers
-/// the native side calls. Returns the ArrayBuffer of the shims' call frame (`call::CallFrame`).
+/// the native side calls. Returns the ArrayBuffer of the shims' call frame (`call::CallFrame`)
+/// and `construct`, which reads it.
 fn setup(state: &EnvState, args: Args) -> JsResult<Value> {
     let env = state.env;
     if state.refs.borrow().shim_factory.is_some() {
@@ -161,7 +161,11 @@ fn setup(state: &EnvState, args: Args) -> JsResult<Value> {
     refs.error_factory = Some(error_factory);
     refs.token = Some(token);
     let frame = refs.frame_buffer.expect("made with the env");
-    raw::reference_value(env, frame)
+    // The frame and the constructor that reads it: index.js's own, never exported.
+    let out = raw::array(env, 2)?;
+    raw::set_element(env, out, 0, raw::reference_value(env, frame)?)?;
+    raw::set_element(env, out, 1, raw::function(env, "construct", Some(construct_entry), ptr::null_mut())?)?;
+    Ok(out)
 }
 
 /// `getGlobalFunc(name)`: the registered function, or undefined.
@@ -268,7 +272,35 @@ fn array_of<'a, T: 'a>(
 /// `construct(this, typeIndex, ...args)`: call the type's constructor and tie the new object
 /// to `this`, returning the handle of `this` (see `TetherObject#handle`); or return the
 /// existing wrapper if the constructor returned an object that has one.
+unsafe extern "C" fn construct_entry(raw_env: sys::napi_env, info: sys::napi_callback_info) -> Value {
+    // SAFETY: Node passes the env of the running callback, live for it, on its JS thread.
+    let env = unsafe { Env::from_raw(raw_env) };
+    run_cold(env, info, construct)
+}
+
+/// `construct(this, typeIndex, ...args)` (handed to index.js by `_setup` only, as the frame
+/// is): the wrapper arguments travel in the call frame as in a shim's call (`mask` and their
+/// handles, a placeholder in the argument list).
 fn construct(state: &EnvState, args: Args) -> JsResult<Value> {
+    // The handles first: converting another argument may run JS that rewrites the frame.
+    let count = args.argv.len().saturating_sub(2);
+    let mut known: Vec<Option<&crate::tie::Wrapper>> = Vec::new();
+    // SAFETY: the env's frame, on its JS thread, filled by index.js's constructor right before
+    // this call (nothing else can call this function); each flagged handle was read from a
+    // wrapper argument of this call, which keeps its box alive.
+    unsafe {
+        let frame = &*state.frame;
+        let mask = frame.mask & ((1u64 << count.min(crate::call::FRAME_HANDLES)) - 1) as u32;
+        if mask != 0 {
+            known.resize(count, None);
+            for (i, slot) in known.iter_mut().enumerate().filter(|(i, _)| mask & (1 << i) != 0) {
+                *slot = Some(
+                    crate::tie::wrapper_of_handle(frame.handles[i])
+                        .ok_or_else(|| Error::type_error("a flagged argument is not a tether handle"))?,
+                );
+            }
+        }
+    }
     let this = arg(&args, 0)?;
     let index = int_arg(state, &args, 1, "construct(this, typeIndex)")?;
     let info = i32::try_from(index)
@@ -278,7 +310,7 @@ fn construct(state: &EnvState, args: Args) -> JsResult<Value> {
     let ctor = info.constructor().ok_or_else(|| {
         Error::type_error(format!("{} has no constructor; get instances from native functions", info.key()))
     })?;
-    let values = crate::call::convert_arguments(state, &ctor.0, &args.argv[2..])?;
+    let values = crate::call::convert_arguments(state, &ctor.0, &args.argv[2..], &known)?;
     let views: Vec<AnyView<'_>> = values.iter().map(Any::view).collect();
     let made = {
         let _sync = crate::call::SyncCall::enter(state);

@@ -139,12 +139,25 @@ pub fn caller_length(func: &FunctionObj) -> usize {
 
 /// A cold call's arguments (a constructor, `callAsync`): each converted, a failure worded by
 /// [`argument_message`] (naming the parameter), and the defaults the caller left out added.
-pub fn convert_arguments(state: &EnvState, func: &FunctionObj, argv: &[Value]) -> JsResult<Vec<Any>> {
+/// `known[i]`, when given, is argument i's wrapper (read from the call frame).
+pub fn convert_arguments(
+    state: &EnvState,
+    func: &FunctionObj,
+    argv: &[Value],
+    known: &[Option<&Wrapper>],
+) -> JsResult<Vec<Any>> {
     let defaults = func.defaults_left_out(argv.len())?;
     let mut out = Vec::with_capacity(argv.len() + defaults.len());
     for (i, &v) in argv.iter().enumerate() {
+        let converted = match known.get(i).copied().flatten() {
+            // SAFETY: the wrapper's +1 keeps the object alive while we take our own.
+            Some(w) => {
+                w.live_object().map(|obj| Any::object(unsafe { ObjectRef::from_borrowed(obj) })).map_err(Fail::Native)
+            }
+            None => js_to_any(state, v),
+        };
         out.push(
-            js_to_any(state, v)
+            converted
                 .map_err(|fail| <JsArguments<'_, '_> as ArgumentSource<EnvState>>::argument_failed(func, i, fail))?,
         );
     }
@@ -552,7 +565,7 @@ fn start_async(state: &EnvState, env: Env, info: sys::napi_callback_info) -> JsR
     // SAFETY: the wrapper's +1 keeps `obj` alive while we take our own.
     let func = unsafe { ObjectRef::from_borrowed(obj) };
     // SAFETY: a live Function (the reference just taken).
-    let values = convert_arguments(state, unsafe { function_obj(obj) }, &args.argv)?;
+    let values = convert_arguments(state, unsafe { function_obj(obj) }, &args.argv, &[])?;
     let mut deferred = ptr::null_mut();
     let mut promise = ptr::null_mut();
     napi_call!(env, napi_create_promise(env.raw(), &mut deferred, &mut promise))?;

@@ -89,6 +89,9 @@ pub struct EnvState {
     /// The Functions lent to this env's running calls and their spare shell
     /// (`callback::for_call`). JS thread only: it is the lock `LentFunctions` asks for.
     pub lent: LentFunctions,
+    /// The wrapper box the last `TieHost::create` made (so a constructor finds the box of the
+    /// wrapper it just tied without a `napi_unwrap`). JS thread only.
+    pub last_made: std::cell::Cell<*const crate::tie::Wrapper>,
 }
 
 impl JsRefs {
@@ -270,6 +273,7 @@ pub fn init_env(env: Env) -> JsResult<Arc<EnvState>> {
         refs: RefCell::new(JsRefs { frame_buffer: Some(frame_buffer), ..JsRefs::default() }),
         frame,
         lent: LentFunctions::new(),
+        last_made: std::cell::Cell::new(ptr::null()),
     });
     // The spare shell now, so the native objects alive between calls do not depend on which
     // calls ran. SAFETY: on the env's JS thread (module init); a new shell is not lent.

@@ -222,6 +222,7 @@ fn make_wrapper(state: &EnvState, shell: Shell, obj: ObjectRef, generation: u64)
     }
     // SAFETY: the box is live (wrapped) and only this thread touches it.
     unsafe { (*wrapper).reference.set(reference) };
+    state.last_made.set(wrapper);
     Ok((js, reference as usize))
 }
 
@@ -350,7 +351,9 @@ pub fn tie_object_made(state: &EnvState, obj: ObjectRef, preset: Option<Value>) 
         None => state.frontend.return_object(state, obj),
     }?;
     Ok(match returned {
-        Returned::Created(v) => (v, wrapper_of(state.env, v)),
+        // SAFETY: `create` just made this box and wrapped it onto `v`, which this call's
+        // scope keeps alive (so its finalizer has not run).
+        Returned::Created(v) => (v, Some(unsafe { &*state.last_made.get() })),
         Returned::Revived(v) | Returned::Callable(v) | Returned::HostValue(v) => (v, None),
     })
 }

@@ -137,6 +137,20 @@ test('errors carry kind and backtrace and print their class', () => {
 test('constructor and class checks', () => {
   assert.throws(() => new tether.TetherObject(), { name: 'TetherTypeError' });
   assert.throws(() => new Pair(1), { name: 'TetherTypeError', message: "testing.Pair() missing 1 required argument: 'second'" });
+  // Wrapper arguments travel as handles in the call frame: fields hold the very objects, in
+  // their places, beside plain values and functions; a disposed one names its parameter.
+  const a = new Pair(1, 2);
+  const b = new Pair(3, 4);
+  const f = () => 5;
+  for (const [first, second] of [[a, b], [b, a], [a, 7], [7, b], [f, a], [a, a]]) {
+    const p = new Pair(first, second);
+    assert.equal(p.first, first);
+    assert.equal(p.second, second);
+  }
+  const gone = new Pair(0, 0);
+  gone[Symbol.dispose]();
+  assert.throws(() => new Pair(a, gone), { name: 'TetherRuntimeError', message: /^testing.Pair\(\) argument 'second': this tether object was disposed/ });
+  assert.equal(new Pair(a, b).second, b, 'and construction keeps working');
   assert.equal(tether.getClass('no.such.Type'), undefined);
   const Aligned = tether.getClass('testing.Aligned');
   assert.throws(() => new Aligned(), { name: 'TetherTypeError', message: /no constructor/ });
