@@ -150,10 +150,13 @@ pub fn convert_arguments(
     let mut out = Vec::with_capacity(argv.len() + defaults.len());
     for (i, &v) in argv.iter().enumerate() {
         let converted = match known.get(i).copied().flatten() {
-            // SAFETY: the wrapper's +1 keeps the object alive while we take our own.
-            Some(w) => {
-                w.live_object().map(|obj| Any::object(unsafe { ObjectRef::from_borrowed(obj) })).map_err(Fail::Native)
-            }
+            Some(w) => w
+                .live_object()
+                .map(|obj| {
+                    // SAFETY: the wrapper's +1 keeps the object alive while we take our own.
+                    Any::object(unsafe { ObjectRef::from_borrowed(obj) })
+                })
+                .map_err(Fail::Native),
             None => js_to_any(state, v),
         };
         out.push(
