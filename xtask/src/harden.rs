@@ -1,6 +1,7 @@
 //! `cargo xtask harden [--quick] [--only PART,...]`: what tether survives, measured. Fuzzing
 //! (libFuzzer targets in fuzz/ over the C ABI and the slot state machine), tether-core's tests
-//! under AddressSanitizer and ThreadSanitizer, the language-level fuzzers (atheris, fast-check
+//! under AddressSanitizer and ThreadSanitizer and the Python suite against an AddressSanitizer
+//! build of the extension, the language-level fuzzers (atheris, fast-check
 //! and a seeded generator over each frontend's call arguments), shutdown storms, injected
 //! allocation failures, scale (a million objects, 16 threads) and valgrind memcheck over the
 //! Python and Node suites, each printing its figures; the full run of every part also writes

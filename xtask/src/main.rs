@@ -36,7 +36,8 @@ commands:
   build-all                        release-build the wheel, npm tarball, jar, plugin and tether.h into target/dist
   bench [--quick]                  run the benchmarks against the peers (--quick: CI smoke run)
   harden [--quick] [--only PART]   fuzz the C ABI and the slot state machine, run tether-core's tests
-                                   under ASan and TSan (nightly), fuzz each frontend's arguments (atheris,
+                                   under ASan and TSan and the Python suite under ASan (nightly), fuzz
+                                   each frontend's arguments (atheris,
                                    fast-check, a seeded Java generator), shutdown storms, injected
                                    allocation failures, scale, valgrind memcheck of the Python and Node
                                    suites; parts: fuzz, sanitizers, lang, storms, faults, scale, memcheck;

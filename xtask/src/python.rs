@@ -129,6 +129,29 @@ pub fn prepare(ctx: &Ctx, suite: &str) -> Result<PathBuf> {
     Ok(venv.python)
 }
 
+/// The package as the suite's venv has it (crates/python/python/tether_ffi), with `extension`
+/// (a build of the extension's cdylib) as its native module, in `site/tether_ffi`: put `site`
+/// first on PYTHONPATH to test that build (harden's valgrind and AddressSanitizer runs).
+pub fn stage_package(ctx: &Ctx, python: &Path, extension: &Path, site: &Path) -> Result {
+    let package = site.join("tether_ffi");
+    crate::dist::reset_dir(&package)?;
+    let source = ctx.path("crates/python/python/tether_ffi");
+    let listing_error = |e: std::io::Error| fail(format!("cannot list {}: {e}", source.display()));
+    for entry in std::fs::read_dir(&source).map_err(listing_error)? {
+        let path = entry.map_err(listing_error)?.path();
+        let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        if path.is_file() && !name.ends_with(".so") {
+            crate::dist::copy_file(&path, &package.join(&name))?;
+        }
+    }
+    let suffix = Cmd::new(python)
+        .args(["-c", "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))"])
+        .output()?
+        .trim()
+        .to_string();
+    crate::dist::copy_file(extension, &package.join(format!("_native{suffix}")))
+}
+
 /// [`prepare`], with `extra` pins installed into the same venv too; returns its python.
 pub fn prepare_with(ctx: &Ctx, suite: &str, extra: &[(&str, &str)]) -> Result<PathBuf> {
     prepare(ctx, suite)?;

@@ -154,34 +154,59 @@ pub const RUST_TEST_PLUGINS: [&str; 4] = [
 /// next to the Rust ones.
 pub const C_TEST_PLUGINS: [&str; 2] = ["init_fails", "hostile"];
 
+/// How the test plugins are built: the cargo command (everything but the packages) and the
+/// directory its cdylibs land in, and the flags the C plugins are compiled with.
+pub struct PluginBuild {
+    pub cargo: Cmd,
+    pub lib_dir: PathBuf,
+    /// Compile-only flags (`-fsanitize=address`): the link stays plain, so gcc names no runtime
+    /// library of its own and the process's (preloaded) one serves the instrumented code.
+    pub c_flags: Vec<String>,
+}
+
 impl Ctx {
-    /// Builds every test plugin; `suite` labels the progress lines.
+    /// Builds every test plugin plainly (`cargo build`, target/debug); `suite` labels the
+    /// progress lines.
     pub fn test_plugins(&self, suite: &str) -> Result<TestPlugins> {
+        let lib_dir = self.cdylib_path("tether-test-plugin")?.parent().expect("a file in the target directory").into();
+        self.test_plugins_built(suite, PluginBuild { cargo: Cmd::cargo().arg("build"), lib_dir, c_flags: Vec::new() })
+    }
+
+    /// Builds every test plugin with `build` (harden's sanitizer runs instrument them).
+    pub fn test_plugins_built(&self, suite: &str, build: PluginBuild) -> Result<TestPlugins> {
         let packages: Vec<String> = RUST_TEST_PLUGINS.iter().flat_map(|p| ["-p".to_string(), p.to_string()]).collect();
-        crate::util::step(suite, format!("building the Rust test plugins (cargo build {})", packages.join(" ")));
-        Cmd::cargo()
-            .arg("build")
-            .args(&packages)
-            .cwd(&self.root)
-            .hint(format!("reproduce with: cargo build {}", packages.join(" ")))
-            .run()?;
-        let sample = self.cdylib_path("tether-test-plugin")?;
-        let dir = sample.parent().expect("a file in the target directory").to_path_buf();
+        let cargo = build.cargo.args(&packages).cwd(&self.root);
+        let shown = cargo.display();
+        crate::util::step(suite, format!("building the Rust test plugins ({shown})"));
+        cargo.hint(format!("reproduce with: {shown}")).run()?;
+        let dir = build.lib_dir;
         let cc = std::env::var("CC").unwrap_or_else(|_| "gcc".into());
         crate::util::require_tool(suite, &cc)?;
         for name in C_TEST_PLUGINS {
             let out = dir.join(crate::util::cdylib_file_name(&format!("tether_c_{name}")));
+            let object = out.with_extension("o");
             let source = self.path(&format!("tests/c/{name}.c"));
             crate::util::step(suite, format!("compiling {} into {}", self.rel(&source), self.rel(&out)));
             Cmd::new(&cc)
-                .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-O1", "-I"])
+                .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-fPIC", "-O1", "-c"])
+                .args(&build.c_flags)
+                .arg("-I")
                 .arg(self.path("crates/core/include"))
                 .arg("-o")
-                .arg(&out)
+                .arg(&object)
                 .arg(&source)
                 .hint(format!("the C test plugin {} does not compile with {cc}", self.rel(&source)))
                 .run()?;
+            Cmd::new(&cc)
+                .args(["-shared", "-o"])
+                .arg(&out)
+                .arg(&object)
+                .hint(format!("the C test plugin {} does not link with {cc}", self.rel(&source)))
+                .run()?;
         }
-        Ok(TestPlugins { sample, bad_abi: self.cdylib_path("tether-test-plugin-bad-abi")?, dir })
+        let plugin = |package: &str| -> Result<PathBuf> {
+            Ok(dir.join(self.cdylib_path(package)?.file_name().expect("a cdylib file name")))
+        };
+        Ok(TestPlugins { sample: plugin("tether-test-plugin")?, bad_abi: plugin("tether-test-plugin-bad-abi")?, dir })
     }
 }

@@ -702,7 +702,13 @@ def test_T39_huge_and_odd_values(testing, baseline):
 
 
 def test_T40_shutdown_with_live_objects():
-    proc = subprocess.run([sys.executable, "-c", SHUTDOWN_SCRIPT], capture_output=True, text=True, timeout=120)
+    # CPython stops the script's daemon threads where they are: what they hold at that moment (a
+    # Pair being made, a thread's start-up block) is never freed, by design, so LeakSanitizer
+    # (`cargo xtask harden`'s AddressSanitizer run) does not check this process's exit.
+    env = dict(os.environ)
+    if "ASAN_OPTIONS" in env:
+        env["ASAN_OPTIONS"] += ":detect_leaks=0"
+    proc = subprocess.run([sys.executable, "-c", SHUTDOWN_SCRIPT], capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr
     pending = int(proc.stdout.split()[1])
     assert pending >= 2, proc.stdout  # the cached blocks of "a" and "c" were queued

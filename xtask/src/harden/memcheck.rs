@@ -60,24 +60,8 @@ fn python(ctx: &Ctx, quick: bool, dir: &Path) -> Result<Figures> {
         .env("PYO3_PYTHON", &python)
         .cwd(&ctx.root)
         .run()?;
-    // The package as the suite's venv has it, with this build as its extension.
     let site = target.join("site");
-    let package = site.join("tether_ffi");
-    crate::dist::reset_dir(&package)?;
-    let source = ctx.path("crates/python/python/tether_ffi");
-    for entry in std::fs::read_dir(&source).map_err(|e| fail(format!("cannot list {}: {e}", source.display())))? {
-        let path = entry.map_err(|e| fail(format!("cannot list {}: {e}", source.display())))?.path();
-        let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
-        if path.is_file() && !name.ends_with(".so") {
-            copy(&path, &package.join(&name))?;
-        }
-    }
-    let suffix = Cmd::new(&python)
-        .args(["-c", "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))"])
-        .output()?
-        .trim()
-        .to_string();
-    copy(&target.join("debug/libtether_ffi_native.so"), &package.join(format!("_native{suffix}")))?;
+    crate::python::stage_package(ctx, &python, &target.join("debug/libtether_ffi_native.so"), &site)?;
 
     let tests = if quick { QUICK_PYTHON } else { "crates/python/tests" };
     let log = dir.join("python.log");
@@ -156,12 +140,6 @@ fn node(ctx: &Ctx, quick: bool, dir: &Path) -> Result<Figures> {
     let found = read_logs(&logs)?;
     let summary = format!("{tests} passed in {} files", files.len());
     Ok(found.figures("memcheck node suite", &summary, !failed_files.is_empty() || found.logs == 0, elapsed))
-}
-
-fn copy(from: &Path, to: &Path) -> Result {
-    std::fs::copy(from, to)
-        .map(drop)
-        .map_err(|e| fail(format!("cannot copy {} to {}: {e}", from.display(), to.display())))
 }
 
 /// What valgrind reported over a suite's logs.

@@ -4,7 +4,8 @@
 //! target/tsan) so the ordinary builds stay as they are. The test plugins are built plainly and
 //! passed in (TETHER_TEST_PLUGIN, TETHER_TEST_PLUGIN_BAD_ABI, TETHER_TEST_PLUGIN_DIR): an
 //! uninstrumented library loads into a sanitized process, while one built with the flag would
-//! need the runtime's symbols exported.
+//! need the runtime's symbols exported. The Python conformance suite runs against an
+//! AddressSanitizer build of the extension and the test plugins too ([`python`]).
 
 use std::time::Instant;
 
@@ -12,10 +13,16 @@ use super::{nightly_cargo, run_logged, secs, Figures, SUITE, TARGET};
 use crate::util::{step, Result};
 use crate::workspace::Ctx;
 
+mod python;
+
+const ASAN_FLAGS: &str = "-Zsanitizer=address";
+/// The lines that start an AddressSanitizer or LeakSanitizer report.
+const ASAN_REPORTS: &[&str] = &["ERROR: AddressSanitizer", "ERROR: LeakSanitizer"];
+
 /// (name, RUSTFLAGS, lines that start a report). ThreadSanitizer does not model fences, so the
 /// core's refcount uses an acquire load there instead (`--cfg tether_tsan`, crates/core/src/object.rs).
 const SANITIZERS: [(&str, &str, &[&str]); 2] = [
-    ("asan", "-Zsanitizer=address", &["ERROR: AddressSanitizer", "ERROR: LeakSanitizer"]),
+    ("asan", ASAN_FLAGS, ASAN_REPORTS),
     ("tsan", "-Zsanitizer=thread --cfg tether_tsan", &["WARNING: ThreadSanitizer"]),
 ];
 
@@ -81,15 +88,20 @@ pub fn run(ctx: &Ctx, quick: bool) -> Result<(Vec<Figures>, Vec<String>)> {
             failed: code != Some(0) || reports > 0 || failed > 0 || binaries == 0,
         });
     }
+    let (python, why) = python::run(ctx, quick)?;
+    figures.push(python);
+    skipped.extend(why);
     Ok((figures, skipped))
+}
+
+/// The number just before `word` in `line` (`12` in "12 passed"), 0 when there is none.
+fn number_before(line: &str, word: &str) -> u64 {
+    let Some(end) = line.find(word) else { return 0 };
+    line[..end].split_whitespace().last().and_then(|n| n.parse().ok()).unwrap_or(0)
 }
 
 /// (passed, failed, test binaries) summed over libtest's `test result:` lines.
 fn test_counts(log: &str) -> (u64, u64, u64) {
-    let number_before = |line: &str, word: &str| -> u64 {
-        let Some(end) = line.find(word) else { return 0 };
-        line[..end].split_whitespace().last().and_then(|n| n.parse().ok()).unwrap_or(0)
-    };
     log.lines()
         .filter(|l| l.starts_with("test result:"))
         .fold((0, 0, 0), |(p, f, b), l| (p + number_before(l, " passed"), f + number_before(l, " failed"), b + 1))
