@@ -350,8 +350,13 @@ fn invoke_on_js_thread(state: &EnvState, cb: &JsCallable, args: &[AnyView<'_>]) 
     }
     let env = state.env;
     let mut scope = ptr::null_mut();
-    // SAFETY: on the env's JS thread; closed below.
-    unsafe { sys::napi_open_handle_scope(env.raw(), &mut scope) };
+    let budget = state.unscoped_callbacks.get();
+    if budget > 0 {
+        state.unscoped_callbacks.set(budget - 1);
+    } else {
+        // SAFETY: on the env's JS thread; closed below.
+        unsafe { sys::napi_open_handle_scope(env.raw(), &mut scope) };
+    }
     let outcome = (|| -> JsResult<Any> {
         const STACK: usize = 4;
         let invoke = state.refs.borrow().invoke_callable.expect("set by _setup");
@@ -385,8 +390,10 @@ fn invoke_on_js_thread(state: &EnvState, cb: &JsCallable, args: &[AnyView<'_>]) 
         js_to_any(state, out)
     })();
     let outcome = outcome.map_err(|fail| fail_to_error(state, fail));
-    // SAFETY: the scope opened above.
-    unsafe { sys::napi_close_handle_scope(env.raw(), scope) };
+    if !scope.is_null() {
+        // SAFETY: the scope opened above.
+        unsafe { sys::napi_close_handle_scope(env.raw(), scope) };
+    }
     outcome
 }
 

@@ -92,7 +92,17 @@ pub struct EnvState {
     /// The wrapper box the last `TieHost::create` made (so a constructor finds the box of the
     /// wrapper it just tied without a `napi_unwrap`). JS thread only.
     pub last_made: std::cell::Cell<*const crate::tie::Wrapper>,
+    /// How many more JS callbacks may run without a handle scope of their own: their handles
+    /// stay in the scope of the native call they run in (V8 opens one per callback into the
+    /// addon), which ends with it. Node-API allocates every handle scope it opens, so the
+    /// first few callbacks of a call skip it; a native loop calling back more often opens
+    /// one per callback from then on, so the handles a call keeps stay bounded. Set for each
+    /// native call, 0 outside them (a queued call from another thread). JS thread only.
+    pub unscoped_callbacks: std::cell::Cell<u32>,
 }
+
+/// [`EnvState::unscoped_callbacks`] at the start of each native call.
+pub const UNSCOPED_CALLBACKS: u32 = 16;
 
 impl JsRefs {
     /// Every reference held, taken out (the env's cleanup deletes them: Node-API leaves a
@@ -274,6 +284,7 @@ pub fn init_env(env: Env) -> JsResult<Arc<EnvState>> {
         frame,
         lent: LentFunctions::new(),
         last_made: std::cell::Cell::new(ptr::null()),
+        unscoped_callbacks: std::cell::Cell::new(0),
     });
     // The spare shell now, so the native objects alive between calls do not depend on which
     // calls ran. SAFETY: on the env's JS thread (module init); a new shell is not lent.
