@@ -265,7 +265,7 @@ impl<const S: bool> FuzzHost<S> {
             }
             (Returned::Created(_), Some(_)) => panic!("object {i}: a second wrapper while one is alive"),
             (Returned::Revived(_), None) => panic!("object {i}: revived a wrapper that is dead"),
-            (Returned::Callable(_), _) => panic!("object {i}: not a callable"),
+            (Returned::Callable(_) | Returned::HostValue(_), _) => panic!("object {i}: neither a callable nor a host value"),
         }
     }
 

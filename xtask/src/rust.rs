@@ -1,5 +1,6 @@
 //! The rust suite: `cargo test` of the core and of every workspace package that is not a
-//! frontend addon, plus a type-check of tether-python's free-threaded (3.14t) code path.
+//! frontend addon, plus type-checks of tether-python's free-threaded (3.14t) code path and of
+//! the fuzz targets.
 
 use crate::util::{fail, report_failure, skipped, step, Cmd, Result, Status};
 use crate::workspace::Ctx;
@@ -67,6 +68,22 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
             cmd = cmd.args(["-p", name]);
         }
         record(cmd.run());
+    }
+
+    if ctx.path("fuzz/Cargo.toml").is_file() {
+        // The fuzz targets build only in `cargo xtask harden`'s full run (nightly, libFuzzer):
+        // type-checked here so that a core change that breaks them shows in every test run.
+        step(SUITE, "cargo check of the fuzz targets (fuzz/, target/fuzz-check)");
+        record(
+            Cmd::cargo()
+                .args(["check", "--bins", "--manifest-path"])
+                .arg(ctx.path("fuzz/Cargo.toml"))
+                .arg("--target-dir")
+                .arg(ctx.target_dir.join("fuzz-check"))
+                .cwd(&ctx.root)
+                .hint("a fuzz target no longer compiles against tether-core: fix it in fuzz/fuzz_targets")
+                .run(),
+        );
     }
 
     if ctx.path("crates/python").is_dir() {
