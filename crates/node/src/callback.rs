@@ -196,7 +196,7 @@ fn registered(state: &EnvState, f: Value, link: Option<&Link>) -> JsResult<Funct
         return Ok(func);
     }
     // A Function that cannot be made deletes the reference with its data.
-    let func = new_function(state, Some(raw::strong_ref(state.env, f)?))?;
+    let func = new_function(state, Some(state.hold_reference(f)?))?;
     register(state, f, link, &func)?;
     Ok(func)
 }
@@ -272,7 +272,7 @@ impl LentCallable {
         let callable = js_callable_of(kept.as_object_ptr()).expect("a shell");
         // The call's handle of the JS function is still open: the reference is taken from it.
         // With no reference (the engine refused one), later calls fail with a clear error.
-        if let Ok(r) = raw::strong_ref(state.env, self.f) {
+        if let Ok(r) = state.hold_reference(self.f) {
             callable.held.set(Some(r));
         }
         callable.lent.set(ptr::null_mut());

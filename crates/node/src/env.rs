@@ -79,6 +79,9 @@ pub struct EnvState {
     pub tsfn: AtomicTsfn,
     /// References to delete on the JS thread (dropped on another thread).
     pub pending_deletes: Mutex<Vec<usize>>,
+    /// The references native objects own ([`EnvState::hold_reference`]) and have not given
+    /// up yet: the env's cleanup deletes them.
+    pub held_refs: Mutex<std::collections::HashSet<usize>>,
     /// Callbacks called from other threads that wait for this env's JS thread.
     pub cross_thread: Mutex<crate::callback::CrossThread>,
     /// JS-thread-only state.
@@ -118,8 +121,10 @@ impl JsRefs {
             self.frame_buffer.take(),
             self.remember_callable.take(),
             self.invoke_callable.take(),
+            self.reflect_construct.take(),
         ];
-        singles.into_iter().chain(self.classes.drain(..)).flatten().collect()
+        let subclasses = self.subclasses.drain(..).map(Some);
+        singles.into_iter().chain(self.classes.drain(..)).chain(subclasses).flatten().collect()
     }
 }
 
@@ -157,11 +162,23 @@ impl EnvState {
         }
     }
 
-    /// Delete a reference of this env from any thread: now on the JS thread, else queued and
-    /// the JS thread is poked. After teardown the env's references are gone already.
+    /// A new strong reference to `v` that a native object owns (a JS callback, a host value, a
+    /// carried exception): deleted by [`EnvState::delete_reference_anywhere`], or by the env's
+    /// cleanup if the object outlives the env (Node-API frees no reference the addon made, and
+    /// once the env is gone none can be deleted). JS thread only.
+    pub fn hold_reference(&self, v: Value) -> JsResult<Ref> {
+        let r = raw::strong_ref(self.env, v)?;
+        self.held_refs.lock().unwrap_or_else(|e| e.into_inner()).insert(r as usize);
+        Ok(r)
+    }
+
+    /// Delete a reference made by [`EnvState::hold_reference`] from any thread: now on the JS
+    /// thread, else queued and the JS thread is poked. After teardown the env's cleanup has
+    /// deleted it already.
     pub fn delete_reference_anywhere(&self, r: Ref) {
         if self.on_js_thread() {
             if *self.alive.read().unwrap_or_else(|e| e.into_inner()) {
+                self.held_refs.lock().unwrap_or_else(|e| e.into_inner()).remove(&(r as usize));
                 // SAFETY: our own live env, on its thread.
                 unsafe { sys::napi_delete_reference(self.env.raw(), r) };
             }
@@ -171,6 +188,9 @@ impl EnvState {
         if !*alive {
             return;
         }
+        // Out of the held set and into the queue under the `alive` read lock, so the cleanup
+        // (which takes it to write) deletes it exactly once, from one of the two.
+        self.held_refs.lock().unwrap_or_else(|e| e.into_inner()).remove(&(r as usize));
         self.pending_deletes.lock().unwrap_or_else(|e| e.into_inner()).push(r as usize);
         crate::callback::poke(self);
     }
@@ -186,7 +206,7 @@ pub struct HeldRef {
 impl HeldRef {
     /// A new strong reference to `v` in `state`'s env.
     pub fn new(state: &EnvState, v: crate::raw::Value) -> crate::raw::JsResult<HeldRef> {
-        Ok(HeldRef { state: crate::tie::arc_of(state), reference: raw::strong_ref(state.env, v)? })
+        Ok(HeldRef { state: crate::tie::arc_of(state), reference: state.hold_reference(v)? })
     }
 
     /// The value, when `state` is the env it belongs to.
@@ -248,9 +268,15 @@ unsafe extern "C" fn cleanup_env(arg: *mut c_void) {
     drop(unsafe { state.lent.take_spare() });
     // The threadsafe function is closed by Node's own cleanup hook, which runs after this one
     // (hooks run in reverse order). References queued by other threads and the ones the env's
-    // state holds are deleted now: Node-API leaves them to the addon even as the env goes. (The
-    // native Functions of JS callbacks still alive keep theirs: they die with the process.)
+    // state holds are deleted now: Node-API leaves them to the addon even as the env goes.
     state.flush_pending_deletes();
+    // What native objects still hold (they outlive the env; their drops delete nothing now).
+    let owned = std::mem::take(&mut *state.held_refs.lock().unwrap_or_else(|e| e.into_inner()));
+    for r in owned {
+        // SAFETY: a reference of this env, still valid in its cleanup hook, deleted once (it
+        // left the set, and no drop deletes once `alive` is false).
+        unsafe { sys::napi_delete_reference(state.env.raw(), r as Ref) };
+    }
     let held = state.refs.borrow_mut().take_all();
     for r in held {
         // SAFETY: a reference of this env, still valid in its cleanup hook, deleted once.
@@ -279,6 +305,7 @@ pub fn init_env(env: Env) -> JsResult<Arc<EnvState>> {
         alive: RwLock::new(true),
         tsfn: AtomicTsfn(std::sync::atomic::AtomicPtr::new(ptr::null_mut())),
         pending_deletes: Mutex::new(Vec::new()),
+        held_refs: Mutex::new(std::collections::HashSet::new()),
         cross_thread: Mutex::new(crate::callback::CrossThread::default()),
         refs: RefCell::new(JsRefs { frame_buffer: Some(frame_buffer), ..JsRefs::default() }),
         frame,

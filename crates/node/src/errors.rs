@@ -161,7 +161,7 @@ pub fn error_from_exception(state: &EnvState, exc: Value) -> Error {
     } else {
         Ok(exc)
     };
-    let payload = match held.and_then(|h| raw::strong_ref(env, h)) {
+    let payload = match held.and_then(|h| state.hold_reference(h)) {
         Ok(r) => {
             let boxed =
                 Box::into_raw(Box::new(ExceptionRef { state: arc_of(state), exception: r, boxed })) as *mut c_void;
