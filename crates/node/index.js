@@ -460,6 +460,20 @@ function invokeCallable(f, a, b, c) {
  * caller left out). `length` (what a caller writes without defaults) and `signature` (core's
  * rendering) come from the function's signature.
  */
+/** Where frameArgument puts a Link argument's bit: above the wrapper bits of arities 1-3. */
+const LINK_SHIFT = 16;
+const ARGUMENT_BITS = (1 << LINK_SHIFT) - 1;
+
+/**
+ * Argument `i`'s handle `h` (from handleOf) into the frame; returns its bit: `1 << i` for a
+ * wrapper (the mask), `1 << (LINK_SHIFT + i)` for a JS function with a Link, 0 for neither.
+ */
+function frameArgument(i, h) {
+  if (h === undefined) return 0;
+  frameFloats[1 + i] = h;
+  return h < 0 ? 1 << (LINK_SHIFT + i) : 1 << i;
+}
+
 function makeShim(raw, arity, name, fh, length, signature) {
   let shim;
   const general = function (...args) {
@@ -514,54 +528,24 @@ function makeShim(raw, arity, name, fh, length, signature) {
   } else if (arity === 2) {
     shim = function (a, b) {
       if (arguments.length !== 2) return general(...arguments);
-      const ha = handleOf(a);
-      const hb = handleOf(b);
-      let mask = 0;
-      let links = 0;
-      if (ha !== undefined) {
-        frameFloats[1] = ha;
-        if (ha < 0) links |= 1;
-        else mask |= 1;
-      }
-      if (hb !== undefined) {
-        frameFloats[2] = hb;
-        if (hb < 0) links |= 2;
-        else mask |= 2;
-      }
+      const bits = frameArgument(0, handleOf(a)) | frameArgument(1, handleOf(b));
+      const mask = bits & ARGUMENT_BITS;
       frameFloats[0] = fh;
       frameWords[0] = mask;
       frameWords[1] = 2;
-      frameWords[3] = links;
+      frameWords[3] = bits >>> LINK_SHIFT;
       const r = raw(mask & 1 ? 0 : a, mask & 2 ? 0 : b);
       return r === undefined ? (frameWords[2] === 0 ? a : b) : r;
     };
   } else if (arity === 3) {
     shim = function (a, b, c) {
       if (arguments.length !== 3) return general(...arguments);
-      const ha = handleOf(a);
-      const hb = handleOf(b);
-      const hc = handleOf(c);
-      let mask = 0;
-      let links = 0;
-      if (ha !== undefined) {
-        frameFloats[1] = ha;
-        if (ha < 0) links |= 1;
-        else mask |= 1;
-      }
-      if (hb !== undefined) {
-        frameFloats[2] = hb;
-        if (hb < 0) links |= 2;
-        else mask |= 2;
-      }
-      if (hc !== undefined) {
-        frameFloats[3] = hc;
-        if (hc < 0) links |= 4;
-        else mask |= 4;
-      }
+      const bits = frameArgument(0, handleOf(a)) | frameArgument(1, handleOf(b)) | frameArgument(2, handleOf(c));
+      const mask = bits & ARGUMENT_BITS;
       frameFloats[0] = fh;
       frameWords[0] = mask;
       frameWords[1] = 3;
-      frameWords[3] = links;
+      frameWords[3] = bits >>> LINK_SHIFT;
       const r = raw(mask & 1 ? 0 : a, mask & 2 ? 0 : b, mask & 4 ? 0 : c);
       if (r !== undefined) return r;
       const i = frameWords[2];
