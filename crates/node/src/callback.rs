@@ -300,11 +300,11 @@ impl Drop for LentCallable {
 /// The Function for JS function `f`, which a shim passed to a synchronous call with `link`:
 /// lent when `lend` (the call has none lent yet) and `f` has no live Function.
 pub fn for_call(state: &EnvState, f: Value, link: &'static Link, lend: bool) -> JsResult<ForCall> {
-    if let Some(func) = live_function(state, link) {
-        return Ok(ForCall::Registered(func));
-    }
     if !lend {
         return registered(state, f, Some(link)).map(ForCall::Registered);
+    }
+    if let Some(func) = live_function(state, link) {
+        return Ok(ForCall::Registered(func));
     }
     let key = link as *const Link as usize;
     // SAFETY: on the env's JS thread; `f` is an argument of the running call, so its handle
