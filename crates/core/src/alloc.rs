@@ -265,21 +265,18 @@ pub type SlotFreeHook = unsafe extern "C" fn(ctx: *mut c_void, slot: *const Atom
 
 struct FrontendCtx {
     layout: SlotLayout,
+    /// Bytes in front of the slot kept for the host ([`crate::tying::TieHost::RESERVE`]).
+    reserve: usize,
     on_free: Option<SlotFreeHook>,
     hook_ctx: *mut c_void,
 }
 
-/// Bytes between the start of the allocation and the object body for an alignment and slot
-/// layout. Both sides use this one function, so allocate and free always agree (tvm-ffi once
-/// did not).
+/// Bytes between the start of the allocation and the object body for an alignment, a slot
+/// layout and the host's reserve in front of the slot (a multiple of 8). Both sides use this
+/// one function, so allocate and free always agree (tvm-ffi once did not).
 #[inline]
-pub const fn prefix_offset(align: usize, layout: SlotLayout) -> usize {
-    let prefix = layout.size();
-    if align > prefix {
-        align
-    } else {
-        prefix
-    }
+pub const fn prefix_offset(align: usize, layout: SlotLayout, reserve: usize) -> usize {
+    (layout.size() + reserve).div_ceil(align) * align
 }
 
 unsafe extern "C" fn frontend_allocate(ctx: *mut c_void, size: usize, align: usize) -> *mut u8 {
@@ -287,8 +284,8 @@ unsafe extern "C" fn frontend_allocate(ctx: *mut c_void, size: usize, align: usi
         return std::ptr::null_mut();
     }
     // SAFETY: `ctx` is the leaked `FrontendCtx` passed at registration.
-    let layout = unsafe { &*(ctx as *const FrontendCtx) }.layout;
-    let offset = prefix_offset(align, layout);
+    let FrontendCtx { layout, reserve, .. } = *unsafe { &*(ctx as *const FrontendCtx) };
+    let offset = prefix_offset(align, layout, reserve);
     let Ok(mem) = Layout::from_size_align(size + offset, align.max(8)) else {
         return std::ptr::null_mut();
     };
@@ -297,8 +294,8 @@ unsafe extern "C" fn frontend_allocate(ctx: *mut c_void, size: usize, align: usi
     if raw.is_null() {
         return raw;
     }
-    // SAFETY: `offset <= size + offset`, and `offset >= layout.size()` leaves room for the
-    // slot right before the body; both are 8-aligned (offset and `align` are multiples of 8).
+    // SAFETY: `offset <= size + offset`, and `offset >= layout.size() + reserve` leaves room
+    // for the slot right before the body (and the reserve before it); both are 8-aligned (offset and `align` are multiples of 8).
     unsafe {
         let body = raw.add(offset);
         match layout {
@@ -316,20 +313,29 @@ unsafe extern "C" fn frontend_free(ctx: *mut c_void, body: *mut u8, size: usize,
         // SAFETY: the slot word is in bounds and nobody else can reach the object any more.
         unsafe { hook(fctx.hook_ctx, fctx.layout.word_before(body as *mut ObjectHeader)) };
     }
-    let offset = prefix_offset(align, fctx.layout);
+    let offset = prefix_offset(align, fctx.layout, fctx.reserve);
     // SAFETY: the exact layout `frontend_allocate` used for this size and alignment.
     unsafe { std::alloc::dealloc(body.sub(offset), Layout::from_size_align_unchecked(size + offset, align.max(8))) }
 }
 
-/// Register an allocator that puts a tying slot of `layout` in front of every object and
-/// make it current. Returns its tag: objects whose `alloc_tag` equals it carry the slot.
-/// `layout` must be the one of the host that ties these objects ([`crate::tying::TieHost::LAYOUT`]).
+/// Register an allocator that puts a tying slot of `layout` in front of every object, and
+/// `reserve` bytes for the host in front of the slot, and make it current. Returns its tag:
+/// objects whose `alloc_tag` equals it carry the slot. `layout` and `reserve` must be the ones
+/// of the host that ties these objects ([`crate::tying::TieHost::LAYOUT`] and
+/// [`crate::tying::TieHost::RESERVE`]).
 pub fn install_frontend_allocator(
     layout: SlotLayout,
+    reserve: usize,
     on_free: Option<SlotFreeHook>,
     hook_ctx: *mut c_void,
 ) -> crate::Result<u32> {
-    let ctx = Box::leak(Box::new(FrontendCtx { layout, on_free, hook_ctx })) as *mut FrontendCtx as *mut c_void;
+    if reserve % 8 != 0 {
+        return Err(crate::Error::value(format!(
+            "a frontend allocator's reserve must be a multiple of 8, not {reserve}"
+        )));
+    }
+    let ctx =
+        Box::leak(Box::new(FrontendCtx { layout, reserve, on_free, hook_ctx })) as *mut FrontendCtx as *mut c_void;
     // SAFETY: the frontend allocator functions follow the contract; `ctx` is leaked.
     let tag = unsafe { register_allocator(frontend_allocate, frontend_free, ctx) }?;
     set_current_allocator(tag)?;

@@ -84,13 +84,52 @@ fn current_allocator_is_never_missing_and_bad_tags_are_refused() {
 fn prefix_offset_keeps_the_body_aligned_and_leaves_room_for_the_slot() {
     for layout in [SlotLayout::Full, SlotLayout::WordOnly] {
         for align in [1usize, 2, 4, 8, 16, 32, 64, 128, 4096] {
-            let off = prefix_offset(align, layout);
+            let off = prefix_offset(align, layout, 0);
             assert!(off >= layout.size());
             assert_eq!(off % align, 0, "align {align}");
         }
     }
-    assert_eq!(prefix_offset(8, SlotLayout::WordOnly), 8, "the word alone costs 8 bytes");
-    assert_eq!(prefix_offset(8, SlotLayout::Full), std::mem::size_of::<SlotPrefix>());
+    assert_eq!(prefix_offset(8, SlotLayout::WordOnly, 0), 8, "the word alone costs 8 bytes");
+    assert_eq!(prefix_offset(8, SlotLayout::Full, 0), std::mem::size_of::<SlotPrefix>());
+}
+
+#[test]
+fn prefix_offset_makes_room_for_a_reserve_in_front_of_the_slot() {
+    for layout in [SlotLayout::Full, SlotLayout::WordOnly] {
+        for reserve in [0usize, 8, 32, 40] {
+            for align in [1usize, 8, 16, 32, 64, 4096] {
+                let off = prefix_offset(align, layout, reserve);
+                assert!(off >= layout.size() + reserve, "align {align}, reserve {reserve}");
+                assert_eq!(off % align, 0, "align {align}, reserve {reserve}");
+                assert!(off < layout.size() + reserve + align.max(8), "no more than one alignment step of padding");
+            }
+        }
+    }
+    assert_eq!(prefix_offset(8, SlotLayout::WordOnly, 32), 40, "a CPython wrapper and the word: 40 bytes");
+    assert_eq!(prefix_offset(16, SlotLayout::WordOnly, 32), 48);
+}
+
+#[test]
+fn a_frontend_allocator_reserve_is_writable_and_freed_with_the_object() {
+    let _g = common::serial();
+    let previous = current_allocator_tag();
+    assert!(install_frontend_allocator(SlotLayout::WordOnly, 12, None, std::ptr::null_mut()).is_err(), "multiple of 8");
+    let tag = install_frontend_allocator(SlotLayout::WordOnly, 32, None, std::ptr::null_mut()).unwrap();
+    let base = live_objects();
+    for align in [8, 16, 64, 4096] {
+        let obj = make_aligned(align);
+        // SAFETY: made by this frontend allocator (its tag says so).
+        let word = unsafe { slot_in(obj.as_ptr(), tag, SlotLayout::WordOnly) }.expect("a slot word");
+        assert_eq!(tether_core::tying::peek(word), 0, "a new slot is Detached");
+        let reserve = (word.as_ptr() as *mut u8).wrapping_sub(32);
+        // SAFETY: the 32 reserved bytes in front of the slot are the object's memory (Miri and
+        // the sanitizers check the bounds).
+        unsafe { std::ptr::write_bytes(reserve, 0xa5, 32) };
+        assert_eq!(tether_core::tying::peek(word), 0, "the reserve ends where the slot begins");
+        assert!(is_aligned(&obj), "align {align}");
+    }
+    assert_eq!(live_objects(), base);
+    set_current_allocator(previous).unwrap();
 }
 
 #[test]
@@ -139,7 +178,7 @@ fn builtin_custom_then_frontend_allocators_each_free_their_own_objects() {
 
     // 3. Frontend allocators: a slot in front of every new object (a full prefix, or the
     // word alone), and a free hook.
-    let word_only = install_frontend_allocator(SlotLayout::WordOnly, Some(on_free), 0x7e7e as *mut c_void).unwrap();
+    let word_only = install_frontend_allocator(SlotLayout::WordOnly, 0, Some(on_free), 0x7e7e as *mut c_void).unwrap();
     assert_eq!(current_allocator_tag(), word_only);
     let hooks = HOOK_CALLS.load(Ordering::SeqCst);
     round_trip_alignments(word_only);
@@ -155,7 +194,7 @@ fn builtin_custom_then_frontend_allocators_each_free_their_own_objects() {
         assert_eq!(HOOK_LAST_SLOT.load(Ordering::SeqCst), at, "the hook names the freed object's slot word");
     }
 
-    let tag = install_frontend_allocator(SlotLayout::Full, Some(on_free), 0x7e7e as *mut c_void).unwrap();
+    let tag = install_frontend_allocator(SlotLayout::Full, 0, Some(on_free), 0x7e7e as *mut c_void).unwrap();
     assert_eq!(current_allocator_tag(), tag);
     let hooks = HOOK_CALLS.load(Ordering::SeqCst);
     round_trip_alignments(tag);

@@ -39,7 +39,7 @@ fn assert_memory_error(e: &Error) {
 #[test]
 fn an_allocation_failure_is_a_memory_error_and_the_process_keeps_working() {
     tether_core::init();
-    let frontend = install_frontend_allocator(SlotLayout::Full, None, std::ptr::null_mut()).unwrap();
+    let frontend = install_frontend_allocator(SlotLayout::Full, 0, None, std::ptr::null_mut()).unwrap();
     let base = live_objects();
 
     // A native function whose object cannot be allocated raises the MemoryError.

@@ -181,6 +181,9 @@ pub unsafe fn queued() -> usize {
 pub unsafe extern "C" fn on_native_free(_ctx: *mut c_void, slot: *const AtomicUsize) {
     // SAFETY: the allocator passes the live slot word of the object being freed.
     if let Some(block) = unsafe { tether_core::boundary::cached_block(slot) } {
-        release(Release::Block(block as *mut ffi::PyObject));
+        // An embedded block goes with the object's memory.
+        if block as *mut u8 != tether_core::boundary::Frontend::<crate::wrapper::PyHost>::reserve_before_slot(slot) {
+            release(Release::Block(block as *mut ffi::PyObject));
+        }
     }
 }

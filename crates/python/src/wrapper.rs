@@ -8,6 +8,14 @@
 //! object, no generation). When a wrapper dies while its native object lives, its memory
 //! block stays in the object's slot (Inactive) and the next return of that object
 //! re-initialises the block in place, so `id()` is stable.
+//!
+//! The frontend allocator reserves a wrapper's 32 bytes in front of each object's slot
+//! (`TieHost::RESERVE`), so an object and its first wrapper are one allocation: a generated
+//! class's wrapper lives there (its "embedded" block), read with the object's header in one
+//! or two adjacent cache lines, and goes with the object's memory. Wrappers of other sizes
+//! (Functions), Python subclasses' instances and objects of other allocators use blocks of
+//! their own. An embedded wrapper that `_move()` empties outlives its object's value: it holds
+//! a weak reference to the object (the memory) until it dies ([`MOVED_EMBEDDED`]).
 
 use std::ffi::{c_int, c_void};
 use std::ptr::null_mut;
@@ -179,13 +187,18 @@ pub unsafe extern "C" fn wrapper_dealloc(o: *mut ffi::PyObject) {
         let obj = take_native(w);
         if obj.is_null() {
             clear_weak_refs(o);
-            free_block(o, tp);
             ffi::Py_DECREF(tp as *mut ffi::PyObject);
+            match forget_moved(o) {
+                // The wrapper's memory is its object's: the weak reference goes last.
+                Some(memory_of) => tether_core::object::dec_weak(memory_of),
+                None => free_block(o, tp),
+            }
             return;
         }
         // An object whose only reference of any kind is this wrapper's dies with it: nothing
         // could revive the block, and caching it would only hand it to the free hook.
         let sole = (*obj).combined_ref_count.load(Ordering::Acquire) == ObjectHeader::INITIAL_COUNT;
+        let embedded = is_embedded(o, obj);
         let cache = !sole && (*obj).alloc_tag == state::tag() && revivable(tp) && !pending::finalizing();
         let replacement = if cache { o as usize | TAG_INACTIVE } else { 0 };
         // Untied first, the object kept alive by its +1 meanwhile: a weak reference's callback
@@ -193,7 +206,9 @@ pub unsafe extern "C" fn wrapper_dealloc(o: *mut ffi::PyObject) {
         let (removed, held) = state::frontend().move_out(obj, o as u64, replacement);
         let cached = cache && removed.is_some();
         clear_weak_refs(o);
-        if !cached {
+        // An embedded block stays with its object (freed with it: by `drop(held)` below when
+        // this was the last reference).
+        if !cached && !embedded {
             free_block(o, tp);
         }
         // A cached subclass block keeps its class alive (released with the block).
@@ -222,6 +237,42 @@ unsafe fn take_native(w: *mut Wrapper) -> *mut ObjectHeader {
         field.store(null_mut(), Ordering::Relaxed);
         obj
     }
+}
+
+/// Embedded wrappers emptied by `_move()` and still alive, each with the object whose memory
+/// it lives in (held by one weak reference, dropped when the wrapper dies). Only touched with
+/// the GIL held; `_move()` is rare, so `MOVED_EMBEDDED_COUNT` keeps the check of every new
+/// embedded wrapper to one load.
+static MOVED_EMBEDDED: std::sync::Mutex<Vec<(usize, usize)>> = std::sync::Mutex::new(Vec::new());
+static MOVED_EMBEDDED_COUNT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Is the embedded block `block` taken by a wrapper `_move()` emptied?
+fn held_by_moved(block: *mut u8) -> bool {
+    MOVED_EMBEDDED_COUNT.load(Ordering::Relaxed) != 0
+        && MOVED_EMBEDDED.lock().unwrap_or_else(|e| e.into_inner()).iter().any(|&(w, _)| w == block as usize)
+}
+
+/// The object a moved embedded wrapper `o` keeps the memory of (its weak reference, now the
+/// caller's), taking `o` off the list; None for any other wrapper.
+fn forget_moved(o: *mut ffi::PyObject) -> Option<*mut ObjectHeader> {
+    if MOVED_EMBEDDED_COUNT.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    let mut moved = MOVED_EMBEDDED.lock().unwrap_or_else(|e| e.into_inner());
+    let at = moved.iter().position(|&(w, _)| w == o as usize)?;
+    let (_, obj) = moved.swap_remove(at);
+    MOVED_EMBEDDED_COUNT.fetch_sub(1, Ordering::Relaxed);
+    Some(obj as *mut ObjectHeader)
+}
+
+/// The embedded block of `obj`, when `o` is it.
+///
+/// # Safety
+/// `obj` is live.
+#[inline]
+unsafe fn is_embedded(o: *mut ffi::PyObject, obj: *mut ObjectHeader) -> bool {
+    // SAFETY: the caller's guarantee.
+    unsafe { state::frontend().reserve_of(obj) }.is_some_and(|block| block as *mut ffi::PyObject == o)
 }
 
 unsafe fn free_block(o: *mut ffi::PyObject, tp: *mut ffi::PyTypeObject) {
@@ -297,6 +348,12 @@ pub unsafe fn take_for_move(o: *mut ffi::PyObject) -> Result<ObjectRef, PyErrSet
             raise_moved(o);
             return Err(PyErrSet);
         }
+        if is_embedded(o, obj) {
+            // The wrapper lives on in its object's memory, which a weak reference keeps.
+            tether_core::object::inc_weak(obj);
+            MOVED_EMBEDDED.lock().unwrap_or_else(|e| e.into_inner()).push((o as usize, obj as usize));
+            MOVED_EMBEDDED_COUNT.fetch_add(1, Ordering::Relaxed);
+        }
         // The removed word is this wrapper itself, which stays alive: nothing to dispose.
         let (_removed, taken) = state::frontend().move_out(obj, o as u64, 0);
         Ok(taken)
@@ -334,6 +391,8 @@ unsafe impl TieHost for PyHost {
     /// methods, no GC-tracked allocation that could run a finalizer), and a failed one abandons
     /// the call before the claim settles. Keep it so when changing `convert::to_view`.
     const CLAIM_MODE: ClaimMode = ClaimMode::AtOnce;
+    /// A generated class's wrapper, in front of the slot (GIL builds; see the module doc).
+    const RESERVE: usize = if cfg!(Py_GIL_DISABLED) { 0 } else { std::mem::size_of::<Wrapper>() };
 
     #[inline]
     unsafe fn revive(&self, word: usize) -> Option<Handle> {
@@ -373,6 +432,7 @@ unsafe impl TieHost for PyHost {
         let PyPrepared { cls, fresh } = *prepared;
         // SAFETY: GIL held (attached); runs under the slot lock and calls no Python code.
         unsafe {
+            let embedded = state::frontend().reserve_of(obj.as_ptr());
             let o = match previous {
                 Previous::Inactive(block) => {
                     let block = block as *mut ffi::PyObject;
@@ -384,11 +444,20 @@ unsafe impl TieHost for PyHost {
                         // A Python subclass's block: revived as that subclass, same address.
                         revive_subclass_block(block, block_type)
                     } else {
-                        free_cached_block(block);
+                        if embedded != Some(block as *mut u8) {
+                            free_cached_block(block);
+                        }
                         allocate(prepared)?
                     }
                 }
-                Previous::Detached | Previous::Dying(_) => allocate(prepared)?,
+                Previous::Detached => match embedded {
+                    Some(block) if fits_embedded(prepared) && !held_by_moved(block) => {
+                        std::ptr::write_bytes(block as *mut Wrapper, 0, 1);
+                        ffi::PyObject_Init(block as *mut ffi::PyObject, cls)
+                    }
+                    _ => allocate(prepared)?,
+                },
+                Previous::Dying(_) => allocate(prepared)?,
             };
             let w = o as *mut Wrapper;
             (*w).obj.store(obj.into_raw(), Ordering::Release);
@@ -464,6 +533,21 @@ pub unsafe fn tie_into(obj: ObjectRef, this: *mut ffi::PyObject) -> Result<(), P
             return Err(PyErrSet);
         }
         Ok(())
+    }
+}
+
+/// Can the new wrapper `prepared` describes live in its object's embedded block? Only an
+/// instance of a generated class of the plain wrapper's size, made by us (no block prepared).
+///
+/// # Safety
+/// `prepared.cls` is a live type object.
+#[inline]
+unsafe fn fits_embedded(prepared: &PyPrepared) -> bool {
+    // SAFETY: the caller's guarantee.
+    unsafe {
+        prepared.fresh.is_null()
+            && (*prepared.cls).tp_basicsize as usize == std::mem::size_of::<Wrapper>()
+            && deallocs_as_wrapper(prepared.cls)
     }
 }
 

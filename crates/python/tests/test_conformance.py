@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import weakref
 
 import pytest
 
@@ -163,11 +164,29 @@ def test_T13_move_releases_early(testing, baseline):
     with pytest.raises(tether_ffi.ValueError, match="moved"):
         p.first
     del out
+    # p's wrapper lives in its object's memory (one block): the object is gone already
+    # (below), the memory goes with p.
+    assert live_now() == baseline + 1
+    del p
     assert live_now() == baseline
-    # A moved reference that is never passed is released when the token dies.
-    q = testing.Pair(3, 4)
+    # A moved reference that is never passed is released when the token dies: the value
+    # (and the host value it holds) at once, though the emptied wrapper lives on.
+    payload = Payload()
+    watch = weakref.ref(payload)
+    q = testing.Pair(payload, 4)
+    del payload
     token = q._move()
     del token
+    testing.add(1, 2)  # any entry releases queued host values
+    assert watch() is None
+    with pytest.raises(tether_ffi.ValueError, match="moved"):
+        q.first
+    # Fetched again while the emptied wrapper lives: a new wrapper in a block of its own.
+    r = testing.Pair(5, 6)
+    token = r._move()
+    again = testing.echo(token)
+    assert again is not r and again.first == 5
+    del again, r, q
     assert live_now() == baseline
 
 
@@ -437,13 +456,22 @@ def test_T21_callback_from_native_thread(testing):
 
 
 def test_T22_free_on_foreign_thread(testing, baseline):
-    testing.stash("T22", testing.Pair(1, 2))  # its wrapper dies: the block is cached
+    class PairSubclass(testing.Pair):
+        """Its instances are blocks of their own, not in their object's memory."""
+
+    # A subclass instance's block is cached when it dies, and freed under the GIL.
+    testing.stash("T22", PairSubclass(1, 2))
     gc.collect()
     clear = tether_ffi.get_global_func("testing.stash_clear")
     testing.call_in_thread(clear)  # the Pair dies on a native thread without the GIL
     assert tether_ffi._native.pending_releases() >= 1
     testing.add(1, 2)  # the next entry releases the queued block
     assert tether_ffi._native.pending_releases() == 0
+    # A generated class's wrapper lives in its object's memory: it goes with the object.
+    testing.stash("T22", testing.Pair(1, 2))
+    testing.call_in_thread(clear)
+    assert tether_ffi._native.pending_releases() == 0
+    assert live_now() == baseline
     p = testing.Pair(3, 4)
     testing.drop_in_thread(p)  # drops a native reference on another thread
     assert p.first == 3
@@ -617,10 +645,11 @@ T = tether_ffi.testing
 keep = [T.Pair(i, T.Pair(i, None)) for i in range(100)]      # live tied objects
 arr = T.make_array(50)
 items = list(arr)
-T.stash("a", T.Pair(1, 2))                                       # stashed, wrapper gone (cached)
+class Sub(T.Pair): pass                                          # instances in blocks of their own
+T.stash("a", Sub(1, 2))                                          # stashed, wrapper gone (cached)
 T.stash("b", keep[0])                                            # stashed, wrapper alive
 T.stash("f", lambda: 1)                                          # a stashed Python callable
-T.stash("c", T.Pair(3, 4))
+T.stash("c", Sub(3, 4))
 gc.collect()
 T.call_in_thread(tether_ffi.get_global_func("testing.stash_clear"))  # queued foreign frees
 print("pending", tether_ffi._native.pending_releases(), flush=True)

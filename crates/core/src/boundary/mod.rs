@@ -86,9 +86,31 @@ impl<H: TieHost> Frontend<H> {
     /// each object it frees) and make it current: every object made from now on carries a
     /// slot of this domain. Returns its tag.
     pub fn install_allocator(&self, on_free: Option<SlotFreeHook>) -> crate::Result<u32> {
-        let tag = crate::alloc::install_frontend_allocator(H::LAYOUT, on_free, std::ptr::null_mut())?;
+        let tag = crate::alloc::install_frontend_allocator(H::LAYOUT, H::RESERVE, on_free, std::ptr::null_mut())?;
         self.adopt_allocator(tag);
         Ok(tag)
+    }
+
+    /// The [`TieHost::RESERVE`] bytes in front of `obj`'s slot, when `obj` was made by this
+    /// domain's allocator and the host reserves any (None otherwise). They live as long as
+    /// `obj`'s memory.
+    ///
+    /// # Safety
+    /// `obj` is a live object (strong or weak reference held).
+    #[inline]
+    pub unsafe fn reserve_of(&self, obj: *mut ObjectHeader) -> Option<*mut u8> {
+        // SAFETY: `obj`'s header is readable (the caller's guarantee); only its tag is read.
+        if H::RESERVE == 0 || unsafe { (*obj).alloc_tag } != self.tag() {
+            return None;
+        }
+        Some(Self::reserve_before_slot(H::LAYOUT.word_before(obj)))
+    }
+
+    /// The [`TieHost::RESERVE`] bytes in front of the slot word `slot` of an object this
+    /// domain's allocator made (the free hook's argument).
+    #[inline]
+    pub fn reserve_before_slot(slot: *const AtomicUsize) -> *mut u8 {
+        (slot as *mut u8).wrapping_sub(H::RESERVE)
     }
 
     /// Tie through the slots of the allocator tagged `tag`, installed for `H` (another domain
