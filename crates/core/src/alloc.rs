@@ -80,7 +80,6 @@ static ALLOCATORS: [AtomicPtr<CustomAllocator>; MAX_ALLOCATORS] = {
 };
 static NEXT_TAG: AtomicU32 = AtomicU32::new(1);
 static CURRENT_TAG: AtomicU32 = AtomicU32::new(BUILTIN_TAG);
-static LIVE_OBJECTS: AtomicI64 = AtomicI64::new(0);
 
 /// Register an allocator; returns its tag. It is not current until [`set_current_allocator`].
 ///
@@ -142,7 +141,7 @@ pub fn live_objects() -> i64 {
         // SAFETY: host table entry, see `plugin::ApiTable`.
         return unsafe { (api.live_objects)() };
     }
-    LIVE_OBJECTS.load(Ordering::Relaxed)
+    crate::live_count::total()
 }
 
 /// Allocate the memory of one object with the current allocator and stamp `alloc_tag`.
@@ -195,7 +194,7 @@ pub(crate) fn local_alloc_object(size: usize, align: usize) -> *mut ObjectHeader
     }
     // SAFETY: `body` is fresh memory of at least a header's size, aligned to 8.
     unsafe { std::ptr::addr_of_mut!((*body).alloc_tag).write(tag) };
-    LIVE_OBJECTS.fetch_add(1, Ordering::Relaxed);
+    crate::live_count::add(1);
     body
 }
 
@@ -252,7 +251,7 @@ pub(crate) unsafe fn local_free_object(obj: *mut ObjectHeader, size: usize, alig
     // SAFETY: the header is still readable until the memory goes back.
     let tag = unsafe { (*obj).alloc_tag };
     let a = allocator(tag).expect("object carries the tag of a registered allocator");
-    LIVE_OBJECTS.fetch_sub(1, Ordering::Relaxed);
+    crate::live_count::add(-1);
     // SAFETY: same allocator, size and alignment as the allocation.
     unsafe { (a.free)(a.ctx, obj as *mut u8, size, align) };
 }

@@ -37,6 +37,7 @@ pub mod error;
 pub mod ffi;
 pub mod function;
 pub mod host_value;
+mod live_count;
 pub mod manifest;
 pub mod nesting;
 pub mod object;

@@ -242,3 +242,34 @@ fn alloc_tag_of(v: &Any) -> u32 {
     // SAFETY: `v` keeps the object alive.
     unsafe { (*p).alloc_tag }
 }
+
+#[test]
+fn live_objects_count_across_threads_that_make_free_and_exit() {
+    let _g = common::serial();
+    let base = live_objects();
+    // Made on threads that then exit (their counts retire), freed here.
+    let made: Vec<ObjectRef> =
+        (0..4).map(|i| std::thread::spawn(move || make_aligned(8 << (i % 2)))).map(|t| t.join().unwrap()).collect();
+    assert_eq!(live_objects(), base + 4, "objects of exited threads still count");
+    // Made here, freed on threads that exit.
+    let mine: Vec<ObjectRef> = (0..4).map(|_| make_aligned(8)).collect();
+    assert_eq!(live_objects(), base + 8);
+    for obj in mine {
+        std::thread::spawn(move || drop(obj)).join().unwrap();
+    }
+    assert_eq!(live_objects(), base + 4, "a free on another thread counts against the total");
+    // Threads that keep running while others exit, each making and freeing its own.
+    let workers: Vec<_> = (0..3)
+        .map(|_| {
+            std::thread::spawn(|| {
+                let objs: Vec<ObjectRef> = (0..50).map(|_| make_aligned(16)).collect();
+                drop(objs);
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    drop(made);
+    assert_eq!(live_objects(), base);
+}
