@@ -125,6 +125,7 @@ pub unsafe fn to_view_into<'a>(
     leaf: Option<(&mut LeafCall<'_, wrapper::PyHost>, usize)>,
     slot: &mut MaybeUninit<AnyView<'a>>,
 ) -> Result<(), PyErrSet> {
+    wrapper::prefetch_object_of(o);
     // SAFETY: GIL held, `o` live (caller).
     unsafe {
         let tp = ffi::Py_TYPE(o);

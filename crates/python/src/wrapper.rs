@@ -275,6 +275,23 @@ unsafe fn is_embedded(o: *mut ffi::PyObject, obj: *mut ObjectHeader) -> bool {
     unsafe { state::frontend().reserve_of(obj) }.is_some_and(|block| block as *mut ffi::PyObject == o)
 }
 
+/// Start loading the cache line 64 bytes into `o`. A wrapper in its object's memory has the
+/// object's slot, header and first fields in that line (or in its own, for the part before it):
+/// asked for before `o` itself is read, the two lines load together instead of the second
+/// waiting for the pointer in the first (at 2^20 live objects both miss). Only a hint: for any
+/// other object it loads a neighbour's line, and a prefetch never faults.
+#[inline(always)]
+pub fn prefetch_object_of(o: *mut ffi::PyObject) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `_mm_prefetch` reads nothing architecturally and never faults, whatever the address.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>((o as *const i8).wrapping_add(64));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = o;
+}
+
 unsafe fn free_block(o: *mut ffi::PyObject, tp: *mut ffi::PyTypeObject) {
     // SAFETY: the type's own tp_free for memory it allocated.
     unsafe {
