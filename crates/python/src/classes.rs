@@ -316,9 +316,9 @@ unsafe fn add_fields(cls: *mut ffi::PyTypeObject, info: &'static types::TypeInfo
 
 /// Field getter: calls the native getter function directly, with the GIL held.
 unsafe extern "C" fn field_get(slf: *mut ffi::PyObject, closure: *mut c_void) -> *mut ffi::PyObject {
+    wrapper::prefetch_object_of(slf);
     // SAFETY: the descriptor checked `slf`'s type; `closure` is a registry FieldInfo (never
     // freed) whose getter is a live Function; the view borrows the wrapper's +1.
-    wrapper::prefetch_object_of(slf);
     unsafe {
         let Ok(obj) = wrapper::native_of(slf) else { return null_mut() };
         let field = &*(closure as *const FieldInfo);
