@@ -301,6 +301,7 @@ unsafe extern "C" fn frontend_allocate(ctx: *mut c_void, size: usize, align: usi
             SlotLayout::Full => (body.sub(layout.size()) as *mut SlotPrefix).write(SlotPrefix::new()),
             SlotLayout::WordOnly => (body.sub(layout.size()) as *mut AtomicUsize).write(AtomicUsize::new(0)),
         }
+        std::ptr::write_bytes(body.sub(layout.size() + reserve), 0, reserve);
         body
     }
 }

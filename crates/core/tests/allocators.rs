@@ -116,15 +116,19 @@ fn a_frontend_allocator_reserve_is_writable_and_freed_with_the_object() {
     assert!(install_frontend_allocator(SlotLayout::WordOnly, 12, None, std::ptr::null_mut()).is_err(), "multiple of 8");
     let tag = install_frontend_allocator(SlotLayout::WordOnly, 32, None, std::ptr::null_mut()).unwrap();
     let base = live_objects();
-    for align in [8, 16, 64, 4096] {
+    for align in [8, 8, 16, 16, 64, 4096, 8] {
         let obj = make_aligned(align);
         // SAFETY: made by this frontend allocator (its tag says so).
         let word = unsafe { slot_in(obj.as_ptr(), tag, SlotLayout::WordOnly) }.expect("a slot word");
         assert_eq!(tether_core::tying::peek(word), 0, "a new slot is Detached");
         let reserve = (word.as_ptr() as *mut u8).wrapping_sub(32);
         // SAFETY: the 32 reserved bytes in front of the slot are the object's memory (Miri and
-        // the sanitizers check the bounds).
-        unsafe { std::ptr::write_bytes(reserve, 0xa5, 32) };
+        // the sanitizers check the bounds); the memory of the last round's object, reused or
+        // not, was scribbled on.
+        unsafe {
+            assert!(std::slice::from_raw_parts(reserve, 32).iter().all(|&b| b == 0), "a new reserve is zeroed");
+            std::ptr::write_bytes(reserve, 0xa5, 32);
+        }
         assert_eq!(tether_core::tying::peek(word), 0, "the reserve ends where the slot begins");
         assert!(is_aligned(&obj), "align {align}");
     }

@@ -289,8 +289,13 @@ unsafe extern "C" fn cleanup_env(arg: *mut c_void) {
 pub fn init_env(env: Env) -> JsResult<Arc<EnvState>> {
     tether_core::init();
     let tag = *FRONTEND_TAG.get_or_init(|| {
-        tether_core::alloc::install_frontend_allocator(<EnvState as TieHost>::LAYOUT, 0, None, ptr::null_mut())
-            .expect("the Node frontend allocator can be installed")
+        tether_core::alloc::install_frontend_allocator(
+            <EnvState as TieHost>::LAYOUT,
+            <EnvState as TieHost>::RESERVE,
+            None,
+            ptr::null_mut(),
+        )
+        .expect("the Node frontend allocator can be installed")
     });
     let is_main = !MAIN_CLAIMED.swap(true, Ordering::AcqRel);
     let (frame, frame_buffer) = call_frame(env)?;

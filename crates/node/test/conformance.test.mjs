@@ -185,13 +185,23 @@ test('T12 no growth over 100k create/drop cycles', async () => {
 
 test('T13 explicit release with Symbol.dispose', async () => {
   const baseline = await settledBaseline();
-  const p = testing.make_pair(1, 2);
-  assert.equal(testing.live_objects(), baseline + 1);
+  let ref;
+  let p = (() => {
+    const payload = new Payload(13);
+    ref = new WeakRef(payload);
+    return testing.make_pair(payload, 2);
+  })();
+  assert.equal(testing.live_objects(), baseline + 2, 'the Pair and the host value it holds');
   p[Symbol.dispose]();
-  assert.equal(testing.live_objects(), baseline, 'freed at once when nothing else holds it');
+  // Released at once when nothing else holds it: the host value it held goes with it (the
+  // wrapper's box lives in the object's memory, which waits for the wrapper's finalizer).
+  for (let i = 0; i < 20 && ref.deref() !== undefined; i++) await collect(2);
+  assert.equal(ref.deref(), undefined, 'the disposed object released what it held');
   assert.ok(tether.isDisposed(p));
   assert.throws(() => p.first, { name: 'TetherRuntimeError', message: /disposed/ });
   p[Symbol.dispose](); // idempotent
+  p = null;
+  await expectLiveBackTo(baseline, 'the disposed wrapper gave back its object memory');
 
   const kept = testing.make_pair('still', 'here');
   testing.stash('T13', kept);

@@ -123,8 +123,9 @@ pub unsafe trait TieHost {
     const CLAIM_MODE: super::ClaimMode = super::ClaimMode::AfterConversion;
     /// Bytes this host's allocator sets aside in front of each object's slot for the host's
     /// own use, freed with the object's memory (a multiple of 8; CPython: the memory of the
-    /// object's wrapper, so the object and its wrapper are one allocation). A host reads and
-    /// writes them only while it holds a strong or weak reference to the object.
+    /// object's wrapper, so the object and its wrapper are one allocation), zeroed when the
+    /// object is allocated. A host reads and writes them only while it holds a strong or weak
+    /// reference to the object.
     const RESERVE: usize = 0;
     /// The slot layout of this host's allocator (follows [`Self::WORD_ONLY`]).
     const LAYOUT: SlotLayout = if Self::WORD_ONLY { SlotLayout::WordOnly } else { SlotLayout::Full };
