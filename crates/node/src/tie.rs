@@ -131,14 +131,8 @@ pub unsafe fn wrapper_of_handle<'a>(handle: f64) -> Option<&'a Wrapper> {
 /// a prefetch never faults.
 #[inline(always)]
 fn prefetch_object_of(box_address: usize) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: `_mm_prefetch` reads nothing architecturally and never faults, whatever the address.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>((box_address as *const i8).wrapping_add(std::mem::size_of::<Wrapper>() + 16));
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = box_address;
+    let header = box_address + <EnvState as TieHost>::RESERVE + <EnvState as TieHost>::LAYOUT.size();
+    tether_core::boundary::prefetch(header as *const u8);
 }
 
 /// What JS value a new wrapper is.

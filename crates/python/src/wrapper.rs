@@ -282,14 +282,7 @@ unsafe fn is_embedded(o: *mut ffi::PyObject, obj: *mut ObjectHeader) -> bool {
 /// other object it loads a neighbour's line, and a prefetch never faults.
 #[inline(always)]
 pub fn prefetch_object_of(o: *mut ffi::PyObject) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: `_mm_prefetch` reads nothing architecturally and never faults, whatever the address.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>((o as *const i8).wrapping_add(64));
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = o;
+    tether_core::boundary::prefetch((o as *const u8).wrapping_add(64));
 }
 
 unsafe fn free_block(o: *mut ffi::PyObject, tp: *mut ffi::PyTypeObject) {

@@ -39,6 +39,22 @@ use crate::thread_spares::{SpareCell, ThreadSpares};
 use crate::tying::{self, Slot};
 pub use crate::tying::{ClaimMode, Previous, Returned, SideTable, SlotLayout, TieHost, TAG_INACTIVE};
 
+/// Start loading the cache line at `address` (a hint: it reads nothing architecturally and
+/// never faults, whatever the address). Frontends whose wrappers live in their objects'
+/// memory ([`TieHost::RESERVE`]) ask for the object's line before reading the wrapper, so the
+/// two lines load together instead of the second waiting for a pointer in the first.
+#[inline(always)]
+pub fn prefetch(address: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `_mm_prefetch` reads nothing architecturally and never faults, whatever the address.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(address as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = address;
+}
+
 /// The tag of a domain whose objects carry no slot of it (every object goes through the side
 /// table): a Node worker's env, a frontend before its allocator is installed.
 pub const NO_SLOTS: u32 = u32::MAX;
