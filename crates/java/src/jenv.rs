@@ -5,7 +5,7 @@
 
 use std::marker::PhantomData;
 
-use jni_sys::{jclass, jint, jlong, jmethodID, jobject, jobjectArray, jsize, jstring, jthrowable, jvalue, JNIEnv};
+use jni_sys::{jclass, jfieldID, jint, jlong, jmethodID, jobject, jobjectArray, jsize, jstring, jthrowable, jvalue, JNIEnv};
 
 /// The calling thread's JNI environment, branded with the scope it is valid for (a native
 /// method's call, an attached closure), as jni-rs 0.22's `Env<'local>` is: it is made only by
@@ -134,6 +134,14 @@ impl<'local> Env<'local> {
     }
     pub fn find_class(self, name: &std::ffi::CStr) -> jclass {
         jcall!(self.raw, FindClass, name.as_ptr())
+    }
+    pub fn field_id(self, class: jclass, name: &std::ffi::CStr, sig: &std::ffi::CStr) -> jfieldID {
+        jcall!(self.raw, GetFieldID, class, name.as_ptr(), sig.as_ptr())
+    }
+    /// # Safety
+    /// `field` is a `long` field of `obj`'s class (or a superclass).
+    pub unsafe fn set_long_field(self, obj: jobject, field: jfieldID, value: jlong) {
+        jcall!(self.raw, SetLongField, obj, field, value)
     }
     pub fn static_method_id(self, class: jclass, name: &std::ffi::CStr, sig: &std::ffi::CStr) -> jmethodID {
         jcall!(self.raw, GetStaticMethodID, class, name.as_ptr(), sig.as_ptr())

@@ -920,6 +920,82 @@ pub extern "system" fn Java_dev_tether_ffi_Native_construct<'l>(
     })
 }
 
+/// `Native.constructorHandle(typeIndex)`: the type's constructor Function as a handle (0 when
+/// it has none). The registry never releases constructors (a leaked reference), so the handle
+/// stays valid for the process's life, as a getter's does.
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_constructorHandle(
+    env: *mut JNIEnv,
+    _c: jclass,
+    type_index: jint,
+) -> jlong {
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
+    guard(env, 0, || Ok(info(type_index)?.constructor().map_or(0, |ctor| ctor.as_object_ptr() as jlong)))
+}
+
+/// A `TetherType.construct` with 0-3 arguments Java encoded with `Marshal.fastKind`: the
+/// constructor at `ctor` (a [`Java_dev_tether_ffi_Native_constructorHandle`]) called as
+/// [`call_encoded`] calls a Function, and a new object of the type `type_index` tied to
+/// `wrapper` (a `TetherInstance` Java made around the unbound `NativeRef` `native_ref`) with
+/// no upcall (`tie::to_wrapper_preset`). A constructor that returns an argument, an object
+/// with a wrapper, an object of another type or a plain value returns as any call does.
+///
+/// # Safety
+/// As [`call_encoded`]; `ctor` is a constructor handle; `wrapper` and `native_ref` are live
+/// local references of the calling native method.
+#[inline(always)]
+unsafe fn construct_encoded(
+    env: Env,
+    ctor: jlong,
+    type_index: jint,
+    wrapper: jobject,
+    native_ref: jobject,
+    args: &[(jint, jlong, jobject)],
+) -> Result<jobject> {
+    let mut result = Any::none();
+    // SAFETY: this function's contract.
+    if let Some(argument) = unsafe { call_encoded(env, ctor, args, false, &mut result) }? {
+        return Ok(argument);
+    }
+    if result.type_index() == type_index && type_index >= TypeIndex::OBJECT {
+        let obj = result.into_object().expect("an object kind");
+        return tie::to_wrapper_preset(env, obj, wrapper, native_ref);
+    }
+    to_java(env, result)
+}
+
+macro_rules! construct_natives {
+    ($($name:ident($($k:ident $b:ident $r:ident),*);)*) => {$(
+        #[no_mangle]
+        #[allow(clippy::too_many_arguments)]
+        pub extern "system" fn $name(
+            env: *mut JNIEnv,
+            _c: jclass,
+            ctor: jlong,
+            type_index: jint,
+            wrapper: jobject,
+            native_ref: jobject
+            $(, $k: jint, $b: jlong, $r: jobject)*
+        ) -> jobject {
+            // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+            let env = unsafe { Env::from_raw(env) };
+            // SAFETY: Java passes its cached constructor handle, encodes with `Marshal` and
+            // keeps each `ref` reachable; `wrapper` and `native_ref` are this call's arguments.
+            guard_call(env, null(), || unsafe {
+                construct_encoded(env, ctor, type_index, wrapper, native_ref, &[$(($k, $b, $r)),*])
+            })
+        }
+    )*};
+}
+
+construct_natives! {
+    Java_dev_tether_ffi_Native_construct0();
+    Java_dev_tether_ffi_Native_construct1(k0 b0 r0);
+    Java_dev_tether_ffi_Native_construct2(k0 b0 r0, k1 b1 r1);
+    Java_dev_tether_ffi_Native_construct3(k0 b0 r0, k1 b1 r1, k2 b2 r2);
+}
+
 /// `Native.constructInto(wrapper, typeKey, kinds, bits, refs)`: construct like `construct`, and
 /// make `wrapper` (an instance of the class registered for the type, whose constructor is
 /// running) the new object's canonical wrapper. Returns the object's wrapper: `wrapper`, or
