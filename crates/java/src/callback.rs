@@ -20,7 +20,7 @@ use tether_core::function::FunctionObj;
 use tether_core::object::ObjectHeader;
 use tether_core::{Any, AnyView, Error, Function, ObjectArc, ObjectRef, Result};
 
-use crate::convert::{self, KIND_THROWN};
+use crate::convert;
 use crate::jenv::Env;
 use crate::{attach, classes};
 
@@ -134,21 +134,48 @@ unsafe extern "C" fn call_java(handle: *mut ObjectHeader, args: *const AnyView<'
     unsafe { tether_core::function::finish_call(outcome, result) }
 }
 
+/// Where `Callbacks` writes a callback's outcome (`Native.putResult` / `putThrown`): a cell
+/// on the stack of the native frame that calls it, passed to Java as its address. None until
+/// written.
+pub type ResultSlot = Option<Result<Any>>;
+
 fn invoke(env: Env, cb: jobject, args: &[AnyView<'_>]) -> Result<Any> {
-    if !env.push_local_frame(args.len() as i32 + 16) {
-        env.clear_exception();
-        return Err(Error::runtime("out of JNI local references"));
+    let c = classes::get();
+    let mut slot: ResultSlot = None;
+    let address = jvalue { j: &mut slot as *mut ResultSlot as i64 };
+    if args.is_empty() {
+        // No local reference is made here: no frame needed.
+        // SAFETY: `Callbacks.invoke0(Object, long) -> void`, resolved at init; `slot` outlives
+        // the call, and only `putResult`/`putThrown` on this thread write it, during it.
+        unsafe { env.call_static_void(c.callbacks, c.callbacks_invoke0, &[jvalue { l: cb }, address]) };
+    } else {
+        if !env.push_local_frame(args.len() as i32 + 16) {
+            env.clear_exception();
+            return Err(Error::runtime("out of JNI local references"));
+        }
+        let called = arguments_array(env, args).map(|array| {
+            // SAFETY: `Callbacks.invoke(Object, Object[], long) -> void`, resolved at init;
+            // `slot` as above.
+            unsafe {
+                env.call_static_void(c.callbacks, c.callbacks_invoke, &[jvalue { l: cb }, jvalue { l: array }, address])
+            }
+        });
+        env.pop_local_frame(std::ptr::null_mut());
+        called?;
     }
-    let out = invoke_in_frame(env, cb, args);
-    env.pop_local_frame(std::ptr::null_mut());
-    out
+    if let Some(t) = env.take_exception() {
+        // Callbacks catches everything it can; this is an error it could not handle.
+        let error = error_from_throwable(env, t, "RuntimeError", "a Java callback failed");
+        env.delete_local_ref(t);
+        return Err(error);
+    }
+    slot.unwrap_or_else(|| Err(Error::runtime("a Java callback returned no outcome")))
 }
 
-fn invoke_in_frame(env: Env, cb: jobject, args: &[AnyView<'_>]) -> Result<Any> {
-    let c = classes::get();
-    let array = env.new_object_array(args.len() as i32, c.object);
-    let out = env.new_long_array(2);
-    if array.is_null() || out.is_null() {
+/// The callback's arguments as a Java `Object[]` (a local reference of the caller's frame).
+fn arguments_array(env: Env, args: &[AnyView<'_>]) -> Result<jobject> {
+    let array = env.new_object_array(args.len() as i32, classes::get().object);
+    if array.is_null() {
         env.clear_exception();
         return Err(Error::runtime("cannot allocate callback arguments"));
     }
@@ -157,23 +184,29 @@ fn invoke_in_frame(env: Env, cb: jobject, args: &[AnyView<'_>]) -> Result<Any> {
         env.object_array_set(array, i as i32, j);
         env.delete_local_ref(j);
     }
-    let call_args = [jvalue { l: cb }, jvalue { l: array }, jvalue { l: out }];
-    // SAFETY: `Callbacks.invoke(Object, Object[], long[]) -> Object`, resolved at init.
-    let r = unsafe { env.call_static_object(c.callbacks, c.callbacks_invoke, &call_args) };
-    if let Some(t) = env.take_exception() {
-        // Callbacks.invoke catches everything it can; this is an error it could not handle.
-        return Err(error_from_throwable(env, t, "RuntimeError", "a Java callback failed"));
-    }
-    let mut result = [0i64; 2];
-    env.long_array_region(out, &mut result);
-    if result[0] as i32 == KIND_THROWN {
-        let t = env.object_array_get(r, 0);
-        let kind = env.get_string(env.object_array_get(r, 1));
-        let message = env.get_string(env.object_array_get(r, 2));
-        return Err(error_from_throwable(env, t, &kind, &message));
-    }
+    Ok(array)
+}
+
+/// `Native.putResult`: write a callback's result, encoded by `Marshal` (`kind`, `bits`, `r`),
+/// into `slot` as an owned value (or the error decoding it raised).
+///
+/// # Safety
+/// `slot` is the [`ResultSlot`] of a callback running on this thread ([`invoke`]); Java keeps
+/// `r` reachable for this call and encoded the value as an argument.
+pub unsafe fn put_result(env: Env, slot: *mut ResultSlot, kind: i32, bits: i64, r: jobject) {
     let mut hold = Any::none();
-    // SAFETY: Java encoded the result with the argument encoding; `r` keeps an object alive.
-    let view = unsafe { convert::decode(env, result[0] as i32, result[1], r, &mut hold) }?;
-    Ok(view.to_owned_any())
+    // SAFETY: Java encoded the result as an argument and keeps `r` reachable (the caller's).
+    let outcome = unsafe { convert::decode(env, kind, bits, r, &mut hold) }.map(|view| view.to_owned_any());
+    // SAFETY: the slot of the running callback (this function's contract).
+    unsafe { *slot = Some(outcome) };
+}
+
+/// `Native.putThrown`: the callback threw `t`; write the Error carrying it into `slot`.
+///
+/// # Safety
+/// As [`put_result`].
+pub unsafe fn put_thrown(env: Env, slot: *mut ResultSlot, t: jobject, kind: jobject, message: jobject) {
+    let error = error_from_throwable(env, t, &env.get_string(kind), &env.get_string(message));
+    // SAFETY: the slot of the running callback (this function's contract).
+    unsafe { *slot = Some(Err(error)) };
 }

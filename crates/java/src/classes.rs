@@ -21,6 +21,8 @@ pub struct Classes {
     pub wrappers_create: jmethodID,
     pub wrappers_adopt: jmethodID,
     pub callbacks: jclass,
+    /// `Callbacks.invoke0(Object, long)` and `Callbacks.invoke(Object, Object[], long)`.
+    pub callbacks_invoke0: jmethodID,
     pub callbacks_invoke: jmethodID,
     pub errors: jclass,
     pub errors_create: jmethodID,
@@ -127,12 +129,8 @@ pub fn init(env: Env) -> Result<(), String> {
         wrappers_create: static_method(env, wrappers, c"create", c"(JJI)Ljava/lang/Object;")?,
         wrappers_adopt: static_method(env, wrappers, c"adopt", c"(Ljava/lang/Object;JJI)Ljava/lang/Object;")?,
         callbacks,
-        callbacks_invoke: static_method(
-            env,
-            callbacks,
-            c"invoke",
-            c"(Ljava/lang/Object;[Ljava/lang/Object;[J)Ljava/lang/Object;",
-        )?,
+        callbacks_invoke0: static_method(env, callbacks, c"invoke0", c"(Ljava/lang/Object;J)V")?,
+        callbacks_invoke: static_method(env, callbacks, c"invoke", c"(Ljava/lang/Object;[Ljava/lang/Object;J)V")?,
         errors,
         errors_create: static_method(
             env,

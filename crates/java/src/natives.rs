@@ -493,6 +493,57 @@ pub extern "system" fn Java_dev_tether_ffi_Native_callbackFunction(
     guard(env, 0, || callback::function_for(env, callable, id_hash).map(|p| p as jlong))
 }
 
+/// `Native.putResult(slot, kind, bits, ref)`: a callback's result for the native frame that
+/// called it (`callback::put_result`). Writes errors into the slot; never throws.
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_putResult(
+    env: *mut JNIEnv,
+    _c: jclass,
+    slot: jlong,
+    kind: jint,
+    bits: jlong,
+    r: jobject,
+) {
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
+    let slot = slot as *mut callback::ResultSlot;
+    // SAFETY: only `Callbacks` calls this, with the slot address the running callback on this
+    // thread handed it, and keeps `r` reachable.
+    let put = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
+        callback::put_result(env, slot, kind, bits, r)
+    }));
+    if let Err(panic) = put {
+        // SAFETY: the running callback's slot on this thread, which `Callbacks` passed (a
+        // panic in `put_result` left it a valid `ResultSlot`: it writes it only at the end).
+        unsafe { *slot = Some(Err(tether_core::error::panic_error(panic))) };
+    }
+}
+
+/// `Native.putThrown(slot, t, kind, message)`: as `putResult`, for a callback that threw `t`.
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_putThrown(
+    env: *mut JNIEnv,
+    _c: jclass,
+    slot: jlong,
+    t: jobject,
+    kind: jstring,
+    message: jstring,
+) {
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
+    let slot = slot as *mut callback::ResultSlot;
+    // SAFETY: only `Callbacks` calls this, with the slot address the running callback on this
+    // thread handed it; `t`, `kind` and `message` are this call's live local references.
+    let put = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
+        callback::put_thrown(env, slot, t, kind, message)
+    }));
+    if let Err(panic) = put {
+        // SAFETY: the running callback's slot on this thread (`put_thrown` writes it only at
+        // the end, so a panic left it a valid `ResultSlot`).
+        unsafe { *slot = Some(Err(tether_core::error::panic_error(panic))) };
+    }
+}
+
 /// `Native.hostValue(value, typeName)`: an owned handle to a new host value holding `value`.
 #[no_mangle]
 pub extern "system" fn Java_dev_tether_ffi_Native_hostValue(

@@ -148,7 +148,10 @@ unsafe impl TieHost for JavaHost {
 /// Return `obj` (an owned +1) to Java as its canonical wrapper (a local reference).
 pub fn to_wrapper(env: Env, obj: ObjectRef) -> Result<jobject> {
     FRONTEND
-        .return_object(&JavaHost { raw_env: env.as_raw(), adopt: std::ptr::null_mut(), preset: std::ptr::null_mut() }, obj)
+        .return_object(
+            &JavaHost { raw_env: env.as_raw(), adopt: std::ptr::null_mut(), preset: std::ptr::null_mut() },
+            obj,
+        )
         .map(|returned| returned.into_handle())
 }
 

@@ -28,7 +28,6 @@ final class Marshal {
     static final int OBJECT = (int) Native.constant("KIND_OBJECT");
     /** {@code bits} is an owned native reference the callee takes over. */
     static final int OWNED = (int) Native.constant("KIND_OWNED");
-    static final int THROWN = (int) Native.constant("KIND_THROWN");
     /** Not a {@link #fastKind} value: encode through {@link #encode} instead. */
     static final int SLOW = -2;
 

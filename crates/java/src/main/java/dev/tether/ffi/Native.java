@@ -109,6 +109,16 @@ final class Native {
 
     static native long callbackFunction(Object callable, int identityHash);
 
+    /**
+     * A callback's result, encoded by {@code Marshal}, for the native frame that called it:
+     * written into its result slot {@code slot} (only from {@code Callbacks}, with the slot of
+     * the call running on this thread). Never throws: a failure is written into the slot.
+     */
+    static native void putResult(long slot, int kind, long bits, Object ref);
+
+    /** As {@link #putResult}, for a callback that threw {@code t}. */
+    static native void putThrown(long slot, Throwable t, String kind, String message);
+
     /** An owned handle to a new native host value holding {@code value} (its class named {@code typeName}). */
     static native long hostValue(Object value, String typeName);
 
