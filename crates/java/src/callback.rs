@@ -8,6 +8,23 @@
 //!
 //! The registry holds no reference: a Function's `drop_data` removes its entry before its
 //! memory can be freed, and lookups only take a reference with a CAS that fails on zero.
+//!
+//! A callable passed straight to a call (`f.call(cb)`, `Marshal`'s `KIND_CALLABLE`) is *lent*
+//! a Function instead ([`lend`], [`reclaim`]): its registered Function if it has one, or the
+//! one lent to a call of this thread still running with it, else this thread's spare shell
+//! aimed at it (a global reference for the call). After the call a shell nothing else holds
+//! is the thread's spare again, its reference deleted; one something kept (it escaped) is
+//! registered then, as a Function made by [`function_for`] would have been, and keeps its
+//! global reference. So a call that does not keep its callable makes no Function, takes no
+//! lock and registers nothing. Each thread keeps at most one spare shell, made on its first
+//! lend and freed only when the thread exits, so `live_objects()` does not move with calls
+//! once a thread has lent (a lent shell that escaped is replaced at once, the escaped one
+//! counting as the Function it now is). Not made at load: a process that never passes a
+//! callable from a thread has no shell for it (a host's baseline taken before the JVM
+//! started, as in tests/two_frontends, stays exact).
+//! Limit: a callable passed on another thread while this thread's call keeps its lent shell
+//! gets a Function of its own there (the registry learns of the shell only when the call
+//! ends); both come back to Java as the callable.
 
 use std::ffi::c_void;
 
@@ -28,6 +45,7 @@ use crate::{attach, classes};
 pub const JVM_OWNER: u64 = 0x4a56_4d00; // "JVM\0"
 
 struct CallbackData {
+    /// A global reference to the callable; null in a spare shell.
     global: jobject,
     id_hash: i32,
 }
@@ -72,6 +90,197 @@ pub fn function_for(env: Env, cb: jobject, id_hash: i32) -> Result<*mut ObjectHe
     Ok(ObjectRef::from(f.0).into_raw())
 }
 
+/// A new shell for lending: a Function of ours whose data names no callable yet.
+fn new_shell() -> Result<Function> {
+    let data = Box::into_raw(Box::new(CallbackData { global: std::ptr::null_mut(), id_hash: 0 })) as *mut c_void;
+    // SAFETY: `call_java` reads exactly this data (a shell is called only while lent, aimed at
+    // a callable); `drop_callback` frees it and skips the registry for a null reference.
+    let made = unsafe { Function::try_from_raw_parts(call_java, data, Some(drop_callback), CALLBACK_NAME, -1, 0) };
+    if made.is_err() {
+        // SAFETY: no Function took the box; it is still ours.
+        drop(unsafe { Box::from_raw(data as *mut CallbackData) });
+    }
+    made
+}
+
+/// This thread's lending state (see the module comment).
+struct Lending {
+    /// The spare shell: unique, its data's reference null.
+    spare: Option<Function>,
+    /// Shells lent to calls of this thread that still run (no reference held: each call's
+    /// [`Lent`] holds one).
+    in_flight: Vec<*mut ObjectHeader>,
+}
+
+thread_local! {
+    /// Dropped when the thread exits: the spare goes then (its drop hook touches no JVM).
+    static LENDING: std::cell::RefCell<Lending> =
+        const { std::cell::RefCell::new(Lending { spare: None, in_flight: Vec::new() }) };
+}
+
+/// The data of a Function of ours.
+///
+/// # Safety
+/// `f` is live and its `safe_call` is [`call_java`].
+unsafe fn data_of<'a>(f: *mut ObjectHeader) -> &'a CallbackData {
+    // SAFETY: a live Function of ours (this function's contract) carries a `CallbackData`.
+    unsafe { &*((*(f as *const ObjectBox<FunctionObj>)).value.data as *const CallbackData) }
+}
+
+/// A Function lent to one call for a callable argument: hand it back with [`reclaim`].
+pub enum Lent {
+    /// A Function that was already the callable's (registered, or lent to a running call of
+    /// this thread): a reference, nothing else.
+    Held(Function),
+    /// This thread's shell, aimed at the callable for the call.
+    Shell(Function),
+}
+
+impl Lent {
+    pub fn as_object_ptr(&self) -> *mut ObjectHeader {
+        match self {
+            Lent::Held(f) | Lent::Shell(f) => f.as_object_ptr(),
+        }
+    }
+}
+
+/// The Function Java callable `cb` (a live local reference; `id_hash` its identity hash) is
+/// passed to a call as: see the module comment.
+pub fn lend(env: Env, cb: jobject, id_hash: i32) -> Result<Lent> {
+    let key = id_hash as u32 as usize;
+    if let Some(f) = CALLABLES.live(key, |global| env.is_same_object(global as jobject, cb)) {
+        return Ok(Lent::Held(f));
+    }
+    let lending = LENDING.try_with(|l| {
+        let mut l = l.borrow_mut();
+        let running = l.in_flight.iter().rev().copied().find(|&f| {
+            // SAFETY: an in-flight shell is alive (its call's `Lent` holds it) and ours.
+            let data = unsafe { data_of(f) };
+            data.id_hash == id_hash && env.is_same_object(data.global, cb)
+        });
+        match running {
+            // SAFETY: alive (see above); the reference taken here is the one `from_raw` adopts.
+            Some(f) => Ok(Lent::Held(Function(unsafe {
+                tether_core::object::inc_ref(f);
+                ObjectArc::from_raw(f)
+            }))),
+            None => Err(l.spare.take()),
+        }
+    });
+    let spare = match lending {
+        Ok(Ok(held)) => return Ok(held),
+        Ok(Err(spare)) => spare,
+        // The thread is exiting (its thread-locals are gone): a registered Function.
+        Err(_) => return function_for(env, cb, id_hash).map(|f| Lent::Held(Function(owned_function(f)))),
+    };
+    let mut shell = match spare {
+        Some(shell) => shell,
+        None => new_shell()?,
+    };
+    let global = env.new_global_ref(cb);
+    if global.is_null() {
+        env.clear_exception();
+        give_back(shell);
+        return Err(Error::runtime("out of JNI global references"));
+    }
+    let Some(body) = ObjectArc::get_mut(&mut shell.0) else { unreachable!("a spare shell is unique") };
+    // SAFETY: a shell's data is its `CallbackData`, and the shell is unique: nothing reads it.
+    let data = unsafe { &mut *(body.data as *mut CallbackData) };
+    data.global = global;
+    data.id_hash = id_hash;
+    let ptr = shell.as_object_ptr();
+    if LENDING.try_with(|l| l.borrow_mut().in_flight.push(ptr)).is_err() {
+        unreachable!("LENDING was reachable a moment ago on this thread");
+    }
+    Ok(Lent::Shell(shell))
+}
+
+/// An owned Function handle from [`function_for`] as an `ObjectArc`.
+fn owned_function(f: *mut ObjectHeader) -> ObjectArc<FunctionObj> {
+    // SAFETY: `function_for` returns an owned reference to a Function.
+    unsafe { ObjectRef::from_raw(f) }.try_cast().unwrap_or_else(|_| unreachable!("function_for made a Function"))
+}
+
+/// `shell` (unique, its reference null) back as this thread's spare, or dropped if there is one.
+fn give_back(shell: Function) {
+    let surplus = LENDING.try_with(|l| {
+        let mut l = l.borrow_mut();
+        match l.spare {
+            None => {
+                l.spare = Some(shell);
+                None
+            }
+            Some(_) => Some(shell),
+        }
+    });
+    // Dropped outside the borrow (a shell's drop hook does not come back here, but its
+    // memory goes through the allocator).
+    drop(surplus);
+}
+
+/// The call `lent` was lent to is over (see the module comment).
+pub fn reclaim(env: Env, lent: Lent) {
+    let mut shell = match lent {
+        Lent::Held(f) => return drop(f),
+        Lent::Shell(shell) => shell,
+    };
+    let ptr = shell.as_object_ptr();
+    let _ = LENDING.try_with(|l| {
+        let in_flight = &mut l.borrow_mut().in_flight;
+        // Calls end in the reverse order of their start: nearly always the last.
+        if let Some(i) = in_flight.iter().rposition(|&f| f == ptr) {
+            in_flight.remove(i);
+        }
+    });
+    match ObjectArc::get_mut(&mut shell.0) {
+        Some(body) => {
+            // SAFETY: a shell's data is its `CallbackData`; unique, so nothing else reads it.
+            let data = unsafe { &mut *(body.data as *mut CallbackData) };
+            env.delete_global_ref(data.global);
+            data.global = std::ptr::null_mut();
+            give_back(shell);
+        }
+        None => {
+            // Escaped: it is the callable's Function from now on, as if `function_for` had
+            // made it (its data keeps the global reference; its drop hook forgets it).
+            // SAFETY: a live shell of ours (`shell` holds it).
+            let data = unsafe { data_of(ptr) };
+            CALLABLES.register(data.id_hash as u32 as usize, data.global as usize, &shell);
+            drop(shell);
+            // A new spare now, so the objects alive at rest stay the same (a failed allocation
+            // leaves the thread without one until its next lend makes it).
+            if LENDING.try_with(|l| l.borrow().spare.is_none()).unwrap_or(false) {
+                if let Ok(spare) = new_shell() {
+                    give_back(spare);
+                }
+            }
+        }
+    }
+}
+
+/// Callables lent to the arguments of one call ([`lend`]), reclaimed when this is dropped:
+/// after the call and the conversion of its result, or while a panic unwinds.
+pub struct LentArgs<'e> {
+    env: Env<'e>,
+    pub items: [Option<Lent>; 3],
+}
+
+impl<'e> LentArgs<'e> {
+    pub fn new(env: Env<'e>) -> Self {
+        LentArgs { env, items: [None, None, None] }
+    }
+}
+
+impl Drop for LentArgs<'_> {
+    fn drop(&mut self) {
+        for lent in self.items.iter_mut().rev() {
+            if let Some(lent) = lent.take() {
+                reclaim(self.env, lent);
+            }
+        }
+    }
+}
+
 /// The Java callable behind `obj` if it is one of ours (a global reference, borrowed).
 pub fn original_callable(obj: &ObjectRef) -> Option<jobject> {
     let func = obj.downcast_ref::<FunctionObj>()?;
@@ -83,8 +292,11 @@ pub fn original_callable(obj: &ObjectRef) -> Option<jobject> {
 }
 
 unsafe extern "C" fn drop_callback(data: *mut c_void) {
-    // SAFETY: the box leaked in `function_for`, dropped once.
+    // SAFETY: the box leaked in `function_for` or `new_shell`, dropped once.
     let data = unsafe { Box::from_raw(data as *mut CallbackData) };
+    if data.global.is_null() {
+        return; // a shell that names no callable: not registered, nothing to release
+    }
     CALLABLES.forget(data.id_hash as u32 as usize, data.global as usize);
     let global = data.global;
     // A failure here means no JVM any more: nothing left to release.

@@ -171,6 +171,9 @@ unsafe fn invoke(func: jlong, f: &FunctionObj, args: &[AnyView<'_>], result: &mu
 /// `Frontend::result_argument`) gets it lent, when the function adopts lent arguments: no atomic
 /// increment in the callee.
 ///
+/// A callable argument (`KIND_CALLABLE`) is lent a Function held in `lent`, which the caller
+/// drops (reclaiming it) once it is done with the result.
+///
 /// Returns the wrapper of the argument the result is, if it is one of the object arguments
 /// (`echo(p)`): a local reference of the calling native method, returned to Java as is. With
 /// `keep_spare`, the result's extra reference then becomes this thread's spare (`result` is
@@ -179,12 +182,13 @@ unsafe fn invoke(func: jlong, f: &FunctionObj, args: &[AnyView<'_>], result: &mu
 /// # Safety
 /// Java encoded the arguments with `Marshal`, keeps each `ref` and the function reachable.
 #[inline(always)]
-unsafe fn call_encoded(
-    env: Env,
+unsafe fn call_encoded<'e>(
+    env: Env<'e>,
     func: jlong,
     args: &[(jint, jlong, jobject)],
     keep_spare: bool,
     result: &mut Any,
+    lent: &mut callback::LentArgs<'e>,
 ) -> Result<Option<jobject>> {
     let mut hold: [Any; 3] = Default::default();
     let mut views = [AnyView::none(); 3];
@@ -197,6 +201,17 @@ unsafe fn call_encoded(
             // the object behind the handle, alive for the call (this function's contract).
             convert::KIND_OBJECT => *view = unsafe { AnyView::from_object_ptr(b as *mut ObjectHeader) },
             convert::KIND_INT => *view = AnyView::int(b),
+            convert::KIND_CALLABLE => match callback::lend(env, r, b as i32) {
+                Ok(f) => {
+                    // SAFETY: `lent` holds the Function until the caller is done with the call
+                    // and its result.
+                    *view = unsafe { AnyView::from_object_ptr(f.as_object_ptr()) };
+                    lent.items[i] = Some(f);
+                }
+                Err(e) => {
+                    first_error.get_or_insert((i, e));
+                }
+            },
             // SAFETY: Java encoded `(k, b, r)` with `Marshal` and keeps `r` reachable (this function's contract).
             _ => match unsafe { decode(env, k, b, r, h) } {
                 Ok(v) => *view = v,
@@ -266,10 +281,12 @@ unsafe fn call_encoded(
 /// As [`call_encoded`].
 #[inline(always)]
 unsafe fn call_encoded_object(env: Env, func: jlong, args: &[(jint, jlong, jobject)]) -> Result<jobject> {
+    let mut lent = callback::LentArgs::new(env);
     let mut result = Any::none();
     // SAFETY: the caller's guarantee: Marshal-encoded arguments, reachable refs and Function.
-    match unsafe { call_encoded(env, func, args, true, &mut result) }? {
+    match unsafe { call_encoded(env, func, args, true, &mut result, &mut lent) }? {
         Some(r) => Ok(r),
+        // Converted before `lent` goes: a lent Function coming back is no escape.
         None => to_java(env, result),
     }
 }
@@ -292,11 +309,12 @@ thread_local! {
 /// As [`call_encoded`].
 #[inline(always)]
 unsafe fn call_encoded_long(env: Env, func: jlong, args: &[(jint, jlong, jobject)]) -> Result<jlong> {
+    let mut lent = callback::LentArgs::new(env);
     let mut result = Any::none();
     // SAFETY: Marshal-encoded arguments whose refs and Function Java keeps reachable (this
     // function's contract). An argument coming back is parked as the object itself (not the
     // local reference, which dies with this frame); the take ties it to the same wrapper.
-    unsafe { call_encoded(env, func, args, false, &mut result) }?;
+    unsafe { call_encoded(env, func, args, false, &mut result, &mut lent) }?;
     if let Some(i) = result.view().as_int() {
         if i != PENDING_RESULT {
             return Ok(i);
@@ -1004,9 +1022,10 @@ unsafe fn construct_encoded(
     native_ref: jobject,
     args: &[(jint, jlong, jobject)],
 ) -> Result<jobject> {
+    let mut lent = callback::LentArgs::new(env);
     let mut result = Any::none();
-    // SAFETY: this function's contract.
-    if let Some(argument) = unsafe { call_encoded(env, ctor, args, false, &mut result) }? {
+    // SAFETY: this function's contract (Java passes no callable here: `Marshal.fastKind`).
+    if let Some(argument) = unsafe { call_encoded(env, ctor, args, false, &mut result, &mut lent) }? {
         return Ok(argument);
     }
     if result.type_index() == type_index && type_index >= TypeIndex::OBJECT {

@@ -28,6 +28,12 @@ final class Marshal {
     static final int OBJECT = (int) Native.constant("KIND_OBJECT");
     /** {@code bits} is an owned native reference the callee takes over. */
     static final int OWNED = (int) Native.constant("KIND_OWNED");
+    /**
+     * A callable ({@link TetherCallback} or {@code java.util.function.Function}) passed straight
+     * to a call ({@link #callKind}): {@code ref} is the callable, {@code bits} its identity
+     * hash; the call lends it a native Function for its duration (crates/java/src/callback.rs).
+     */
+    static final int CALLABLE = (int) Native.constant("KIND_CALLABLE");
     /** Not a {@link #fastKind} value: encode through {@link #encode} instead. */
     static final int SLOW = -2;
 
@@ -52,8 +58,17 @@ final class Marshal {
         return SLOW;
     }
 
-    /** The bits of a value of {@link #fastKind} {@code kind} (throws if a wrapper is closed). */
+    /** {@link #fastKind}, or {@link #CALLABLE} for a callable: what the call natives take. */
+    static int callKind(Object v) {
+        int kind = fastKind(v);
+        return kind == SLOW && (v instanceof TetherCallback || v instanceof Function) ? CALLABLE : kind;
+    }
+
+    /** The bits of a value of {@link #callKind} {@code kind} (throws if a wrapper is closed). */
     static long fastBits(Object v, int kind) {
+        if (kind == CALLABLE) {
+            return System.identityHashCode(v);
+        }
         if (kind == INT) {
             return v.getClass() == Long.class ? (Long) v : (Integer) v;
         }
@@ -72,7 +87,7 @@ final class Marshal {
     /** The ref of a value of {@link #fastKind} {@code kind}: the wrapper, or null (a boxed
      * primitive never reaches native code, so the JIT may drop the box). */
     static Object fastRef(Object v, int kind) {
-        return kind == OBJECT ? v : null;
+        return kind == OBJECT || kind == CALLABLE ? v : null;
     }
 
     static final class Encoded {

@@ -69,7 +69,7 @@ public final class TetherFunction implements TetherObject, Tied {
             if (intResults && isInt(a)) {
                 return fromLong(Native.ints1(fn, intOf(a)));
             }
-            int ka = Marshal.fastKind(a);
+            int ka = Marshal.callKind(a);
             if (ka != Marshal.SLOW) {
                 long ba = Marshal.fastBits(a, ka);
                 Object ra = Marshal.fastRef(a, ka);
@@ -89,8 +89,8 @@ public final class TetherFunction implements TetherObject, Tied {
             if (intResults && isInt(a) && isInt(b)) {
                 return fromLong(Native.ints2(fn, intOf(a), intOf(b)));
             }
-            int ka = Marshal.fastKind(a);
-            int kb = Marshal.fastKind(b);
+            int ka = Marshal.callKind(a);
+            int kb = Marshal.callKind(b);
             if (ka != Marshal.SLOW && kb != Marshal.SLOW) {
                 long ba = Marshal.fastBits(a, ka);
                 long bb = Marshal.fastBits(b, kb);
@@ -115,9 +115,9 @@ public final class TetherFunction implements TetherObject, Tied {
             if (intResults && isInt(a) && isInt(b) && isInt(c)) {
                 return fromLong(Native.ints3(fn, intOf(a), intOf(b), intOf(c)));
             }
-            int ka = Marshal.fastKind(a);
-            int kb = Marshal.fastKind(b);
-            int kc = Marshal.fastKind(c);
+            int ka = Marshal.callKind(a);
+            int kb = Marshal.callKind(b);
+            int kc = Marshal.callKind(c);
             if (ka != Marshal.SLOW && kb != Marshal.SLOW && kc != Marshal.SLOW) {
                 long ba = Marshal.fastBits(a, ka);
                 long bb = Marshal.fastBits(b, kb);
