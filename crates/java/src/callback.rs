@@ -12,10 +12,11 @@
 //! A callable passed straight to a call (`f.call(cb)`, `Marshal`'s `KIND_CALLABLE`) is *lent*
 //! a Function instead ([`lend`], [`reclaim`]): its registered Function if it has one, or the
 //! one lent to a call of this thread still running with it, else this thread's spare shell
-//! aimed at it (a global reference for the call). After the call a shell nothing else holds
-//! is the thread's spare again, its reference deleted; one something kept (it escaped) is
-//! registered then, as a Function made by [`function_for`] would have been, and keeps its
-//! global reference. So a call that does not keep its callable makes no Function, takes no
+//! aimed at it through a weak global reference the shell keeps (the same callable lent again
+//! needs no new reference: one `IsSameObject`; the caller's frame keeps the callable alive
+//! for the call). After the call a shell nothing else holds is the thread's spare again; one
+//! something kept (it escaped) takes a global reference to the callable and is registered
+//! then, as a Function made by [`function_for`] would have been. So a call that does not keep its callable makes no Function, takes no
 //! lock and registers nothing. Each thread keeps at most one spare shell, made on its first
 //! lend and freed only when the thread exits, so `live_objects()` does not move with calls
 //! once a thread has lent (a lent shell that escaped is replaced at once, the escaped one
@@ -27,6 +28,8 @@
 //! ends); both come back to Java as the callable.
 
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use jni_sys::{jobject, jvalue};
 use tether_core::arc::ObjectBox;
@@ -45,9 +48,44 @@ use crate::{attach, classes};
 pub const JVM_OWNER: u64 = 0x4a56_4d00; // "JVM\0"
 
 struct CallbackData {
-    /// A global reference to the callable; null in a spare shell.
-    global: jobject,
+    /// What `call_java` and `original_callable` use: a global reference to the callable (a
+    /// Function made by `function_for`, or a lent shell that escaped), or while a shell is
+    /// lent its `weak` reference; null in a spare shell. Non-null exactly when the Function is
+    /// registered or lent. Atomic: an escaped shell's goes from `weak` to a global reference
+    /// while other threads may read it (both resolve to the callable then, which the caller's
+    /// frame keeps alive until the global one does).
+    global: AtomicPtr<jni_sys::_jobject>,
+    /// A shell's weak reference to the last callable lent through it, kept across lends and
+    /// deleted with the shell (or, at thread exit, handed to [`ORPHANS`]); null otherwise.
+    weak: jobject,
     id_hash: i32,
+}
+
+impl CallbackData {
+    fn global(&self) -> jobject {
+        self.global.load(Ordering::Acquire)
+    }
+}
+
+/// Weak references of spare shells whose threads exited (a thread-local destructor has no
+/// JNI env to delete them with): deleted by the next lend that makes a weak reference.
+static ORPHANS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+static ORPHANED: AtomicUsize = AtomicUsize::new(0);
+
+fn orphan(weak: jobject) {
+    ORPHANS.lock().unwrap_or_else(|e| e.into_inner()).push(weak as usize);
+    ORPHANED.fetch_add(1, Ordering::Release);
+}
+
+fn delete_orphans(env: Env) {
+    if ORPHANED.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    let orphans = std::mem::take(&mut *ORPHANS.lock().unwrap_or_else(|e| e.into_inner()));
+    ORPHANED.fetch_sub(orphans.len(), Ordering::Release);
+    for weak in orphans {
+        env.delete_weak_global_ref(weak as jobject);
+    }
 }
 
 /// Every callable passed to native code, with its Function (keyed by its identity hash; the
@@ -68,7 +106,11 @@ pub fn function_for(env: Env, cb: jobject, id_hash: i32) -> Result<*mut ObjectHe
                 env.clear_exception();
                 return Err(Error::runtime("out of JNI global references"));
             }
-            let data = Box::into_raw(Box::new(CallbackData { global, id_hash })) as *mut c_void;
+            let data = Box::into_raw(Box::new(CallbackData {
+                global: AtomicPtr::new(global),
+                weak: std::ptr::null_mut(),
+                id_hash,
+            })) as *mut c_void;
             // SAFETY: `call_java` reads exactly this data; `drop_callback` frees it, on any
             // thread. The native name is never shown (the Function comes back to Java as `cb`
             // itself), so it is a short inline string: no allocation per callable passed.
@@ -92,7 +134,11 @@ pub fn function_for(env: Env, cb: jobject, id_hash: i32) -> Result<*mut ObjectHe
 
 /// A new shell for lending: a Function of ours whose data names no callable yet.
 fn new_shell() -> Result<Function> {
-    let data = Box::into_raw(Box::new(CallbackData { global: std::ptr::null_mut(), id_hash: 0 })) as *mut c_void;
+    let data = Box::into_raw(Box::new(CallbackData {
+        global: AtomicPtr::new(std::ptr::null_mut()),
+        weak: std::ptr::null_mut(),
+        id_hash: 0,
+    })) as *mut c_void;
     // SAFETY: `call_java` reads exactly this data (a shell is called only while lent, aimed at
     // a callable); `drop_callback` frees it and skips the registry for a null reference.
     let made = unsafe { Function::try_from_raw_parts(call_java, data, Some(drop_callback), CALLBACK_NAME, -1, 0) };
@@ -110,6 +156,21 @@ struct Lending {
     /// Shells lent to calls of this thread that still run (no reference held: each call's
     /// [`Lent`] holds one).
     in_flight: Vec<*mut ObjectHeader>,
+}
+
+impl Drop for Lending {
+    fn drop(&mut self) {
+        // The thread exits: no env to delete the spare's weak reference with here.
+        if let Some(mut spare) = self.spare.take() {
+            if let Some(body) = ObjectArc::get_mut(&mut spare.0) {
+                // SAFETY: a shell's data is its `CallbackData`; the spare is unique.
+                let data = unsafe { &mut *(body.data as *mut CallbackData) };
+                if !data.weak.is_null() {
+                    orphan(std::mem::replace(&mut data.weak, std::ptr::null_mut()));
+                }
+            }
+        }
+    }
 }
 
 thread_local! {
@@ -156,7 +217,7 @@ pub fn lend(env: Env, cb: jobject, id_hash: i32) -> Result<Lent> {
         let running = l.in_flight.iter().rev().copied().find(|&f| {
             // SAFETY: an in-flight shell is alive (its call's `Lent` holds it) and ours.
             let data = unsafe { data_of(f) };
-            data.id_hash == id_hash && env.is_same_object(data.global, cb)
+            data.id_hash == id_hash && env.is_same_object(data.global(), cb)
         });
         match running {
             // SAFETY: alive (see above); the reference taken here is the one `from_raw` adopts.
@@ -177,16 +238,25 @@ pub fn lend(env: Env, cb: jobject, id_hash: i32) -> Result<Lent> {
         Some(shell) => shell,
         None => new_shell()?,
     };
-    let global = env.new_global_ref(cb);
-    if global.is_null() {
-        env.clear_exception();
-        give_back(shell);
-        return Err(Error::runtime("out of JNI global references"));
-    }
     let Some(body) = ObjectArc::get_mut(&mut shell.0) else { unreachable!("a spare shell is unique") };
     // SAFETY: a shell's data is its `CallbackData`, and the shell is unique: nothing reads it.
     let data = unsafe { &mut *(body.data as *mut CallbackData) };
-    data.global = global;
+    // The weak reference of the last callable lent through this shell, if that is `cb` (a
+    // cleared one never is).
+    if data.weak.is_null() || !env.is_same_object(data.weak, cb) {
+        delete_orphans(env);
+        let weak = env.new_weak_global_ref(cb);
+        if weak.is_null() {
+            env.clear_exception();
+            give_back(shell);
+            return Err(Error::runtime("out of JNI weak global references"));
+        }
+        if !data.weak.is_null() {
+            env.delete_weak_global_ref(data.weak);
+        }
+        data.weak = weak;
+    }
+    *data.global.get_mut() = data.weak;
     data.id_hash = id_hash;
     let ptr = shell.as_object_ptr();
     if LENDING.try_with(|l| l.borrow_mut().in_flight.push(ptr)).is_err() {
@@ -236,16 +306,25 @@ pub fn reclaim(env: Env, lent: Lent) {
         Some(body) => {
             // SAFETY: a shell's data is its `CallbackData`; unique, so nothing else reads it.
             let data = unsafe { &mut *(body.data as *mut CallbackData) };
-            env.delete_global_ref(data.global);
-            data.global = std::ptr::null_mut();
+            *data.global.get_mut() = std::ptr::null_mut(); // the weak reference stays, for the next lend
             give_back(shell);
         }
         None => {
             // Escaped: it is the callable's Function from now on, as if `function_for` had
-            // made it (its data keeps the global reference; its drop hook forgets it).
+            // made it: a global reference (the weak one still resolves: the caller's frame
+            // holds the callable) replaces the weak one for readers, and it is registered
+            // under it; its drop hook forgets it and deletes both references.
             // SAFETY: a live shell of ours (`shell` holds it).
             let data = unsafe { data_of(ptr) };
-            CALLABLES.register(data.id_hash as u32 as usize, data.global as usize, &shell);
+            let global = env.new_global_ref(data.weak);
+            if global.is_null() {
+                // No global reference to be had (the JVM is out of memory): it keeps working
+                // while the callable lives.
+                env.clear_exception();
+            } else {
+                data.global.store(global, Ordering::Release);
+            }
+            CALLABLES.register(data.id_hash as u32 as usize, data.global() as usize, &shell);
             drop(shell);
             // A new spare now, so the objects alive at rest stay the same (a failed allocation
             // leaves the thread without one until its next lend makes it).
@@ -288,19 +367,30 @@ pub fn original_callable(obj: &ObjectRef) -> Option<jobject> {
         return None;
     }
     // SAFETY: functions with our trampoline carry a `CallbackData`.
-    Some(unsafe { (*(func.data as *const CallbackData)).global })
+    let global = unsafe { (*(func.data as *const CallbackData)).global() };
+    (!global.is_null()).then_some(global)
 }
 
 unsafe extern "C" fn drop_callback(data: *mut c_void) {
     // SAFETY: the box leaked in `function_for` or `new_shell`, dropped once.
     let data = unsafe { Box::from_raw(data as *mut CallbackData) };
-    if data.global.is_null() {
-        return; // a shell that names no callable: not registered, nothing to release
+    let (global, weak) = (data.global(), data.weak);
+    if !global.is_null() {
+        // Registered (a Function of `function_for`, or a shell that escaped).
+        CALLABLES.forget(data.id_hash as u32 as usize, global as usize);
     }
-    CALLABLES.forget(data.id_hash as u32 as usize, data.global as usize);
-    let global = data.global;
+    if global.is_null() && weak.is_null() {
+        return; // a shell that names no callable: nothing to release
+    }
     // A failure here means no JVM any more: nothing left to release.
-    let _ = attach::with_env(|env| env.delete_global_ref(global));
+    let _ = attach::with_env(|env| {
+        if !global.is_null() && global != weak {
+            env.delete_global_ref(global);
+        }
+        if !weak.is_null() {
+            env.delete_weak_global_ref(weak);
+        }
+    });
 }
 
 unsafe extern "C" fn release_global(ptr: *mut c_void) {
@@ -338,7 +428,7 @@ unsafe extern "C" fn call_java(handle: *mut ObjectHeader, args: *const AnyView<'
             let func = &(*(handle as *const ObjectBox<FunctionObj>)).value;
             let data = &*(func.data as *const CallbackData);
             let args = if n <= 0 { &[][..] } else { std::slice::from_raw_parts(args, n as usize) };
-            (data.global, args)
+            (data.global(), args)
         };
         attach::with_env(|env| invoke(env, cb, args))?
     });
