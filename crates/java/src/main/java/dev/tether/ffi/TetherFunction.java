@@ -61,7 +61,8 @@ public final class TetherFunction implements TetherObject, Tied {
     /**
      * Call with one argument. Wrappers, {@code Long}s, {@code Integer}s and null reach native
      * code as plain arguments (no arrays); a result that is the argument comes back as that
-     * very wrapper.
+     * very wrapper. A callable ({@link TetherCallback}, {@code java.util.function.Function})
+     * is lent this thread's spare native Function for the call (docs/java.md, Conversions).
      */
     public Object call(Object a) {
         long fn = ref.handle();
