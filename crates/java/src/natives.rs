@@ -172,7 +172,8 @@ unsafe fn invoke(func: jlong, f: &FunctionObj, args: &[AnyView<'_>], result: &mu
 /// increment in the callee.
 ///
 /// A callable argument (`KIND_CALLABLE`) is lent a Function held in `lent`, which the caller
-/// drops (reclaiming it) once it is done with the result.
+/// drops (reclaiming it) once it is done with the result; callers pass `None` when no
+/// argument is a callable (the calls without one stay as they were: no `LentArgs` to drop).
 ///
 /// Returns the wrapper of the argument the result is, if it is one of the object arguments
 /// (`echo(p)`): a local reference of the calling native method, returned to Java as is. With
@@ -188,7 +189,7 @@ unsafe fn call_encoded<'e>(
     args: &[(jint, jlong, jobject)],
     keep_spare: bool,
     result: &mut Any,
-    lent: &mut callback::LentArgs<'e>,
+    mut lent: Option<&mut callback::LentArgs<'e>>,
 ) -> Result<Option<jobject>> {
     let mut hold: [Any; 3] = Default::default();
     let mut views = [AnyView::none(); 3];
@@ -201,12 +202,14 @@ unsafe fn call_encoded<'e>(
             // the object behind the handle, alive for the call (this function's contract).
             convert::KIND_OBJECT => *view = unsafe { AnyView::from_object_ptr(b as *mut ObjectHeader) },
             convert::KIND_INT => *view = AnyView::int(b),
-            convert::KIND_CALLABLE => match callback::lend(env, r, b as i32) {
+            convert::KIND_CALLABLE if lent.is_some() => match callback::lend(env, r, b as i32) {
                 Ok(f) => {
                     // SAFETY: `lent` holds the Function until the caller is done with the call
                     // and its result.
                     *view = unsafe { AnyView::from_object_ptr(f.as_object_ptr()) };
-                    lent.items[i] = Some(f);
+                    if let Some(lent) = lent.as_deref_mut() {
+                        lent.items[i] = Some(f);
+                    }
                 }
                 Err(e) => {
                     first_error.get_or_insert((i, e));
@@ -281,10 +284,34 @@ unsafe fn call_encoded<'e>(
 /// As [`call_encoded`].
 #[inline(always)]
 unsafe fn call_encoded_object(env: Env, func: jlong, args: &[(jint, jlong, jobject)]) -> Result<jobject> {
+    if has_callable(args) {
+        // SAFETY: the caller's guarantee.
+        return unsafe { call_lending_object(env, func, args) };
+    }
+    let mut result = Any::none();
+    // SAFETY: the caller's guarantee: Marshal-encoded arguments, reachable refs and Function.
+    match unsafe { call_encoded(env, func, args, true, &mut result, None) }? {
+        Some(r) => Ok(r),
+        None => to_java(env, result),
+    }
+}
+
+/// Is one of the arguments a callable (`KIND_CALLABLE`, lent a Function for the call)?
+#[inline(always)]
+fn has_callable(args: &[(jint, jlong, jobject)]) -> bool {
+    args.iter().any(|&(kind, _, _)| kind == convert::KIND_CALLABLE)
+}
+
+/// [`call_encoded_object`] with callables to lend (out of line: the other calls stay small).
+///
+/// # Safety
+/// As [`call_encoded`].
+#[inline(never)]
+unsafe fn call_lending_object(env: Env, func: jlong, args: &[(jint, jlong, jobject)]) -> Result<jobject> {
     let mut lent = callback::LentArgs::new(env);
     let mut result = Any::none();
     // SAFETY: the caller's guarantee: Marshal-encoded arguments, reachable refs and Function.
-    match unsafe { call_encoded(env, func, args, true, &mut result, &mut lent) }? {
+    match unsafe { call_encoded(env, func, args, true, &mut result, Some(&mut lent)) }? {
         Some(r) => Ok(r),
         // Converted before `lent` goes: a lent Function coming back is no escape.
         None => to_java(env, result),
@@ -309,12 +336,35 @@ thread_local! {
 /// As [`call_encoded`].
 #[inline(always)]
 unsafe fn call_encoded_long(env: Env, func: jlong, args: &[(jint, jlong, jobject)]) -> Result<jlong> {
-    let mut lent = callback::LentArgs::new(env);
+    if has_callable(args) {
+        // SAFETY: the caller's guarantee.
+        return unsafe { call_lending_long(env, func, args) };
+    }
     let mut result = Any::none();
     // SAFETY: Marshal-encoded arguments whose refs and Function Java keeps reachable (this
     // function's contract). An argument coming back is parked as the object itself (not the
     // local reference, which dies with this frame); the take ties it to the same wrapper.
-    unsafe { call_encoded(env, func, args, false, &mut result, &mut lent) }?;
+    unsafe { call_encoded(env, func, args, false, &mut result, None) }?;
+    long_result(result)
+}
+
+/// [`call_encoded_long`] with callables to lend (out of line, as [`call_lending_object`]).
+///
+/// # Safety
+/// As [`call_encoded`].
+#[inline(never)]
+unsafe fn call_lending_long(env: Env, func: jlong, args: &[(jint, jlong, jobject)]) -> Result<jlong> {
+    let mut lent = callback::LentArgs::new(env);
+    let mut result = Any::none();
+    // SAFETY: as in `call_encoded_long`: Marshal-encoded arguments, reachable refs and Function.
+    unsafe { call_encoded(env, func, args, false, &mut result, Some(&mut lent)) }?;
+    // A lent Function parked here escapes (registered when `lent` goes), as any kept one.
+    long_result(result)
+}
+
+/// A `call*L` result: the int, or [`PENDING_RESULT`] with the value parked.
+#[inline(always)]
+fn long_result(result: Any) -> Result<jlong> {
     if let Some(i) = result.view().as_int() {
         if i != PENDING_RESULT {
             return Ok(i);
@@ -1022,10 +1072,9 @@ unsafe fn construct_encoded(
     native_ref: jobject,
     args: &[(jint, jlong, jobject)],
 ) -> Result<jobject> {
-    let mut lent = callback::LentArgs::new(env);
     let mut result = Any::none();
     // SAFETY: this function's contract (Java passes no callable here: `Marshal.fastKind`).
-    if let Some(argument) = unsafe { call_encoded(env, ctor, args, false, &mut result, &mut lent) }? {
+    if let Some(argument) = unsafe { call_encoded(env, ctor, args, false, &mut result, None) }? {
         return Ok(argument);
     }
     if result.type_index() == type_index && type_index >= TypeIndex::OBJECT {
