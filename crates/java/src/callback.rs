@@ -16,13 +16,17 @@
 //! needs no new reference: one `IsSameObject`; the caller's frame keeps the callable alive
 //! for the call). After the call a shell nothing else holds is the thread's spare again; one
 //! something kept (it escaped) takes a global reference to the callable and is registered
-//! then, as a Function made by [`function_for`] would have been. So a call that does not keep its callable makes no Function, takes no
-//! lock and registers nothing. Each thread keeps at most one spare shell, made on its first
-//! lend and freed only when the thread exits, so `live_objects()` does not move with calls
-//! once a thread has lent (a lent shell that escaped is replaced at once, the escaped one
-//! counting as the Function it now is). Not made at load: a process that never passes a
-//! callable from a thread has no shell for it (a host's baseline taken before the JVM
-//! started, as in tests/two_frontends, stays exact).
+//! then, as a Function made by [`function_for`] would have been. So a call that does not
+//! keep its callable makes no Function, takes no lock and registers nothing; it runs with the
+//! weak reference (HotSpot resolves weak global references passed to JNI functions, and the
+//! caller's frame keeps the callable alive). Each thread keeps at most one spare shell, made
+//! on its first lend and freed only when the thread exits, so `live_objects()` does not move
+//! with calls once a thread has lent (a lent shell that escaped is replaced at once, the
+//! escaped one counting as the Function it now is; if that allocation fails, the thread's
+//! next lend makes it). Not made at load: a process that never passes a callable from a
+//! thread has no shell for it (a host's baseline taken before the JVM started, as in
+//! tests/two_frontends, stays exact).
+//!
 //! Limit: a callable passed on another thread while this thread's call keeps its lent shell
 //! gets a Function of its own there (the registry learns of the shell only when the call
 //! ends); both come back to Java as the callable.
