@@ -469,21 +469,13 @@ fn invoke(env: Env, cb: jobject, args: &[AnyView<'_>]) -> Result<Any> {
         env.pop_local_frame(std::ptr::null_mut());
         called?;
     }
-    // `Callbacks.run` catches every throwable of the callable and of encoding its result, and
-    // writes the slot last, so a written slot means the upcall returned normally (no JNI call
-    // to check); an empty one, that it threw (a `toString()` in its error path, a
-    // StackOverflowError) and the exception is pending.
-    if let Some(outcome) = slot {
-        return outcome;
+    if let Some(t) = env.take_exception() {
+        // Callbacks catches everything it can; this is an error it could not handle.
+        let error = error_from_throwable(env, t, "RuntimeError", "a Java callback failed");
+        env.delete_local_ref(t);
+        return Err(error);
     }
-    match env.take_exception() {
-        Some(t) => {
-            let error = error_from_throwable(env, t, "RuntimeError", "a Java callback failed");
-            env.delete_local_ref(t);
-            Err(error)
-        }
-        None => Err(Error::runtime("a Java callback returned no outcome")),
-    }
+    slot.unwrap_or_else(|| Err(Error::runtime("a Java callback returned no outcome")))
 }
 
 /// The callback's arguments as a Java `Object[]` (a local reference of the caller's frame).
