@@ -461,7 +461,8 @@ fn invoke(env: Env, cb: jobject, args: &[AnyView<'_>]) -> Result<Any> {
         }
         let called = arguments_array(env, args).map(|array| {
             // SAFETY: `Callbacks.invoke(Object, Object[], long) -> void`, resolved at init;
-            // `slot` as above.
+            // `slot` outlives the call, and only `putResult`/`putThrown` on this thread write
+            // it, during it; `array` is a live local reference of this frame.
             unsafe {
                 env.call_static_void(c.callbacks, c.callbacks_invoke, &[jvalue { l: cb }, jvalue { l: array }, address])
             }
