@@ -64,11 +64,18 @@ final class Marshal {
         return kind == SLOW && (v instanceof TetherCallback || v instanceof Function) ? CALLABLE : kind;
     }
 
-    /** The bits of a value of {@link #callKind} {@code kind} (throws if a wrapper is closed). */
+    /** {@link #fastBits}, and a callable's identity hash. */
+    static long callBits(Object v, int kind) {
+        return kind == CALLABLE ? System.identityHashCode(v) : fastBits(v, kind);
+    }
+
+    /** {@link #fastRef}, and the callable itself. */
+    static Object callRef(Object v, int kind) {
+        return kind == CALLABLE ? v : fastRef(v, kind);
+    }
+
+    /** The bits of a value of {@link #fastKind} {@code kind} (throws if a wrapper is closed). */
     static long fastBits(Object v, int kind) {
-        if (kind == CALLABLE) {
-            return System.identityHashCode(v);
-        }
         if (kind == INT) {
             return v.getClass() == Long.class ? (Long) v : (Integer) v;
         }
@@ -87,7 +94,7 @@ final class Marshal {
     /** The ref of a value of {@link #fastKind} {@code kind}: the wrapper, or null (a boxed
      * primitive never reaches native code, so the JIT may drop the box). */
     static Object fastRef(Object v, int kind) {
-        return kind == OBJECT || kind == CALLABLE ? v : null;
+        return kind == OBJECT ? v : null;
     }
 
     static final class Encoded {
