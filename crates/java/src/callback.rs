@@ -8,8 +8,32 @@
 //!
 //! The registry holds no reference: a Function's `drop_data` removes its entry before its
 //! memory can be freed, and lookups only take a reference with a CAS that fails on zero.
+//!
+//! A callable passed straight to a call (`f.call(cb)`, `Marshal`'s `KIND_CALLABLE`) is *lent*
+//! a Function instead ([`lend`], [`reclaim`]): its registered Function if it has one, or the
+//! one lent to a call of this thread still running with it, else this thread's spare shell
+//! aimed at it through a weak global reference the shell keeps (the same callable lent again
+//! needs no new reference: one `IsSameObject`; the caller's frame keeps the callable alive
+//! for the call). After the call a shell nothing else holds is the thread's spare again; one
+//! something kept (it escaped) takes a global reference to the callable and is registered
+//! then, as a Function made by [`function_for`] would have been. So a call that does not
+//! keep its callable makes no Function, takes no lock and registers nothing; it runs with the
+//! weak reference (HotSpot resolves weak global references passed to JNI functions, and the
+//! caller's frame keeps the callable alive). Each thread keeps at most one spare shell, made
+//! on its first lend and freed only when the thread exits, so `live_objects()` does not move
+//! with calls once a thread has lent (a lent shell that escaped is replaced at once, the
+//! escaped one counting as the Function it now is; if that allocation fails, the thread's
+//! next lend makes it). Not made at load: a process that never passes a callable from a
+//! thread has no shell for it (a host's baseline taken before the JVM started, as in
+//! tests/two_frontends, stays exact).
+//!
+//! Limit: a callable passed on another thread while this thread's call keeps its lent shell
+//! gets a Function of its own there (the registry learns of the shell only when the call
+//! ends); both come back to Java as the callable.
 
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use jni_sys::{jobject, jvalue};
 use tether_core::arc::ObjectBox;
@@ -20,7 +44,7 @@ use tether_core::function::FunctionObj;
 use tether_core::object::ObjectHeader;
 use tether_core::{Any, AnyView, Error, Function, ObjectArc, ObjectRef, Result};
 
-use crate::convert::{self, KIND_THROWN};
+use crate::convert;
 use crate::jenv::Env;
 use crate::{attach, classes};
 
@@ -28,8 +52,44 @@ use crate::{attach, classes};
 pub const JVM_OWNER: u64 = 0x4a56_4d00; // "JVM\0"
 
 struct CallbackData {
-    global: jobject,
+    /// What `call_java` and `original_callable` use: a global reference to the callable (a
+    /// Function made by `function_for`, or a lent shell that escaped), or while a shell is
+    /// lent its `weak` reference; null in a spare shell. Non-null exactly when the Function is
+    /// registered or lent. Atomic: an escaped shell's goes from `weak` to a global reference
+    /// while other threads may read it (both resolve to the callable then, which the caller's
+    /// frame keeps alive until the global one does).
+    global: AtomicPtr<jni_sys::_jobject>,
+    /// A shell's weak reference to the last callable lent through it, kept across lends and
+    /// deleted with the shell (or, at thread exit, handed to [`ORPHANS`]); null otherwise.
+    weak: jobject,
     id_hash: i32,
+}
+
+impl CallbackData {
+    fn global(&self) -> jobject {
+        self.global.load(Ordering::Acquire)
+    }
+}
+
+/// Weak references of spare shells whose threads exited (a thread-local destructor has no
+/// JNI env to delete them with): deleted by the next lend that makes a weak reference.
+static ORPHANS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+static ORPHANED: AtomicUsize = AtomicUsize::new(0);
+
+fn orphan(weak: jobject) {
+    ORPHANS.lock().unwrap_or_else(|e| e.into_inner()).push(weak as usize);
+    ORPHANED.fetch_add(1, Ordering::Release);
+}
+
+fn delete_orphans(env: Env) {
+    if ORPHANED.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    let orphans = std::mem::take(&mut *ORPHANS.lock().unwrap_or_else(|e| e.into_inner()));
+    ORPHANED.fetch_sub(orphans.len(), Ordering::Release);
+    for weak in orphans {
+        env.delete_weak_global_ref(weak as jobject);
+    }
 }
 
 /// Every callable passed to native code, with its Function (keyed by its identity hash; the
@@ -50,7 +110,11 @@ pub fn function_for(env: Env, cb: jobject, id_hash: i32) -> Result<*mut ObjectHe
                 env.clear_exception();
                 return Err(Error::runtime("out of JNI global references"));
             }
-            let data = Box::into_raw(Box::new(CallbackData { global, id_hash })) as *mut c_void;
+            let data = Box::into_raw(Box::new(CallbackData {
+                global: AtomicPtr::new(global),
+                weak: std::ptr::null_mut(),
+                id_hash,
+            })) as *mut c_void;
             // SAFETY: `call_java` reads exactly this data; `drop_callback` frees it, on any
             // thread. The native name is never shown (the Function comes back to Java as `cb`
             // itself), so it is a short inline string: no allocation per callable passed.
@@ -72,6 +136,234 @@ pub fn function_for(env: Env, cb: jobject, id_hash: i32) -> Result<*mut ObjectHe
     Ok(ObjectRef::from(f.0).into_raw())
 }
 
+/// A new shell for lending: a Function of ours whose data names no callable yet.
+fn new_shell() -> Result<Function> {
+    let data = Box::into_raw(Box::new(CallbackData {
+        global: AtomicPtr::new(std::ptr::null_mut()),
+        weak: std::ptr::null_mut(),
+        id_hash: 0,
+    })) as *mut c_void;
+    // SAFETY: `call_java` reads exactly this data (a shell is called only while lent, aimed at
+    // a callable); `drop_callback` frees it and skips the registry for a null reference.
+    let made = unsafe { Function::try_from_raw_parts(call_java, data, Some(drop_callback), CALLBACK_NAME, -1, 0) };
+    if made.is_err() {
+        // SAFETY: no Function took the box; it is still ours.
+        drop(unsafe { Box::from_raw(data as *mut CallbackData) });
+    }
+    made
+}
+
+/// This thread's lending state (see the module comment).
+struct Lending {
+    /// The spare shell: unique, its data's reference null.
+    spare: Option<Function>,
+    /// Shells lent to calls of this thread that still run (no reference held: each call's
+    /// [`Lent`] holds one).
+    in_flight: Vec<*mut ObjectHeader>,
+}
+
+impl Drop for Lending {
+    fn drop(&mut self) {
+        // The thread exits: no env to delete the spare's weak reference with here.
+        if let Some(mut spare) = self.spare.take() {
+            if let Some(body) = ObjectArc::get_mut(&mut spare.0) {
+                // SAFETY: a shell's data is its `CallbackData`; the spare is unique.
+                let data = unsafe { &mut *(body.data as *mut CallbackData) };
+                if !data.weak.is_null() {
+                    orphan(std::mem::replace(&mut data.weak, std::ptr::null_mut()));
+                }
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// Dropped when the thread exits: the spare goes then (its drop hook touches no JVM).
+    static LENDING: std::cell::RefCell<Lending> =
+        const { std::cell::RefCell::new(Lending { spare: None, in_flight: Vec::new() }) };
+}
+
+/// The data of a Function of ours.
+///
+/// # Safety
+/// `f` is live and its `safe_call` is [`call_java`].
+unsafe fn data_of<'a>(f: *mut ObjectHeader) -> &'a CallbackData {
+    // SAFETY: a live Function of ours (this function's contract) carries a `CallbackData`.
+    unsafe { &*((*(f as *const ObjectBox<FunctionObj>)).value.data as *const CallbackData) }
+}
+
+/// A Function lent to one call for a callable argument: hand it back with [`reclaim`].
+pub enum Lent {
+    /// A Function that was already the callable's (registered, or lent to a running call of
+    /// this thread): a reference, nothing else.
+    Held(Function),
+    /// This thread's shell, aimed at the callable for the call.
+    Shell(Function),
+}
+
+impl Lent {
+    pub fn as_object_ptr(&self) -> *mut ObjectHeader {
+        match self {
+            Lent::Held(f) | Lent::Shell(f) => f.as_object_ptr(),
+        }
+    }
+}
+
+/// The Function Java callable `cb` (a live local reference; `id_hash` its identity hash) is
+/// passed to a call as: see the module comment.
+pub fn lend(env: Env, cb: jobject, id_hash: i32) -> Result<Lent> {
+    let key = id_hash as u32 as usize;
+    if let Some(f) = CALLABLES.live(key, |global| env.is_same_object(global as jobject, cb)) {
+        return Ok(Lent::Held(f));
+    }
+    let lending = LENDING.try_with(|l| {
+        let mut l = l.borrow_mut();
+        let running = l.in_flight.iter().rev().copied().find(|&f| {
+            // SAFETY: an in-flight shell is alive (its call's `Lent` holds it) and ours.
+            let data = unsafe { data_of(f) };
+            data.id_hash == id_hash && env.is_same_object(data.global(), cb)
+        });
+        match running {
+            // SAFETY: alive (see above); the reference taken here is the one `from_raw` adopts.
+            Some(f) => Ok(Lent::Held(Function(unsafe {
+                tether_core::object::inc_ref(f);
+                ObjectArc::from_raw(f)
+            }))),
+            None => Err(l.spare.take()),
+        }
+    });
+    let spare = match lending {
+        Ok(Ok(held)) => return Ok(held),
+        Ok(Err(spare)) => spare,
+        // The thread is exiting (its thread-locals are gone): a registered Function.
+        Err(_) => return function_for(env, cb, id_hash).map(|f| Lent::Held(Function(owned_function(f)))),
+    };
+    let mut shell = match spare {
+        Some(shell) => shell,
+        None => new_shell()?,
+    };
+    let Some(body) = ObjectArc::get_mut(&mut shell.0) else { unreachable!("a spare shell is unique") };
+    // SAFETY: a shell's data is its `CallbackData`, and the shell is unique: nothing reads it.
+    let data = unsafe { &mut *(body.data as *mut CallbackData) };
+    // The weak reference of the last callable lent through this shell, if that is `cb` (a
+    // cleared one never is).
+    if data.weak.is_null() || !env.is_same_object(data.weak, cb) {
+        delete_orphans(env);
+        let weak = env.new_weak_global_ref(cb);
+        if weak.is_null() {
+            env.clear_exception();
+            give_back(shell);
+            return Err(Error::runtime("out of JNI weak global references"));
+        }
+        if !data.weak.is_null() {
+            env.delete_weak_global_ref(data.weak);
+        }
+        data.weak = weak;
+    }
+    *data.global.get_mut() = data.weak;
+    data.id_hash = id_hash;
+    let ptr = shell.as_object_ptr();
+    if LENDING.try_with(|l| l.borrow_mut().in_flight.push(ptr)).is_err() {
+        unreachable!("LENDING was reachable a moment ago on this thread");
+    }
+    Ok(Lent::Shell(shell))
+}
+
+/// An owned Function handle from [`function_for`] as an `ObjectArc`.
+fn owned_function(f: *mut ObjectHeader) -> ObjectArc<FunctionObj> {
+    // SAFETY: `function_for` returns an owned reference to a Function.
+    unsafe { ObjectRef::from_raw(f) }.try_cast().unwrap_or_else(|_| unreachable!("function_for made a Function"))
+}
+
+/// `shell` (unique, its reference null) back as this thread's spare, or dropped if there is one.
+fn give_back(shell: Function) {
+    let surplus = LENDING.try_with(|l| {
+        let mut l = l.borrow_mut();
+        match l.spare {
+            None => {
+                l.spare = Some(shell);
+                None
+            }
+            Some(_) => Some(shell),
+        }
+    });
+    // Dropped outside the borrow (a shell's drop hook does not come back here, but its
+    // memory goes through the allocator).
+    drop(surplus);
+}
+
+/// The call `lent` was lent to is over (see the module comment).
+pub fn reclaim(env: Env, lent: Lent) {
+    let mut shell = match lent {
+        Lent::Held(f) => return drop(f),
+        Lent::Shell(shell) => shell,
+    };
+    let ptr = shell.as_object_ptr();
+    let _ = LENDING.try_with(|l| {
+        let in_flight = &mut l.borrow_mut().in_flight;
+        // Calls end in the reverse order of their start: nearly always the last.
+        if let Some(i) = in_flight.iter().rposition(|&f| f == ptr) {
+            in_flight.remove(i);
+        }
+    });
+    match ObjectArc::get_mut(&mut shell.0) {
+        Some(body) => {
+            // SAFETY: a shell's data is its `CallbackData`; unique, so nothing else reads it.
+            let data = unsafe { &mut *(body.data as *mut CallbackData) };
+            *data.global.get_mut() = std::ptr::null_mut(); // the weak reference stays, for the next lend
+            give_back(shell);
+        }
+        None => {
+            // Escaped: it is the callable's Function from now on, as if `function_for` had
+            // made it: a global reference (the weak one still resolves: the caller's frame
+            // holds the callable) replaces the weak one for readers, and it is registered
+            // under it; its drop hook forgets it and deletes both references.
+            // SAFETY: a live shell of ours (`shell` holds it).
+            let data = unsafe { data_of(ptr) };
+            let global = env.new_global_ref(data.weak);
+            if global.is_null() {
+                // No global reference to be had (the JVM is out of memory): it keeps working
+                // while the callable lives.
+                env.clear_exception();
+            } else {
+                data.global.store(global, Ordering::Release);
+            }
+            CALLABLES.register(data.id_hash as u32 as usize, data.global() as usize, &shell);
+            drop(shell);
+            // A new spare now, so the objects alive at rest stay the same (a failed allocation
+            // leaves the thread without one until its next lend makes it).
+            if LENDING.try_with(|l| l.borrow().spare.is_none()).unwrap_or(false) {
+                if let Ok(spare) = new_shell() {
+                    give_back(spare);
+                }
+            }
+        }
+    }
+}
+
+/// Callables lent to the arguments of one call ([`lend`]), reclaimed when this is dropped:
+/// after the call and the conversion of its result, or while a panic unwinds.
+pub struct LentArgs<'e> {
+    env: Env<'e>,
+    pub items: [Option<Lent>; 3],
+}
+
+impl<'e> LentArgs<'e> {
+    pub fn new(env: Env<'e>) -> Self {
+        LentArgs { env, items: [None, None, None] }
+    }
+}
+
+impl Drop for LentArgs<'_> {
+    fn drop(&mut self) {
+        for lent in self.items.iter_mut().rev() {
+            if let Some(lent) = lent.take() {
+                reclaim(self.env, lent);
+            }
+        }
+    }
+}
+
 /// The Java callable behind `obj` if it is one of ours (a global reference, borrowed).
 pub fn original_callable(obj: &ObjectRef) -> Option<jobject> {
     let func = obj.downcast_ref::<FunctionObj>()?;
@@ -79,16 +371,30 @@ pub fn original_callable(obj: &ObjectRef) -> Option<jobject> {
         return None;
     }
     // SAFETY: functions with our trampoline carry a `CallbackData`.
-    Some(unsafe { (*(func.data as *const CallbackData)).global })
+    let global = unsafe { (*(func.data as *const CallbackData)).global() };
+    (!global.is_null()).then_some(global)
 }
 
 unsafe extern "C" fn drop_callback(data: *mut c_void) {
-    // SAFETY: the box leaked in `function_for`, dropped once.
+    // SAFETY: the box leaked in `function_for` or `new_shell`, dropped once.
     let data = unsafe { Box::from_raw(data as *mut CallbackData) };
-    CALLABLES.forget(data.id_hash as u32 as usize, data.global as usize);
-    let global = data.global;
+    let (global, weak) = (data.global(), data.weak);
+    if !global.is_null() {
+        // Registered (a Function of `function_for`, or a shell that escaped).
+        CALLABLES.forget(data.id_hash as u32 as usize, global as usize);
+    }
+    if global.is_null() && weak.is_null() {
+        return; // a shell that names no callable: nothing to release
+    }
     // A failure here means no JVM any more: nothing left to release.
-    let _ = attach::with_env(|env| env.delete_global_ref(global));
+    let _ = attach::with_env(|env| {
+        if !global.is_null() && global != weak {
+            env.delete_global_ref(global);
+        }
+        if !weak.is_null() {
+            env.delete_weak_global_ref(weak);
+        }
+    });
 }
 
 unsafe extern "C" fn release_global(ptr: *mut c_void) {
@@ -126,7 +432,7 @@ unsafe extern "C" fn call_java(handle: *mut ObjectHeader, args: *const AnyView<'
             let func = &(*(handle as *const ObjectBox<FunctionObj>)).value;
             let data = &*(func.data as *const CallbackData);
             let args = if n <= 0 { &[][..] } else { std::slice::from_raw_parts(args, n as usize) };
-            (data.global, args)
+            (data.global(), args)
         };
         attach::with_env(|env| invoke(env, cb, args))?
     });
@@ -134,21 +440,49 @@ unsafe extern "C" fn call_java(handle: *mut ObjectHeader, args: *const AnyView<'
     unsafe { tether_core::function::finish_call(outcome, result) }
 }
 
+/// Where `Callbacks` writes a callback's outcome (`Native.putResult` / `putThrown`): a cell
+/// on the stack of the native frame that calls it, passed to Java as its address. None until
+/// written.
+pub type ResultSlot = Option<Result<Any>>;
+
 fn invoke(env: Env, cb: jobject, args: &[AnyView<'_>]) -> Result<Any> {
-    if !env.push_local_frame(args.len() as i32 + 16) {
-        env.clear_exception();
-        return Err(Error::runtime("out of JNI local references"));
+    let c = classes::get();
+    let mut slot: ResultSlot = None;
+    let address = jvalue { j: &mut slot as *mut ResultSlot as i64 };
+    if args.is_empty() {
+        // No local reference is made here: no frame needed.
+        // SAFETY: `Callbacks.invoke0(Object, long) -> void`, resolved at init; `slot` outlives
+        // the call, and only `putResult`/`putThrown` on this thread write it, during it.
+        unsafe { env.call_static_void(c.callbacks, c.callbacks_invoke0, &[jvalue { l: cb }, address]) };
+    } else {
+        if !env.push_local_frame(args.len() as i32 + 16) {
+            env.clear_exception();
+            return Err(Error::runtime("out of JNI local references"));
+        }
+        let called = arguments_array(env, args).map(|array| {
+            // SAFETY: `Callbacks.invoke(Object, Object[], long) -> void`, resolved at init;
+            // `slot` outlives the call, and only `putResult`/`putThrown` on this thread write
+            // it, during it; `array` is a live local reference of this frame.
+            unsafe {
+                env.call_static_void(c.callbacks, c.callbacks_invoke, &[jvalue { l: cb }, jvalue { l: array }, address])
+            }
+        });
+        env.pop_local_frame(std::ptr::null_mut());
+        called?;
     }
-    let out = invoke_in_frame(env, cb, args);
-    env.pop_local_frame(std::ptr::null_mut());
-    out
+    if let Some(t) = env.take_exception() {
+        // Callbacks catches everything it can; this is an error it could not handle.
+        let error = error_from_throwable(env, t, "RuntimeError", "a Java callback failed");
+        env.delete_local_ref(t);
+        return Err(error);
+    }
+    slot.unwrap_or_else(|| Err(Error::runtime("a Java callback returned no outcome")))
 }
 
-fn invoke_in_frame(env: Env, cb: jobject, args: &[AnyView<'_>]) -> Result<Any> {
-    let c = classes::get();
-    let array = env.new_object_array(args.len() as i32, c.object);
-    let out = env.new_long_array(2);
-    if array.is_null() || out.is_null() {
+/// The callback's arguments as a Java `Object[]` (a local reference of the caller's frame).
+fn arguments_array(env: Env, args: &[AnyView<'_>]) -> Result<jobject> {
+    let array = env.new_object_array(args.len() as i32, classes::get().object);
+    if array.is_null() {
         env.clear_exception();
         return Err(Error::runtime("cannot allocate callback arguments"));
     }
@@ -157,23 +491,29 @@ fn invoke_in_frame(env: Env, cb: jobject, args: &[AnyView<'_>]) -> Result<Any> {
         env.object_array_set(array, i as i32, j);
         env.delete_local_ref(j);
     }
-    let call_args = [jvalue { l: cb }, jvalue { l: array }, jvalue { l: out }];
-    // SAFETY: `Callbacks.invoke(Object, Object[], long[]) -> Object`, resolved at init.
-    let r = unsafe { env.call_static_object(c.callbacks, c.callbacks_invoke, &call_args) };
-    if let Some(t) = env.take_exception() {
-        // Callbacks.invoke catches everything it can; this is an error it could not handle.
-        return Err(error_from_throwable(env, t, "RuntimeError", "a Java callback failed"));
-    }
-    let mut result = [0i64; 2];
-    env.long_array_region(out, &mut result);
-    if result[0] as i32 == KIND_THROWN {
-        let t = env.object_array_get(r, 0);
-        let kind = env.get_string(env.object_array_get(r, 1));
-        let message = env.get_string(env.object_array_get(r, 2));
-        return Err(error_from_throwable(env, t, &kind, &message));
-    }
+    Ok(array)
+}
+
+/// `Native.putResult`: write a callback's result, encoded by `Marshal` (`kind`, `bits`, `r`),
+/// into `slot` as an owned value (or the error decoding it raised).
+///
+/// # Safety
+/// `slot` is the [`ResultSlot`] of a callback running on this thread ([`invoke`]); Java keeps
+/// `r` reachable for this call and encoded the value as an argument.
+pub unsafe fn put_result(env: Env, slot: *mut ResultSlot, kind: i32, bits: i64, r: jobject) {
     let mut hold = Any::none();
-    // SAFETY: Java encoded the result with the argument encoding; `r` keeps an object alive.
-    let view = unsafe { convert::decode(env, result[0] as i32, result[1], r, &mut hold) }?;
-    Ok(view.to_owned_any())
+    // SAFETY: Java encoded the result as an argument and keeps `r` reachable (the caller's).
+    let outcome = unsafe { convert::decode(env, kind, bits, r, &mut hold) }.map(|view| view.to_owned_any());
+    // SAFETY: the slot of the running callback (this function's contract).
+    unsafe { *slot = Some(outcome) };
+}
+
+/// `Native.putThrown`: the callback threw `t`; write the Error carrying it into `slot`.
+///
+/// # Safety
+/// As [`put_result`].
+pub unsafe fn put_thrown(env: Env, slot: *mut ResultSlot, t: jobject, kind: jobject, message: jobject) {
+    let error = error_from_throwable(env, t, &env.get_string(kind), &env.get_string(message));
+    // SAFETY: the slot of the running callback (this function's contract).
+    unsafe { *slot = Some(Err(error)) };
 }

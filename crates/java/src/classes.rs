@@ -4,7 +4,7 @@
 use std::ffi::CStr;
 use std::sync::OnceLock;
 
-use jni_sys::{jclass, jmethodID, jobject};
+use jni_sys::{jclass, jfieldID, jmethodID, jobject};
 
 use crate::jenv::Env;
 
@@ -21,12 +21,18 @@ pub struct Classes {
     pub wrappers_create: jmethodID,
     pub wrappers_adopt: jmethodID,
     pub callbacks: jclass,
+    /// `Callbacks.invoke0(Object, long)` and `Callbacks.invoke(Object, Object[], long)`.
+    pub callbacks_invoke0: jmethodID,
     pub callbacks_invoke: jmethodID,
     pub errors: jclass,
     pub errors_create: jmethodID,
     pub marshal: jclass,
     pub marshal_list_items: jmethodID,
     pub marshal_map_items: jmethodID,
+    /// `NativeRef.handle` and `NativeRef.generation` (`long`s): a constructor's wrapper made by
+    /// Java before the call gets them written here (`tie::to_wrapper_preset`), no upcall.
+    pub native_ref_handle: jfieldID,
+    pub native_ref_generation: jfieldID,
     /// Global refs to `Long.valueOf(i)` for i in [`SMALL_LONG_MIN`, `SMALL_LONG_MAX`]: the very
     /// objects Java's own boxing cache returns, handed out without an upcall per result.
     pub small_longs: Vec<jobject>,
@@ -62,6 +68,15 @@ fn global_class(env: Env, name: &CStr) -> Result<jclass, String> {
     Ok(global)
 }
 
+fn instance_field(env: Env, class: jclass, name: &CStr, sig: &CStr) -> Result<jfieldID, String> {
+    let id = env.field_id(class, name, sig);
+    if id.is_null() {
+        env.clear_exception();
+        return Err(format!("field {name:?} {sig:?} not found"));
+    }
+    Ok(id)
+}
+
 fn static_method(env: Env, class: jclass, name: &CStr, sig: &CStr) -> Result<jmethodID, String> {
     let id = env.static_method_id(class, name, sig);
     if id.is_null() {
@@ -83,6 +98,12 @@ pub fn init(env: Env) -> Result<(), String> {
     let callbacks = global_class(env, c"dev/tether/ffi/Callbacks")?;
     let errors = global_class(env, c"dev/tether/ffi/Errors")?;
     let marshal = global_class(env, c"dev/tether/ffi/Marshal")?;
+    let native_ref = global_class(env, c"dev/tether/ffi/NativeRef")?;
+    let native_ref_handle = instance_field(env, native_ref, c"handle", c"J")?;
+    let native_ref_generation = instance_field(env, native_ref, c"generation", c"J")?;
+    // Field IDs stay valid while the class is loaded; `wrappers` and the others keep the
+    // frontend's class loader, and so NativeRef, alive.
+    env.delete_global_ref(native_ref);
     let long_value_of = static_method(env, long, c"valueOf", c"(J)Ljava/lang/Long;")?;
     let mut small_longs = Vec::with_capacity((SMALL_LONG_MAX - SMALL_LONG_MIN + 1) as usize);
     for i in SMALL_LONG_MIN..=SMALL_LONG_MAX {
@@ -108,12 +129,8 @@ pub fn init(env: Env) -> Result<(), String> {
         wrappers_create: static_method(env, wrappers, c"create", c"(JJI)Ljava/lang/Object;")?,
         wrappers_adopt: static_method(env, wrappers, c"adopt", c"(Ljava/lang/Object;JJI)Ljava/lang/Object;")?,
         callbacks,
-        callbacks_invoke: static_method(
-            env,
-            callbacks,
-            c"invoke",
-            c"(Ljava/lang/Object;[Ljava/lang/Object;[J)Ljava/lang/Object;",
-        )?,
+        callbacks_invoke0: static_method(env, callbacks, c"invoke0", c"(Ljava/lang/Object;J)V")?,
+        callbacks_invoke: static_method(env, callbacks, c"invoke", c"(Ljava/lang/Object;[Ljava/lang/Object;J)V")?,
         errors,
         errors_create: static_method(
             env,
@@ -124,6 +141,8 @@ pub fn init(env: Env) -> Result<(), String> {
         marshal,
         marshal_list_items: static_method(env, marshal, c"listItems", c"(Ljava/lang/Object;)[Ljava/lang/Object;")?,
         marshal_map_items: static_method(env, marshal, c"mapItems", c"(Ljava/lang/Object;)[Ljava/lang/Object;")?,
+        native_ref_handle,
+        native_ref_generation,
         small_longs,
     };
     let _ = CLASSES.set(classes);

@@ -29,8 +29,9 @@ pub const KIND_LIST: i32 = 7;
 pub const KIND_MAP: i32 = 8;
 pub const KIND_OBJECT: i32 = 64;
 pub const KIND_OWNED: i32 = 65;
-/// A callback threw: `ref` is `Object[]{throwable, kind, message}`.
-pub const KIND_THROWN: i32 = -1;
+/// A Java callable passed straight to a call (the `call*` natives only): `ref` is the
+/// callable, `bits` its identity hash; the call lends it a Function (`callback::lend`).
+pub const KIND_CALLABLE: i32 = 66;
 
 /// The kinds by name, as Java reads them (`Marshal`'s constants come from here).
 pub const KINDS: &[(&str, i64)] = &[
@@ -44,7 +45,7 @@ pub const KINDS: &[(&str, i64)] = &[
     ("KIND_MAP", KIND_MAP as i64),
     ("KIND_OBJECT", KIND_OBJECT as i64),
     ("KIND_OWNED", KIND_OWNED as i64),
-    ("KIND_THROWN", KIND_THROWN as i64),
+    ("KIND_CALLABLE", KIND_CALLABLE as i64),
 ];
 
 /// Decode one argument. Strings, bytes and owned handles land in `hold`, which the returned

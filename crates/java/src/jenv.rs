@@ -5,7 +5,9 @@
 
 use std::marker::PhantomData;
 
-use jni_sys::{jclass, jint, jlong, jmethodID, jobject, jobjectArray, jsize, jstring, jthrowable, jvalue, JNIEnv};
+use jni_sys::{
+    jclass, jfieldID, jint, jlong, jmethodID, jobject, jobjectArray, jsize, jstring, jthrowable, jvalue, JNIEnv,
+};
 
 /// The calling thread's JNI environment, branded with the scope it is valid for (a native
 /// method's call, an attached closure), as jni-rs 0.22's `Env<'local>` is: it is made only by
@@ -93,6 +95,12 @@ impl<'local> Env<'local> {
     pub unsafe fn call_static_object(self, class: jclass, method: jmethodID, args: &[jvalue]) -> jobject {
         jcall!(self.raw, CallStaticObjectMethodA, class, method, args.as_ptr())
     }
+    /// # Safety
+    /// `method` is a static method of `class` whose parameters match `args` and which returns
+    /// nothing.
+    pub unsafe fn call_static_void(self, class: jclass, method: jmethodID, args: &[jvalue]) {
+        jcall!(self.raw, CallStaticVoidMethodA, class, method, args.as_ptr())
+    }
     pub fn array_length(self, array: jobject) -> jsize {
         jcall!(self.raw, GetArrayLength, array)
     }
@@ -115,9 +123,6 @@ impl<'local> Env<'local> {
     pub fn int_array_region(self, array: jobject, out: &mut [jint]) {
         jcall!(self.raw, GetIntArrayRegion, array, 0, out.len() as jsize, out.as_mut_ptr());
     }
-    pub fn new_long_array(self, n: jsize) -> jobject {
-        jcall!(self.raw, NewLongArray, n)
-    }
     /// A Java string from UTF-8 (re-encoded to UTF-16, so every code point round-trips).
     pub fn new_string(self, s: &str) -> jstring {
         let utf16: Vec<u16> = s.encode_utf16().collect();
@@ -134,6 +139,14 @@ impl<'local> Env<'local> {
     }
     pub fn find_class(self, name: &std::ffi::CStr) -> jclass {
         jcall!(self.raw, FindClass, name.as_ptr())
+    }
+    pub fn field_id(self, class: jclass, name: &std::ffi::CStr, sig: &std::ffi::CStr) -> jfieldID {
+        jcall!(self.raw, GetFieldID, class, name.as_ptr(), sig.as_ptr())
+    }
+    /// # Safety
+    /// `field` is a `long` field of `obj`'s class (or a superclass).
+    pub unsafe fn set_long_field(self, obj: jobject, field: jfieldID, value: jlong) {
+        jcall!(self.raw, SetLongField, obj, field, value)
     }
     pub fn static_method_id(self, class: jclass, name: &std::ffi::CStr, sig: &std::ffi::CStr) -> jmethodID {
         jcall!(self.raw, GetStaticMethodID, class, name.as_ptr(), sig.as_ptr())

@@ -171,6 +171,10 @@ unsafe fn invoke(func: jlong, f: &FunctionObj, args: &[AnyView<'_>], result: &mu
 /// `Frontend::result_argument`) gets it lent, when the function adopts lent arguments: no atomic
 /// increment in the callee.
 ///
+/// A callable argument (`KIND_CALLABLE`) is lent a Function held in `lent`, which the caller
+/// drops (reclaiming it) once it is done with the result; callers pass `None` when no
+/// argument is a callable (the calls without one stay as they were: no `LentArgs` to drop).
+///
 /// Returns the wrapper of the argument the result is, if it is one of the object arguments
 /// (`echo(p)`): a local reference of the calling native method, returned to Java as is. With
 /// `keep_spare`, the result's extra reference then becomes this thread's spare (`result` is
@@ -179,12 +183,13 @@ unsafe fn invoke(func: jlong, f: &FunctionObj, args: &[AnyView<'_>], result: &mu
 /// # Safety
 /// Java encoded the arguments with `Marshal`, keeps each `ref` and the function reachable.
 #[inline(always)]
-unsafe fn call_encoded(
-    env: Env,
+unsafe fn call_encoded<'e>(
+    env: Env<'e>,
     func: jlong,
     args: &[(jint, jlong, jobject)],
     keep_spare: bool,
     result: &mut Any,
+    mut lent: Option<&mut callback::LentArgs<'e>>,
 ) -> Result<Option<jobject>> {
     let mut hold: [Any; 3] = Default::default();
     let mut views = [AnyView::none(); 3];
@@ -197,6 +202,19 @@ unsafe fn call_encoded(
             // the object behind the handle, alive for the call (this function's contract).
             convert::KIND_OBJECT => *view = unsafe { AnyView::from_object_ptr(b as *mut ObjectHeader) },
             convert::KIND_INT => *view = AnyView::int(b),
+            convert::KIND_CALLABLE if lent.is_some() => match callback::lend(env, r, b as i32) {
+                Ok(f) => {
+                    // SAFETY: `lent` holds the Function until the caller is done with the call
+                    // and its result.
+                    *view = unsafe { AnyView::from_object_ptr(f.as_object_ptr()) };
+                    if let Some(lent) = lent.as_deref_mut() {
+                        lent.items[i] = Some(f);
+                    }
+                }
+                Err(e) => {
+                    first_error.get_or_insert((i, e));
+                }
+            },
             // SAFETY: Java encoded `(k, b, r)` with `Marshal` and keeps `r` reachable (this function's contract).
             _ => match unsafe { decode(env, k, b, r, h) } {
                 Ok(v) => *view = v,
@@ -266,10 +284,36 @@ unsafe fn call_encoded(
 /// As [`call_encoded`].
 #[inline(always)]
 unsafe fn call_encoded_object(env: Env, func: jlong, args: &[(jint, jlong, jobject)]) -> Result<jobject> {
+    if has_callable(args) {
+        // SAFETY: the caller's guarantee.
+        return unsafe { call_lending_object(env, func, args) };
+    }
     let mut result = Any::none();
     // SAFETY: the caller's guarantee: Marshal-encoded arguments, reachable refs and Function.
-    match unsafe { call_encoded(env, func, args, true, &mut result) }? {
+    match unsafe { call_encoded(env, func, args, true, &mut result, None) }? {
         Some(r) => Ok(r),
+        None => to_java(env, result),
+    }
+}
+
+/// Is one of the arguments a callable (`KIND_CALLABLE`, lent a Function for the call)?
+#[inline(always)]
+fn has_callable(args: &[(jint, jlong, jobject)]) -> bool {
+    args.iter().any(|&(kind, _, _)| kind == convert::KIND_CALLABLE)
+}
+
+/// [`call_encoded_object`] with callables to lend (out of line: the other calls stay small).
+///
+/// # Safety
+/// As [`call_encoded`].
+#[inline(never)]
+unsafe fn call_lending_object(env: Env, func: jlong, args: &[(jint, jlong, jobject)]) -> Result<jobject> {
+    let mut lent = callback::LentArgs::new(env);
+    let mut result = Any::none();
+    // SAFETY: the caller's guarantee: Marshal-encoded arguments, reachable refs and Function.
+    match unsafe { call_encoded(env, func, args, true, &mut result, Some(&mut lent)) }? {
+        Some(r) => Ok(r),
+        // Converted before `lent` goes: a lent Function coming back is no escape.
         None => to_java(env, result),
     }
 }
@@ -292,11 +336,35 @@ thread_local! {
 /// As [`call_encoded`].
 #[inline(always)]
 unsafe fn call_encoded_long(env: Env, func: jlong, args: &[(jint, jlong, jobject)]) -> Result<jlong> {
+    if has_callable(args) {
+        // SAFETY: the caller's guarantee.
+        return unsafe { call_lending_long(env, func, args) };
+    }
     let mut result = Any::none();
     // SAFETY: Marshal-encoded arguments whose refs and Function Java keeps reachable (this
     // function's contract). An argument coming back is parked as the object itself (not the
     // local reference, which dies with this frame); the take ties it to the same wrapper.
-    unsafe { call_encoded(env, func, args, false, &mut result) }?;
+    unsafe { call_encoded(env, func, args, false, &mut result, None) }?;
+    long_result(result)
+}
+
+/// [`call_encoded_long`] with callables to lend (out of line, as [`call_lending_object`]).
+///
+/// # Safety
+/// As [`call_encoded`].
+#[inline(never)]
+unsafe fn call_lending_long(env: Env, func: jlong, args: &[(jint, jlong, jobject)]) -> Result<jlong> {
+    let mut lent = callback::LentArgs::new(env);
+    let mut result = Any::none();
+    // SAFETY: as in `call_encoded_long`: Marshal-encoded arguments, reachable refs and Function.
+    unsafe { call_encoded(env, func, args, false, &mut result, Some(&mut lent)) }?;
+    // A lent Function parked here escapes (registered when `lent` goes), as any kept one.
+    long_result(result)
+}
+
+/// A `call*L` result: the int, or [`PENDING_RESULT`] with the value parked.
+#[inline(always)]
+fn long_result(result: Any) -> Result<jlong> {
     if let Some(i) = result.view().as_int() {
         if i != PENDING_RESULT {
             return Ok(i);
@@ -491,6 +559,57 @@ pub extern "system" fn Java_dev_tether_ffi_Native_callbackFunction(
     // SAFETY: JNI passes the calling thread's live env, valid for this native call.
     let env = unsafe { Env::from_raw(env) };
     guard(env, 0, || callback::function_for(env, callable, id_hash).map(|p| p as jlong))
+}
+
+/// `Native.putResult(slot, kind, bits, ref)`: a callback's result for the native frame that
+/// called it (`callback::put_result`). Writes errors into the slot; never throws.
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_putResult(
+    env: *mut JNIEnv,
+    _c: jclass,
+    slot: jlong,
+    kind: jint,
+    bits: jlong,
+    r: jobject,
+) {
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
+    let slot = slot as *mut callback::ResultSlot;
+    // SAFETY: only `Callbacks` calls this, with the slot address the running callback on this
+    // thread handed it, and keeps `r` reachable.
+    let put = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
+        callback::put_result(env, slot, kind, bits, r)
+    }));
+    if let Err(panic) = put {
+        // SAFETY: the running callback's slot on this thread, which `Callbacks` passed (a
+        // panic in `put_result` left it a valid `ResultSlot`: it writes it only at the end).
+        unsafe { *slot = Some(Err(tether_core::error::panic_error(panic))) };
+    }
+}
+
+/// `Native.putThrown(slot, t, kind, message)`: as `putResult`, for a callback that threw `t`.
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_putThrown(
+    env: *mut JNIEnv,
+    _c: jclass,
+    slot: jlong,
+    t: jobject,
+    kind: jstring,
+    message: jstring,
+) {
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
+    let slot = slot as *mut callback::ResultSlot;
+    // SAFETY: only `Callbacks` calls this, with the slot address the running callback on this
+    // thread handed it; `t`, `kind` and `message` are this call's live local references.
+    let put = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
+        callback::put_thrown(env, slot, t, kind, message)
+    }));
+    if let Err(panic) = put {
+        // SAFETY: the running callback's slot on this thread (`put_thrown` writes it only at
+        // the end, so a panic left it a valid `ResultSlot`).
+        unsafe { *slot = Some(Err(tether_core::error::panic_error(panic))) };
+    }
 }
 
 /// `Native.hostValue(value, typeName)`: an owned handle to a new host value holding `value`.
@@ -918,6 +1037,82 @@ pub extern "system" fn Java_dev_tether_ffi_Native_construct<'l>(
         let mut defaults = Vec::new();
         to_java(env, ctor.call(&with_defaults(&ctor.0, &views, &mut defaults)?)?)
     })
+}
+
+/// `Native.constructorHandle(typeIndex)`: the type's constructor Function as a handle (0 when
+/// it has none). The registry never releases constructors (a leaked reference), so the handle
+/// stays valid for the process's life, as a getter's does.
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_constructorHandle(
+    env: *mut JNIEnv,
+    _c: jclass,
+    type_index: jint,
+) -> jlong {
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
+    guard(env, 0, || Ok(info(type_index)?.constructor().map_or(0, |ctor| ctor.as_object_ptr() as jlong)))
+}
+
+/// A `TetherType.construct` with 0-3 arguments Java encoded with `Marshal.fastKind`: the
+/// constructor at `ctor` (a [`Java_dev_tether_ffi_Native_constructorHandle`]) called as
+/// [`call_encoded`] calls a Function, and a new object of the type `type_index` tied to
+/// `wrapper` (a `TetherInstance` Java made around the unbound `NativeRef` `native_ref`) with
+/// no upcall (`tie::to_wrapper_preset`). A constructor that returns an argument, an object
+/// with a wrapper, an object of another type or a plain value returns as any call does.
+///
+/// # Safety
+/// As [`call_encoded`]; `ctor` is a constructor handle; `wrapper` and `native_ref` are live
+/// local references of the calling native method.
+#[inline(always)]
+unsafe fn construct_encoded(
+    env: Env,
+    ctor: jlong,
+    type_index: jint,
+    wrapper: jobject,
+    native_ref: jobject,
+    args: &[(jint, jlong, jobject)],
+) -> Result<jobject> {
+    let mut result = Any::none();
+    // SAFETY: this function's contract (Java passes no callable here: `Marshal.fastKind`).
+    if let Some(argument) = unsafe { call_encoded(env, ctor, args, false, &mut result, None) }? {
+        return Ok(argument);
+    }
+    if result.type_index() == type_index && type_index >= TypeIndex::OBJECT {
+        let obj = result.into_object().expect("an object kind");
+        return tie::to_wrapper_preset(env, obj, wrapper, native_ref);
+    }
+    to_java(env, result)
+}
+
+macro_rules! construct_natives {
+    ($($name:ident($($k:ident $b:ident $r:ident),*);)*) => {$(
+        #[no_mangle]
+        #[allow(clippy::too_many_arguments)]
+        pub extern "system" fn $name(
+            env: *mut JNIEnv,
+            _c: jclass,
+            ctor: jlong,
+            type_index: jint,
+            wrapper: jobject,
+            native_ref: jobject
+            $(, $k: jint, $b: jlong, $r: jobject)*
+        ) -> jobject {
+            // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+            let env = unsafe { Env::from_raw(env) };
+            // SAFETY: Java passes its cached constructor handle, encodes with `Marshal` and
+            // keeps each `ref` reachable; `wrapper` and `native_ref` are this call's arguments.
+            guard_call(env, null(), || unsafe {
+                construct_encoded(env, ctor, type_index, wrapper, native_ref, &[$(($k, $b, $r)),*])
+            })
+        }
+    )*};
+}
+
+construct_natives! {
+    Java_dev_tether_ffi_Native_construct0();
+    Java_dev_tether_ffi_Native_construct1(k0 b0 r0);
+    Java_dev_tether_ffi_Native_construct2(k0 b0 r0, k1 b1 r1);
+    Java_dev_tether_ffi_Native_construct3(k0 b0 r0, k1 b1 r1, k2 b2 r2);
 }
 
 /// `Native.constructInto(wrapper, typeKey, kinds, bits, refs)`: construct like `construct`, and

@@ -43,6 +43,11 @@ pub struct JavaHost {
     /// wrapper of the object being returned, instead of one `Wrappers.create` would make;
     /// null for every other return.
     adopt: jobject,
+    /// With `adopt`: the `NativeRef` of that wrapper, which Java made unbound (a
+    /// `TetherType.construct` of a type without a generated class). `create` writes the
+    /// handle and generation into it instead of calling `Wrappers.adopt`; Java registers its
+    /// Cleaner once the call returns that wrapper. Null for every other return.
+    preset: jobject,
 }
 
 impl JavaHost {
@@ -55,7 +60,7 @@ impl JavaHost {
 
 // SAFETY: `revive` returns a strong (local) reference only when the weak reference still
 // resolves, i.e. the wrapper is alive; `create` returns the encoded weak reference of the
-// wrapper it made (bits 0 and 1 clear after the shift), and that wrapper owns `obj`.
+// wrapper it made or was given (bits 0 and 1 clear after the shift), and that wrapper owns `obj`.
 unsafe impl TieHost for JavaHost {
     type Handle = jobject;
     type Error = Error;
@@ -87,6 +92,25 @@ unsafe impl TieHost for JavaHost {
             self.env().delete_weak_global_ref(decode(word));
         }
         let c = classes::get();
+        if !self.preset.is_null() {
+            // The weak reference first: until the fields are written, a failure leaves the
+            // wrapper unbound (Java drops it) and the +1 is still ours to drop.
+            let weak = self.env().new_weak_global_ref(self.adopt);
+            if weak.is_null() {
+                self.env().clear_exception();
+                drop(obj);
+                return Err(Error::runtime("out of JNI weak references"));
+            }
+            let raw = obj.into_raw();
+            // SAFETY: `preset` is a live `NativeRef` (a local reference of the calling native
+            // method) and both fields are its `long`s, resolved at init.
+            unsafe {
+                self.env().set_long_field(self.preset, c.native_ref_handle, raw as i64);
+                self.env().set_long_field(self.preset, c.native_ref_generation, generation as i64);
+            }
+            // The wrapper owns the +1 from here; Java registers its Cleaner when this returns.
+            return Ok((self.adopt, encode(weak)));
+        }
         let type_index = obj.type_index();
         let raw = obj.into_raw();
         let wrapper = if self.adopt.is_null() {
@@ -124,7 +148,10 @@ unsafe impl TieHost for JavaHost {
 /// Return `obj` (an owned +1) to Java as its canonical wrapper (a local reference).
 pub fn to_wrapper(env: Env, obj: ObjectRef) -> Result<jobject> {
     FRONTEND
-        .return_object(&JavaHost { raw_env: env.as_raw(), adopt: std::ptr::null_mut() }, obj)
+        .return_object(
+            &JavaHost { raw_env: env.as_raw(), adopt: std::ptr::null_mut(), preset: std::ptr::null_mut() },
+            obj,
+        )
         .map(|returned| returned.into_handle())
 }
 
@@ -133,7 +160,18 @@ pub fn to_wrapper(env: Env, obj: ObjectRef) -> Result<jobject> {
 /// object that has a wrapper already comes back as that one (the caller sees the difference).
 pub fn to_wrapper_adopting(env: Env, obj: ObjectRef, wrapper: jobject) -> Result<jobject> {
     FRONTEND
-        .return_object(&JavaHost { raw_env: env.as_raw(), adopt: wrapper }, obj)
+        .return_object(&JavaHost { raw_env: env.as_raw(), adopt: wrapper, preset: std::ptr::null_mut() }, obj)
+        .map(|returned| returned.into_handle())
+}
+
+/// Return `obj` (an owned +1, a new object of a type without a generated class) to Java with
+/// `wrapper`, a `TetherInstance` Java made before the call around the unbound `NativeRef`
+/// `native_ref`, as its canonical wrapper when it has none yet: the handle and generation are
+/// written into `native_ref` (no upcall); Java binds it (its Cleaner) when it gets `wrapper`
+/// back. An object that has a wrapper already comes back as that one (`wrapper` stays unbound).
+pub fn to_wrapper_preset(env: Env, obj: ObjectRef, wrapper: jobject, native_ref: jobject) -> Result<jobject> {
+    FRONTEND
+        .return_object(&JavaHost { raw_env: env.as_raw(), adopt: wrapper, preset: native_ref }, obj)
         .map(|returned| returned.into_handle())
 }
 

@@ -24,28 +24,64 @@ final class Callbacks {
     private static final int ARRAY = 1;
     private static final int SINGLE = 2;
 
+    private static final Object[] NO_ARGUMENTS = new Object[0];
+
     /**
-     * Call {@code callable} with {@code args}; encode the result into {@code out[0]} (kind) and
-     * {@code out[1]} (bits) and return its ref. If the callable throws, {@code out[0]} is
-     * {@link Marshal#THROWN} and the return value is {@code {throwable, kind, message}}.
+     * Call {@code callable} with no arguments for native code, its outcome written into the
+     * native result slot at {@code slot} (see {@link #run}).
      */
-    static Object invoke(Object callable, Object[] args, long[] out) {
+    static void invoke0(Object callable, long slot) {
+        run(callable, NO_ARGUMENTS, slot);
+    }
+
+    /** As {@link #invoke0}, with the arguments {@code args}. */
+    static void invoke(Object callable, Object[] args, long slot) {
+        run(callable, args, slot);
+    }
+
+    /**
+     * Call {@code callable} with {@code args} and hand the outcome to native code through
+     * {@link Native#putResult} (the result, encoded as an argument is) or {@link
+     * Native#putThrown} (what it threw, with its kind and message), which write it into the
+     * calling native frame's result slot {@code slot}: no arrays, no return value to decode.
+     */
+    private static void run(Object callable, Object[] args, long slot) {
+        Object result;
         try {
-            Object result = callable instanceof TetherCallback
+            result = callable instanceof TetherCallback
                     ? ((TetherCallback) callable).call(args)
                     : apply(callable, args);
-            int[] kinds = new int[1];
-            long[] bits = new long[1];
-            Object[] refs = new Object[1];
-            Marshal.encode(result, kinds, bits, refs, 0);
-            out[0] = kinds[0];
-            out[1] = bits[0];
-            return refs[0];
         } catch (Throwable t) {
-            out[0] = Marshal.THROWN;
-            String kind = t instanceof TetherError ? ((TetherError) t).kind() : "RuntimeError";
-            return new Object[] {t, kind, t.toString()};
+            thrown(slot, t);
+            return;
         }
+        int kind = Marshal.fastKind(result);
+        if (kind != Marshal.SLOW) {
+            long bits;
+            try {
+                bits = Marshal.fastBits(result, kind);
+            } catch (Throwable t) { // a closed wrapper
+                thrown(slot, t);
+                return;
+            }
+            Native.putResult(slot, kind, bits, Marshal.fastRef(result, kind));
+            return;
+        }
+        int[] kinds = new int[1];
+        long[] bits = new long[1];
+        Object[] refs = new Object[1];
+        try {
+            Marshal.encode(result, kinds, bits, refs, 0);
+        } catch (Throwable t) {
+            thrown(slot, t);
+            return;
+        }
+        Native.putResult(slot, kinds[0], bits[0], refs[0]);
+    }
+
+    private static void thrown(long slot, Throwable t) {
+        String kind = t instanceof TetherError ? ((TetherError) t).kind() : "RuntimeError";
+        Native.putThrown(slot, t, kind, t.toString());
     }
 
     /**

@@ -28,7 +28,12 @@ final class Marshal {
     static final int OBJECT = (int) Native.constant("KIND_OBJECT");
     /** {@code bits} is an owned native reference the callee takes over. */
     static final int OWNED = (int) Native.constant("KIND_OWNED");
-    static final int THROWN = (int) Native.constant("KIND_THROWN");
+    /**
+     * A callable ({@link TetherCallback} or {@code java.util.function.Function}) passed straight
+     * to a call ({@link #callKind}): {@code ref} is the callable, {@code bits} its identity
+     * hash; the call lends it a native Function for its duration (crates/java/src/callback.rs).
+     */
+    static final int CALLABLE = (int) Native.constant("KIND_CALLABLE");
     /** Not a {@link #fastKind} value: encode through {@link #encode} instead. */
     static final int SLOW = -2;
 
@@ -51,6 +56,22 @@ final class Marshal {
             return OBJECT;
         }
         return SLOW;
+    }
+
+    /** {@link #fastKind}, or {@link #CALLABLE} for a callable: what the call natives take. */
+    static int callKind(Object v) {
+        int kind = fastKind(v);
+        return kind == SLOW && (v instanceof TetherCallback || v instanceof Function) ? CALLABLE : kind;
+    }
+
+    /** {@link #fastBits}, and a callable's identity hash. */
+    static long callBits(Object v, int kind) {
+        return kind == CALLABLE ? System.identityHashCode(v) : fastBits(v, kind);
+    }
+
+    /** {@link #fastRef}, and the callable itself. */
+    static Object callRef(Object v, int kind) {
+        return kind == CALLABLE ? v : fastRef(v, kind);
     }
 
     /** The bits of a value of {@link #fastKind} {@code kind} (throws if a wrapper is closed). */

@@ -109,6 +109,16 @@ final class Native {
 
     static native long callbackFunction(Object callable, int identityHash);
 
+    /**
+     * A callback's result, encoded by {@code Marshal}, for the native frame that called it:
+     * written into its result slot {@code slot} (only from {@code Callbacks}, with the slot of
+     * the call running on this thread). Never throws: a failure is written into the slot.
+     */
+    static native void putResult(long slot, int kind, long bits, Object ref);
+
+    /** As {@link #putResult}, for a callback that threw {@code t}. */
+    static native void putThrown(long slot, Throwable t, String kind, String message);
+
     /** An owned handle to a new native host value holding {@code value} (its class named {@code typeName}). */
     static native long hostValue(Object value, String typeName);
 
@@ -167,6 +177,24 @@ final class Native {
     static native boolean typeHasConstructor(int typeIndex);
 
     static native Object construct(String key, int[] kinds, long[] bits, Object[] refs);
+
+    /** The type's constructor Function as a handle (never released by the registry), 0 if none. */
+    static native long constructorHandle(int typeIndex);
+
+    // Construct through the handle {@code ctor} with 0-3 arguments encoded by Marshal.fastKind,
+    // tying a new object of type {@code typeIndex} to {@code wrapper}, a TetherInstance around
+    // the unbound {@code ref} (handle and generation written natively; the caller binds it when
+    // {@code wrapper} comes back). Returns the object's wrapper (or the result as any call).
+
+    static native Object construct0(long ctor, int typeIndex, Object wrapper, NativeRef ref);
+
+    static native Object construct1(long ctor, int typeIndex, Object wrapper, NativeRef ref, int k0, long b0, Object r0);
+
+    static native Object construct2(long ctor, int typeIndex, Object wrapper, NativeRef ref, int k0, long b0, Object r0,
+            int k1, long b1, Object r1);
+
+    static native Object construct3(long ctor, int typeIndex, Object wrapper, NativeRef ref, int k0, long b0, Object r0,
+            int k1, long b1, Object r1, int k2, long b2, Object r2);
 
     /** Construct like {@link #construct}, making {@code wrapper} the new object's wrapper (returns the object's wrapper). */
     static native Object constructInto(Object wrapper, String key, int[] kinds, long[] bits, Object[] refs);

@@ -61,7 +61,8 @@ public final class TetherFunction implements TetherObject, Tied {
     /**
      * Call with one argument. Wrappers, {@code Long}s, {@code Integer}s and null reach native
      * code as plain arguments (no arrays); a result that is the argument comes back as that
-     * very wrapper.
+     * very wrapper. A callable ({@link TetherCallback}, {@code java.util.function.Function})
+     * is lent this thread's spare native Function for the call (docs/java.md, Conversions).
      */
     public Object call(Object a) {
         long fn = ref.handle();
@@ -75,7 +76,7 @@ public final class TetherFunction implements TetherObject, Tied {
                 Object ra = Marshal.fastRef(a, ka);
                 return intResults ? fromLong(Native.call1L(fn, ka, ba, ra)) : learn(Native.call1(fn, ka, ba, ra));
             }
-            return callEncoded(new Object[] {a});
+            return callOther(a);
         } finally {
             Reference.reachabilityFence(this);
             Reference.reachabilityFence(a);
@@ -100,7 +101,7 @@ public final class TetherFunction implements TetherObject, Tied {
                         ? fromLong(Native.call2L(fn, ka, ba, ra, kb, bb, rb))
                         : learn(Native.call2(fn, ka, ba, ra, kb, bb, rb));
             }
-            return callEncoded(new Object[] {a, b});
+            return callOther(a, b);
         } finally {
             Reference.reachabilityFence(this);
             Reference.reachabilityFence(a);
@@ -129,7 +130,7 @@ public final class TetherFunction implements TetherObject, Tied {
                         ? fromLong(Native.call3L(fn, ka, ba, ra, kb, bb, rb, kc, bc, rc))
                         : learn(Native.call3(fn, ka, ba, ra, kb, bb, rb, kc, bc, rc));
             }
-            return callEncoded(new Object[] {a, b, c});
+            return callOther(a, b, c);
         } finally {
             Reference.reachabilityFence(this);
             Reference.reachabilityFence(a);
@@ -200,6 +201,55 @@ public final class TetherFunction implements TetherObject, Tied {
         String got = result == null ? "None" : result instanceof TetherObject
                 ? ((TetherObject) result).typeKey() : result.getClass().getSimpleName();
         throw new TetherTypeError("TypeError", name() + "() returned " + got + ", not an int (callLong)", "");
+    }
+
+    // The calls whose arguments are not all of Marshal.fastKind (out of line, so the common
+    // calls stay as small as they were): callables among fast kinds are lent a Function
+    // (Marshal.CALLABLE, no arrays); anything else is encoded. The caller fences the arguments.
+
+    private Object callOther(Object a) {
+        int ka = Marshal.callKind(a);
+        if (ka == Marshal.SLOW) {
+            return callEncoded(new Object[] {a});
+        }
+        long fn = ref.handle();
+        long ba = Marshal.callBits(a, ka);
+        return intResults ? fromLong(Native.call1L(fn, ka, ba, a)) : learn(Native.call1(fn, ka, ba, a));
+    }
+
+    private Object callOther(Object a, Object b) {
+        int ka = Marshal.callKind(a);
+        int kb = Marshal.callKind(b);
+        if (ka == Marshal.SLOW || kb == Marshal.SLOW) {
+            return callEncoded(new Object[] {a, b});
+        }
+        long fn = ref.handle();
+        long ba = Marshal.callBits(a, ka);
+        long bb = Marshal.callBits(b, kb);
+        Object ra = Marshal.callRef(a, ka);
+        Object rb = Marshal.callRef(b, kb);
+        return intResults
+                ? fromLong(Native.call2L(fn, ka, ba, ra, kb, bb, rb))
+                : learn(Native.call2(fn, ka, ba, ra, kb, bb, rb));
+    }
+
+    private Object callOther(Object a, Object b, Object c) {
+        int ka = Marshal.callKind(a);
+        int kb = Marshal.callKind(b);
+        int kc = Marshal.callKind(c);
+        if (ka == Marshal.SLOW || kb == Marshal.SLOW || kc == Marshal.SLOW) {
+            return callEncoded(new Object[] {a, b, c});
+        }
+        long fn = ref.handle();
+        long ba = Marshal.callBits(a, ka);
+        long bb = Marshal.callBits(b, kb);
+        long bc = Marshal.callBits(c, kc);
+        Object ra = Marshal.callRef(a, ka);
+        Object rb = Marshal.callRef(b, kb);
+        Object rc = Marshal.callRef(c, kc);
+        return intResults
+                ? fromLong(Native.call3L(fn, ka, ba, ra, kb, bb, rb, kc, bc, rc))
+                : learn(Native.call3(fn, ka, ba, ra, kb, bb, rb, kc, bc, rc));
     }
 
     /** Any arity, any argument types: the arguments are encoded into arrays first. */

@@ -8,6 +8,11 @@ public final class TetherInstance implements TetherObject, Tied {
         this.ref = new NativeRef(this, handle, generation, typeIndex);
     }
 
+    /** A wrapper around an unbound ref, for a constructor call to tie (see {@link NativeRef#NativeRef(int)}). */
+    TetherInstance(NativeRef unbound) {
+        this.ref = unbound;
+    }
+
     @Override
     public NativeRef nativeRef() {
         return ref;

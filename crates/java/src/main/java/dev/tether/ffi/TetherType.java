@@ -149,6 +149,8 @@ public final class TetherType {
     private final boolean constructible;
     private final String constructorSignature;
     private final List<TetherParameter> constructorParameters;
+    /** The constructor Function's handle (the registry never releases it), 0 when none. */
+    private final long constructorHandle;
 
     private TetherType(int index) {
         this.index = index;
@@ -169,6 +171,7 @@ public final class TetherType {
         Object[] ctor = constructible ? Native.typeConstructor(index) : null;
         this.constructorSignature = ctor == null ? null : (String) ctor[0];
         this.constructorParameters = ctor == null ? List.of() : TetherParameter.listOf((Object[]) ctor[2]);
+        this.constructorHandle = constructible ? Native.constructorHandle(index) : 0;
     }
 
     static TetherType of(int index) {
@@ -268,9 +271,119 @@ public final class TetherType {
         return constructorParameters;
     }
 
-    /** Construct an instance with the type's constructor. */
+    /**
+     * Construct an instance with the type's constructor. 0-3 arguments take the array-free
+     * path of {@link #construct(Object, Object)}.
+     */
     public Object construct(Object... args) {
+        if (args != null) {
+            switch (args.length) {
+                case 0:
+                    return construct();
+                case 1:
+                    return construct(args[0]);
+                case 2:
+                    return construct(args[0], args[1]);
+                case 3:
+                    return construct(args[0], args[1], args[2]);
+                default:
+                    break;
+            }
+        }
         return Tether.construct(key, args);
+    }
+
+    /** Construct with no arguments (see {@link #construct(Object, Object)}). */
+    public Object construct() {
+        if (!direct()) {
+            return Tether.construct(key);
+        }
+        NativeRef r = new NativeRef(index);
+        TetherInstance w = new TetherInstance(r);
+        return bound(Native.construct0(constructorHandle, index, w, r), w, r);
+    }
+
+    /** Construct with one argument (see {@link #construct(Object, Object)}). */
+    public Object construct(Object a) {
+        int ka = Marshal.fastKind(a);
+        if (ka == Marshal.SLOW || !direct()) {
+            return Tether.construct(key, new Object[] {a});
+        }
+        try {
+            long ba = Marshal.fastBits(a, ka);
+            NativeRef r = new NativeRef(index);
+            TetherInstance w = new TetherInstance(r);
+            return bound(Native.construct1(constructorHandle, index, w, r, ka, ba, Marshal.fastRef(a, ka)), w, r);
+        } finally {
+            java.lang.ref.Reference.reachabilityFence(a);
+        }
+    }
+
+    /**
+     * Construct with two arguments. Wrappers, {@code Long}s, {@code Integer}s and null pass as
+     * plain arguments (no arrays), and the new object's wrapper is made here before the call
+     * (for a type without a generated class), so native code ties it without calling back
+     * into Java; other arguments take {@link #construct(Object...)}'s general path. The
+     * results and errors are the same either way.
+     */
+    public Object construct(Object a, Object b) {
+        int ka = Marshal.fastKind(a);
+        int kb = Marshal.fastKind(b);
+        if (ka == Marshal.SLOW || kb == Marshal.SLOW || !direct()) {
+            return Tether.construct(key, new Object[] {a, b});
+        }
+        try {
+            long ba = Marshal.fastBits(a, ka);
+            long bb = Marshal.fastBits(b, kb);
+            NativeRef r = new NativeRef(index);
+            TetherInstance w = new TetherInstance(r);
+            return bound(Native.construct2(constructorHandle, index, w, r, ka, ba, Marshal.fastRef(a, ka), kb, bb,
+                    Marshal.fastRef(b, kb)), w, r);
+        } finally {
+            java.lang.ref.Reference.reachabilityFence(a);
+            java.lang.ref.Reference.reachabilityFence(b);
+        }
+    }
+
+    /** Construct with three arguments (see {@link #construct(Object, Object)}). */
+    public Object construct(Object a, Object b, Object c) {
+        int ka = Marshal.fastKind(a);
+        int kb = Marshal.fastKind(b);
+        int kc = Marshal.fastKind(c);
+        if (ka == Marshal.SLOW || kb == Marshal.SLOW || kc == Marshal.SLOW || !direct()) {
+            return Tether.construct(key, new Object[] {a, b, c});
+        }
+        try {
+            long ba = Marshal.fastBits(a, ka);
+            long bb = Marshal.fastBits(b, kb);
+            long bc = Marshal.fastBits(c, kc);
+            NativeRef r = new NativeRef(index);
+            TetherInstance w = new TetherInstance(r);
+            return bound(Native.construct3(constructorHandle, index, w, r, ka, ba, Marshal.fastRef(a, ka), kb, bb,
+                    Marshal.fastRef(b, kb), kc, bc, Marshal.fastRef(c, kc)), w, r);
+        } finally {
+            java.lang.ref.Reference.reachabilityFence(a);
+            java.lang.ref.Reference.reachabilityFence(b);
+            java.lang.ref.Reference.reachabilityFence(c);
+        }
+    }
+
+    /**
+     * May a construct make the wrapper itself? The type has a constructor and its objects'
+     * wrappers are {@code TetherInstance}s (no generated class registered; builtin types have
+     * classes of their own).
+     */
+    private boolean direct() {
+        return constructorHandle != 0 && Wrappers.registered(index) == null && index != Wrappers.FUNCTION
+                && index != Wrappers.ARRAY && index != Wrappers.MAP && index != Wrappers.MODULE;
+    }
+
+    /** A direct construct's result: when it is {@code w}, the new object's wrapper, bind {@code r}. */
+    private static Object bound(Object made, TetherInstance w, NativeRef r) {
+        if (made == w) {
+            r.bind(w);
+        }
+        return made;
     }
 
     int index() {

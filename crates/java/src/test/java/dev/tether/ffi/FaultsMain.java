@@ -56,9 +56,12 @@ public final class FaultsMain {
         TetherFunction makePair = t("make_pair");
         TetherFunction echo = t("echo");
         TetherFunction fail = t("fail_allocations");
+        TetherType pairType = Tether.type("testing.Pair");
         List<Operation> operations = List.of(
                 new Operation("make_pair", () -> makePair.call(1L, 2L), null),
                 new Operation("constructor", () -> Tether.construct("testing.Pair", 1L, makePair.call(2L, LONG)), null),
+                new Operation("TetherType.construct (the array-free path)",
+                        () -> pairType.construct(1L, makePair.call(2L, LONG)), null),
                 new Operation("make_array", () -> new ArrayList<>((TetherList) t("make_array").call(5L)), null),
                 new Operation("List argument", () -> echo.call(List.of(1L, LONG, List.of(2L, 3L))), null),
                 new Operation("Map argument", () -> echo.call(Map.of("key", List.of(1L), "other", LONG)), null),
@@ -68,6 +71,8 @@ public final class FaultsMain {
                 new Operation("callback", () -> t("call").call((TetherCallback) a -> List.of(a[0], LONG), 5L), null),
                 new Operation("callback on a native thread",
                         () -> t("call_in_thread").call((TetherCallback) a -> Map.of("k", List.of(1L, LONG))), null),
+                new Operation("callback from a new Java thread (its first lent Function)",
+                        () -> onNewThread(() -> t("call").call((TetherCallback) a -> List.of(1L, LONG))), null),
                 new Operation("callback that throws", () -> t("call").call((TetherCallback) a -> {
                     throw new Planted();
                 }), Planted.class),
@@ -129,6 +134,32 @@ public final class FaultsMain {
         for (String f : findings) {
             System.out.println("finding: " + f);
         }
+    }
+
+    /** Runs {@code body} on a new thread and returns its result, or rethrows what it threw. */
+    static Object onNewThread(Supplier<Object> body) {
+        Object[] out = new Object[1];
+        Throwable[] thrown = new Throwable[1];
+        Thread thread = new Thread(() -> {
+            try {
+                out[0] = body.get();
+            } catch (Throwable e) {
+                thrown[0] = e;
+            }
+        });
+        thread.start();
+        try {
+            thread.join();
+        } catch (InterruptedException e) {
+            throw new IllegalStateException(e);
+        }
+        if (thrown[0] instanceof RuntimeException) {
+            throw (RuntimeException) thrown[0];
+        }
+        if (thrown[0] instanceof Error) {
+            throw (Error) thrown[0];
+        }
+        return out[0];
     }
 
     /** Collects until live_objects() is {@code target} (or, for -1, stops changing); bounded. */

@@ -1,0 +1,186 @@
+package dev.tether.ffi;
+
+import static dev.tether.ffi.TestSupport.assertBackTo;
+import static dev.tether.ffi.TestSupport.settledLive;
+import static dev.tether.ffi.TestSupport.t;
+import static org.junit.jupiter.api.Assertions.*;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * Callables passed straight to a call (crates/java/src/callback.rs, {@code lend}): lent this
+ * thread's spare Function for the call, registered only when the callee keeps it; and the
+ * array-free constructor path of {@link TetherType#construct(Object, Object)}.
+ */
+class LentCallableTest {
+    private static final TetherFunction CALL = t("call");
+    private static final TetherFunction ECHO = t("echo");
+
+    /** This thread's spare shell exists from here on (made by its first lend). */
+    private static void lentOnce() {
+        assertEquals(1L, CALL.call((TetherCallback) a -> 1L));
+    }
+
+    @Test
+    void lentCallsLeaveNoObjectsBehind() throws InterruptedException {
+        lentOnce();
+        long base = settledLive();
+        for (int i = 0; i < 2000; i++) {
+            long n = i;
+            assertEquals(n, CALL.call((TetherCallback) a -> n), "a new callable each call");
+        }
+        TetherCallback same = a -> "same";
+        for (int i = 0; i < 2000; i++) {
+            assertEquals("same", CALL.call(same));
+        }
+        assertBackTo(base);
+    }
+
+    @Test
+    void aLentCallableComesBackAsItself() {
+        TetherCallback cb = a -> 1L;
+        Function<Object[], Object> f = a -> 2L;
+        assertSame(cb, ECHO.call(cb));
+        assertSame(f, ECHO.call(f));
+        assertSame(cb, CALL.call((TetherCallback) a -> cb), "a callback returning another callable");
+        assertSame(cb, ECHO.call(cb), "the spare is aimed at each callable in turn");
+    }
+
+    @Test
+    void aKeptCallableIsRegisteredAndStaysOneFunction() throws InterruptedException {
+        lentOnce();
+        long base = settledLive();
+        TetherCallback cb = a -> "kept";
+        TetherFunction makeMap = Tether.getGlobalFunc("tether.Map");
+        // Both arguments are cb: the second finds the shell lent to the first (one Function),
+        // and the Map keeps it, so it escapes and is registered after the call.
+        TetherMap m = (TetherMap) makeMap.call(cb, cb);
+        assertEquals(1, m.size());
+        assertSame(cb, m.get(cb), "a later pass of cb (the registry's path) is that same Function");
+        assertSame(cb, m.keySet().iterator().next());
+        assertEquals("kept", CALL.call(cb), "a lend finds the registered Function");
+        t("stash").call("lent", cb);
+        assertSame(cb, t("take").call("lent"));
+        m.close();
+        m = null;
+        assertBackTo(base);
+    }
+
+    @Test
+    void aLentFunctionCalledOnAnotherThreadWorks() {
+        TetherCallback cb = a -> Thread.currentThread();
+        Object thread = t("call_in_thread").call(cb);
+        assertNotNull(thread);
+        assertNotSame(Thread.currentThread(), thread, "called on the native thread");
+        Object times = t("call_times").call((TetherCallback) a -> 3L, 5L);
+        assertEquals(3L, times);
+    }
+
+    @Test
+    void nestedCallsWithTheSameCallable() {
+        AtomicReference<Object> inner = new AtomicReference<>();
+        TetherCallback[] self = new TetherCallback[1];
+        self[0] = a -> {
+            if (inner.get() == null) {
+                inner.set("entered");
+                return CALL.call(self[0]); // the same callable while its lent Function runs
+            }
+            return ECHO.call(self[0]);
+        };
+        assertSame(self[0], CALL.call(self[0]));
+    }
+
+    @Test
+    void callbackErrorsAndResultsKeepTheirKinds() {
+        RuntimeException planted = new IllegalStateException("planted");
+        RuntimeException thrown = assertThrows(RuntimeException.class, () -> CALL.call((TetherCallback) a -> {
+            throw planted;
+        }));
+        assertSame(planted, thrown);
+        TetherInstance closed = (TetherInstance) t("make_pair").call(1L, 2L);
+        closed.close();
+        assertThrows(RuntimeException.class, () -> CALL.call((TetherCallback) a -> closed),
+                "a closed wrapper as a callback's result");
+        assertEquals(List.of(1L, "x"), new ArrayList<>((TetherList) CALL.call((TetherCallback) a -> List.of(1L, "x"))));
+        assertEquals("a string longer than seven bytes", CALL.call((TetherCallback) a -> "a string longer than seven bytes"));
+        assertNull(CALL.call((TetherCallback) a -> null));
+        assertEquals(2.5, CALL.call((TetherCallback) a -> 2.5));
+    }
+
+    @Test
+    void callablesFromManyThreads() throws InterruptedException {
+        lentOnce();
+        long base = settledLive();
+        List<Thread> threads = new ArrayList<>();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        for (int i = 0; i < 4; i++) {
+            Thread thread = new Thread(() -> {
+                try {
+                    TetherCallback shared = a -> 7L;
+                    for (int k = 0; k < 500; k++) {
+                        assertEquals(7L, CALL.call(shared));
+                        assertSame(shared, ECHO.call(shared));
+                    }
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                }
+            });
+            threads.add(thread);
+            thread.start();
+        }
+        for (Thread thread : threads) {
+            thread.join();
+        }
+        assertNull(failure.get());
+        assertBackTo(base); // each thread's spare went when it exited
+    }
+
+    /** What a construct did: its result's first field, or the exception's class and message. */
+    private static String outcome(java.util.function.Supplier<Object> construct) {
+        try {
+            Object made = construct.get();
+            return made instanceof TetherInstance ? "first=" + ((TetherInstance) made).get("first") : "result " + made;
+        } catch (RuntimeException e) {
+            return e.getClass().getSimpleName() + ": " + e.getMessage();
+        }
+    }
+
+    @Test
+    void constructWithPlainArgumentsTiesTheWrapperJavaMade() throws InterruptedException {
+        long base = settledLive();
+        TetherType pair = Tether.type("testing.Pair");
+        TetherInstance x = (TetherInstance) pair.construct(1L, 2L);
+        assertEquals(1L, x.get("first"));
+        TetherInstance p = (TetherInstance) pair.construct(x, x);
+        assertSame(x, p.get("first"), "one wrapper per object");
+        assertSame(x, p.get("second"));
+        assertSame(p, ECHO.call(p));
+        assertEquals(TetherInstance.class, p.getClass());
+        Object[][] calls = {{}, {x}, {1L, x}, {null, 2}, {1L, 2L, 3L}, {"a", 1L}, {1L, 2L, 3L, 4L}};
+        for (Object[] args : calls) {
+            String direct = outcome(() -> {
+                switch (args.length) {
+                    case 0: return pair.construct();
+                    case 1: return pair.construct(args[0]);
+                    case 2: return pair.construct(args[0], args[1]);
+                    case 3: return pair.construct(args[0], args[1], args[2]);
+                    default: return pair.construct(args);
+                }
+            });
+            String general = outcome(() -> Tether.construct("testing.Pair", args));
+            assertEquals(general, direct, "the same outcome either path, for " + java.util.Arrays.toString(args));
+        }
+        p.close();
+        x.close();
+        TetherInstance closed = x;
+        assertThrows(IllegalStateException.class, () -> pair.construct(closed, 1L), "a closed wrapper argument");
+        x = null;
+        p = null;
+        assertBackTo(base);
+    }
+}
