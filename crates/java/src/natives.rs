@@ -576,13 +576,19 @@ pub extern "system" fn Java_dev_tether_ffi_Native_putResult(
     let env = unsafe { Env::from_raw(env) };
     let slot = slot as *mut callback::ResultSlot;
     // SAFETY: only `Callbacks` calls this, with the slot address the running callback on this
-    // thread handed it, and keeps `r` reachable.
-    let put = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
-        callback::put_result(env, slot, kind, bits, r)
-    }));
-    if let Err(panic) = put {
-        // SAFETY: the running callback's slot on this thread, which `Callbacks` passed (a
-        // panic in `put_result` left it a valid `ResultSlot`: it writes it only at the end).
+    // thread handed it, and keeps `r` reachable; `put_result` writes the slot only at its end.
+    unsafe { put_guarded(slot, || callback::put_result(env, slot, kind, bits, r)) }
+}
+
+/// Run `put`, which writes a callback's outcome into `slot`; a panic in it becomes the slot's
+/// error instead of unwinding into Java.
+///
+/// # Safety
+/// `slot` is the running callback's `ResultSlot` on this thread, and `put` writes it only at
+/// its end (so a panic leaves it a valid `ResultSlot`).
+unsafe fn put_guarded(slot: *mut callback::ResultSlot, put: impl FnOnce()) {
+    if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(put)) {
+        // SAFETY: the caller's guarantee.
         unsafe { *slot = Some(Err(tether_core::error::panic_error(panic))) };
     }
 }
@@ -601,15 +607,9 @@ pub extern "system" fn Java_dev_tether_ffi_Native_putThrown(
     let env = unsafe { Env::from_raw(env) };
     let slot = slot as *mut callback::ResultSlot;
     // SAFETY: only `Callbacks` calls this, with the slot address the running callback on this
-    // thread handed it; `t`, `kind` and `message` are this call's live local references.
-    let put = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
-        callback::put_thrown(env, slot, t, kind, message)
-    }));
-    if let Err(panic) = put {
-        // SAFETY: the running callback's slot on this thread (`put_thrown` writes it only at
-        // the end, so a panic left it a valid `ResultSlot`).
-        unsafe { *slot = Some(Err(tether_core::error::panic_error(panic))) };
-    }
+    // thread handed it; `t`, `kind` and `message` are this call's live local references;
+    // `put_thrown` writes the slot only at its end.
+    unsafe { put_guarded(slot, || callback::put_thrown(env, slot, t, kind, message)) }
 }
 
 /// `Native.hostValue(value, typeName)`: an owned handle to a new host value holding `value`.
