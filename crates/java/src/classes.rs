@@ -58,30 +58,26 @@ pub fn get() -> &'static Classes {
 }
 
 fn global_class(env: Env, name: &CStr) -> Result<jclass, String> {
-    let local = env.find_class(name);
-    if local.is_null() {
-        env.clear_exception();
-        return Err(format!("class {name:?} not found"));
-    }
+    let local = found(env, env.find_class(name), || format!("class {name:?} not found"))?;
     let global = env.new_global_ref(local);
     env.delete_local_ref(local);
     Ok(global)
 }
 
 fn instance_field(env: Env, class: jclass, name: &CStr, sig: &CStr) -> Result<jfieldID, String> {
-    let id = env.field_id(class, name, sig);
-    if id.is_null() {
-        env.clear_exception();
-        return Err(format!("field {name:?} {sig:?} not found"));
-    }
-    Ok(id)
+    found(env, env.field_id(class, name, sig), || format!("field {name:?} {sig:?} not found"))
 }
 
 fn static_method(env: Env, class: jclass, name: &CStr, sig: &CStr) -> Result<jmethodID, String> {
-    let id = env.static_method_id(class, name, sig);
+    found(env, env.static_method_id(class, name, sig), || format!("static method {name:?}{sig:?} not found"))
+}
+
+/// A JNI lookup's result, or `missing()` (with the pending exception the failed lookup left
+/// cleared) when it is null.
+fn found<T>(env: Env, id: *mut T, missing: impl FnOnce() -> String) -> Result<*mut T, String> {
     if id.is_null() {
         env.clear_exception();
-        return Err(format!("static method {name:?}{sig:?} not found"));
+        return Err(missing());
     }
     Ok(id)
 }
@@ -109,10 +105,7 @@ pub fn init(env: Env) -> Result<(), String> {
     for i in SMALL_LONG_MIN..=SMALL_LONG_MAX {
         // SAFETY: `valueOf(J)` resolved on Long with this signature just above.
         let boxed = unsafe { env.call_static_object(long, long_value_of, &[jni_sys::jvalue { j: i }]) };
-        if boxed.is_null() {
-            env.clear_exception();
-            return Err(format!("Long.valueOf({i}) failed"));
-        }
+        let boxed = found(env, boxed, || format!("Long.valueOf({i}) failed"))?;
         small_longs.push(env.new_global_ref(boxed));
         env.delete_local_ref(boxed);
     }
