@@ -241,15 +241,22 @@ unsafe fn take_native(w: *mut Wrapper) -> *mut ObjectHeader {
 
 /// Embedded wrappers emptied by `_move()` and still alive, each with the object whose memory
 /// it lives in (held by one weak reference, dropped when the wrapper dies). Only touched with
-/// the GIL held; `_move()` is rare, so `MOVED_EMBEDDED_COUNT` keeps the check of every new
-/// embedded wrapper to one load.
+/// the GIL held; `_move()` is rare, so `MOVED_EMBEDDED_COUNT` keeps every dealloc's check to
+/// one load.
 static MOVED_EMBEDDED: std::sync::Mutex<Vec<(usize, usize)>> = std::sync::Mutex::new(Vec::new());
 static MOVED_EMBEDDED_COUNT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// Is the embedded block `block` taken by a wrapper `_move()` emptied?
-fn held_by_moved(block: *mut u8) -> bool {
-    MOVED_EMBEDDED_COUNT.load(Ordering::Relaxed) != 0
-        && MOVED_EMBEDDED.lock().unwrap_or_else(|e| e.into_inner()).iter().any(|&(w, _)| w == block as usize)
+/// Is an object's embedded block free for a new wrapper? Its first word is the reference count
+/// of the wrapper living there: zero in a new reserve (zeroed at allocation) and in a dead
+/// wrapper's memory (CPython zeroes it before dealloc); only a live wrapper that `_move()`
+/// emptied (so its slot names none) holds it while the slot is Detached.
+///
+/// # Safety
+/// `block` is the embedded block of a live object; GIL held.
+#[inline]
+unsafe fn embedded_is_free(block: *mut u8) -> bool {
+    // SAFETY: the reserve is readable while the object lives (the caller's guarantee).
+    unsafe { ffi::Py_REFCNT(block as *mut ffi::PyObject) == 0 }
 }
 
 /// The object a moved embedded wrapper `o` keeps the memory of (its weak reference, now the
@@ -461,7 +468,7 @@ unsafe impl TieHost for PyHost {
                     }
                 }
                 Previous::Detached => match embedded {
-                    Some(block) if fits_embedded(prepared) && !held_by_moved(block) => {
+                    Some(block) if fits_embedded(prepared) && embedded_is_free(block) => {
                         std::ptr::write_bytes(block as *mut Wrapper, 0, 1);
                         ffi::PyObject_Init(block as *mut ffi::PyObject, cls)
                     }
