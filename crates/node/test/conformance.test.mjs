@@ -212,6 +212,22 @@ test('T13 explicit release with Symbol.dispose', async () => {
   assert.equal(String(kept), 'testing.Pair <disposed>');
 });
 
+test('T13 disposed wrappers in their objects\' memory: refetches get boxes of their own, nothing left', async () => {
+  const baseline = await settledBaseline();
+  for (let i = 0; i < 2000; i++) {
+    const p = new Pair(i, null);
+    testing.stash('T13b', p);
+    p[Symbol.dispose](); // the box stays in the object's memory until p is collected
+    const again = testing.take('T13b'); // the object again, while the disposed p lives
+    assert.notEqual(again, p);
+    assert.equal(again.first, i);
+    assert.throws(() => p.first, { name: 'TetherRuntimeError', message: /disposed/ });
+    if (i % 2) testing.drop_in_thread(again);
+    again[Symbol.dispose]();
+  }
+  await expectLiveBackTo(baseline, 'every disposed wrapper gave its memory back');
+});
+
 test('T14 objects made before the frontend loaded get identity through the side table', () => {
   // The testing functions were made at core init, before the frontend allocator was installed.
   const echo = tether.getGlobalFunc('testing.echo');

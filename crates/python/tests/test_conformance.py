@@ -190,6 +190,38 @@ def test_T13_move_releases_early(testing, baseline):
     assert live_now() == baseline
 
 
+def test_T13_moved_wrappers_in_their_objects_memory_under_threads(testing, baseline):
+    # Wrappers live in their objects' memory: emptied ones outlive their objects (freed on
+    # other threads too), refetches take blocks of their own, and nothing is left behind.
+    errors = []
+
+    def churn(seed):
+        try:
+            for i in range(1000):
+                p = testing.Pair(seed * 10_000 + i, None)
+                fired = []
+                weakref.finalize(p, fired.append, 1)
+                again = testing.echo(p._move())  # fetched again while the emptied p lives
+                assert again is not p and again.first == seed * 10_000 + i
+                testing.drop_in_thread(again)
+                del again
+                with pytest.raises(tether_ffi.ValueError, match="moved"):
+                    p.first
+                del p
+                assert fired == [1]
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=churn, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    testing.add(1, 2)  # any entry releases what other threads queued
+    assert live_now() == baseline
+
+
 def test_T14_side_table_identity(testing):
     # The testing functions were made at init, before the frontend allocator was installed.
     echo = tether_ffi.get_global_func("testing.echo")
