@@ -411,19 +411,78 @@ impl Function {
 
     /// Call with borrowed arguments.
     pub fn call(&self, args: &[AnyView<'_>]) -> Result<Any> {
-        let mut result = Any::none();
-        // SAFETY: a live function object, `args.len()` cells, a None result cell.
-        let rc =
-            unsafe { (self.0.safe_call)(ObjectArc::as_ptr(&self.0), args.as_ptr(), args.len() as i32, &mut result) };
-        if rc == 0 {
-            Ok(result)
-        } else {
-            Err(take_last_error())
-        }
+        // SAFETY: `self` keeps the function object alive for the call.
+        unsafe { call_function(ObjectArc::as_ptr(&self.0), args) }
+    }
+
+    /// Borrow this Function for as long as `self` lives.
+    pub fn as_ref(&self) -> FunctionRef<'_> {
+        FunctionRef { obj: ObjectArc::as_ptr(&self.0), _borrow: std::marker::PhantomData }
     }
 
     pub fn as_object_ptr(&self) -> *mut ObjectHeader {
         ObjectArc::as_ptr(&self.0)
+    }
+}
+
+/// Call the live function object `f` with borrowed arguments.
+///
+/// # Safety
+/// `f` is a live function object (a reference held for the whole call).
+#[inline]
+unsafe fn call_function(f: *mut ObjectHeader, args: &[AnyView<'_>]) -> Result<Any> {
+    let mut result = Any::none();
+    // SAFETY: a live function object (the caller's guarantee), `args.len()` cells, a None result cell.
+    let rc = unsafe {
+        ((*(f as *const crate::arc::ObjectBox<FunctionObj>)).value.safe_call)(
+            f,
+            args.as_ptr(),
+            args.len() as i32,
+            &mut result,
+        )
+    };
+    if rc == 0 {
+        Ok(result)
+    } else {
+        Err(take_last_error())
+    }
+}
+
+/// A Function borrowed from a call's argument for that call: calling it takes no reference.
+/// For a callee that calls a Function it is given and does not keep it (pyo3's
+/// `&Bound<PyAny>`, nanobind's `nb::callable` by reference); [`FunctionRef::to_owned`] takes
+/// one to keep.
+#[derive(Clone, Copy)]
+pub struct FunctionRef<'a> {
+    obj: *mut ObjectHeader,
+    _borrow: std::marker::PhantomData<&'a FunctionObj>,
+}
+
+impl<'a> FunctionRef<'a> {
+    /// The Function an argument view holds, borrowed for the view's life; `None` when it holds
+    /// something else. A lent view's reference stays the view's (the callee's argument
+    /// handling releases it as for any argument it does not convert).
+    pub fn from_view(view: &AnyView<'a>) -> Option<FunctionRef<'a>> {
+        if view.type_index() != TypeIndex::FUNCTION {
+            return None;
+        }
+        Some(FunctionRef { obj: view.as_object_ptr()?, _borrow: std::marker::PhantomData })
+    }
+
+    /// Call with borrowed arguments.
+    pub fn call(&self, args: &[AnyView<'_>]) -> Result<Any> {
+        // SAFETY: the view this was borrowed from keeps the function object alive for `'a`.
+        unsafe { call_function(self.obj, args) }
+    }
+
+    /// A reference of one's own, to keep past the call.
+    pub fn to_owned(&self) -> Function {
+        // SAFETY: the function object is alive for `'a` (see `call`); the new reference is the
+        // one `from_raw` adopts.
+        unsafe {
+            crate::object::inc_ref(self.obj);
+            Function(ObjectArc::from_raw(self.obj))
+        }
     }
 }
 

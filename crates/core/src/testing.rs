@@ -263,8 +263,13 @@ pub(crate) fn register() {
         .with_params(&["xs"])
         .with_doc("The sum of an Array of numbers, as a float."));
     reg(Function::from_packed("testing.call", |args| {
-        let f: Function = crate::function::convert_arg("testing.call", 1, args.first().unwrap_or(&AnyView::none()))?;
-        f.call(&args[1..])
+        // Borrowed: a Function called and not kept takes no reference.
+        let none = AnyView::none();
+        let first = args.first().unwrap_or(&none);
+        match crate::function::FunctionRef::from_view(first) {
+            Some(f) => f.call(&args[1..]),
+            None => crate::function::convert_arg::<Function>("testing.call", 1, first)?.call(&args[1..]),
+        }
     })
     // It calls f on the calling thread and waits for nothing else (frontends release their
     // lock anyway when f is a native Function that may block).

@@ -172,3 +172,26 @@ fn global_registry_registers_gets_lists_and_removes() {
     assert!(!list_globals().iter().any(|n| n == name));
     assert_eq!(f.call(&[AnyView::int(2)]).unwrap().view().as_int(), Some(4), "a held function outlives removal");
 }
+
+#[test]
+fn a_function_borrowed_from_its_view_is_called_without_a_reference() {
+    let _g = common::serial();
+    let f = Function::from_typed("tests.twice", |x: i64| x * 2);
+    let held = Any::object(f.0.clone().into());
+    let view = held.view();
+    let counted = ObjectArc::strong_count(&f.0);
+    let borrowed = tether_core::function::FunctionRef::from_view(&view).expect("a Function view");
+    assert_eq!(borrowed.call(&[AnyView::int(21)]).unwrap().view().as_int(), Some(42));
+    assert_eq!(ObjectArc::strong_count(&f.0), counted, "calling a borrowed Function takes no reference");
+    let kept = borrowed.to_owned();
+    assert_eq!(ObjectArc::strong_count(&f.0), counted + 1);
+    assert_eq!(kept.call(&[AnyView::int(2)]).unwrap().view().as_int(), Some(4));
+    drop(kept);
+    assert_eq!(ObjectArc::strong_count(&f.0), counted);
+    // Anything but a Function is refused, objects included.
+    let p = Any::object(Pair::new(Any::none(), Any::none()).into());
+    assert!(tether_core::function::FunctionRef::from_view(&p.view()).is_none());
+    assert!(tether_core::function::FunctionRef::from_view(&AnyView::int(1)).is_none());
+    // `as_ref` borrows an owned Function the same way.
+    assert_eq!(f.as_ref().call(&[AnyView::int(5)]).unwrap().view().as_int(), Some(10));
+}

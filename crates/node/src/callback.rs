@@ -384,8 +384,11 @@ fn invoke_on_js_thread(state: &EnvState, cb: &JsCallable, args: &[AnyView<'_>]) 
             // that wrapper and so its box alive in this scope).
             let w = unsafe { wrapper_of_handle((*frame).function) }
                 .ok_or_else(|| Error::runtime("invokeCallable passed no tether handle"))?;
-            // SAFETY: the wrapper's +1 keeps the object alive while we take our own.
-            return Ok(Any::object(unsafe { ObjectRef::from_borrowed(w.live_object()?) }));
+            // SAFETY: the wrapper's +1 keeps the object alive while we take our own (a spare of
+            // its slot when there is one: the result usually goes back to JS, whose return
+            // keeps it as a spare again); on the env's JS thread, in no leaf call (leaf
+            // functions never call back), so no spare is claimed.
+            return Ok(Any::object(unsafe { state.frontend.new_reference(w.live_object()?) }));
         }
         js_to_any(state, out)
     })();

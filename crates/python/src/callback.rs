@@ -329,7 +329,7 @@ unsafe fn invoke(callable: *mut ffi::PyObject, args: &[AnyView<'_>]) -> tether_c
         if r.is_null() {
             return Err(errors::take_python_error());
         }
-        let out = convert::to_any(r);
+        let out = convert::result_to_any(r);
         ffi::Py_DECREF(r);
         out.map_err(|PyErrSet| errors::take_python_error())
     }

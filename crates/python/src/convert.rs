@@ -416,6 +416,26 @@ pub unsafe fn to_any(o: *mut ffi::PyObject) -> Result<Any, PyErrSet> {
     owned
 }
 
+/// [`to_any`] of what a Python callback returned: a wrapper's reference is one of its slot's
+/// spares when there is one (a returned wrapper usually goes straight back to Python, whose
+/// return keeps it as a spare again, so the round trip changes no count). Not for argument
+/// conversions: a leaf call may hold a claim on a slot's spare while it converts.
+///
+/// # Safety
+/// GIL held; `o` live; no leaf call's argument conversion is running on this thread (a
+/// callback runs inside a non-leaf call: leaf functions never call back).
+#[inline]
+pub unsafe fn result_to_any(o: *mut ffi::PyObject) -> Result<Any, PyErrSet> {
+    // SAFETY: GIL held and `o` live, no spare claimed (this function's contract).
+    unsafe {
+        if wrapper::deallocs_as_wrapper(ffi::Py_TYPE(o)) {
+            let obj = wrapper::native_of(o)?;
+            return Ok(Any::object(crate::state::frontend().new_reference(obj)));
+        }
+        to_any(o)
+    }
+}
+
 /// Convert an owned result to a Python object (new reference), or null with an error set.
 ///
 /// # Safety

@@ -324,6 +324,30 @@ def test_callback_functions_keep_no_spares(testing, baseline):
     assert live_now() == baseline
 
 
+def test_callback_results_take_the_slots_spares(testing, baseline):
+    # A callback returning a wrapper hands native code one of its slot's spare references,
+    # which the return to Python keeps as a spare again: counts must balance however often
+    # it runs, and a result whose wrapper dies before the native side is done with it must
+    # still own a real reference (the untie releases only the spares left in the slot).
+    x = testing.Pair(1, 2)
+    for _ in range(10):
+        testing.echo(x)  # spares accumulate in x's slot
+    for _ in range(1000):
+        assert testing.call(lambda: x) is x
+    del x
+    assert live_now() == baseline
+
+    holder = [testing.Pair(3, 4)]
+    for _ in range(10):
+        testing.echo(holder[0])
+    y = testing.call(lambda: holder.pop())  # the wrapper dies inside the call
+    assert holder == [] and y.first == 3 and y.second == 4
+    assert live_now() == baseline + 1
+    assert testing.call(lambda: y) is y
+    del y
+    assert live_now() == baseline
+
+
 def test_field_reads_return_the_live_wrapper_or_a_new_one(testing, baseline):
     # A field read returns the value's live wrapper straight from the field (no reference
     # taken), and ties a new one once that wrapper is gone.

@@ -190,6 +190,27 @@ impl<H: TieHost> Frontend<H> {
         tying::tie_any(host, prepared, self.tag(), &self.side, obj)
     }
 
+    /// A new reference to `obj`, whose live wrapper the caller holds (a callback returning a
+    /// wrapper, converted to an owned value): one of its slot's spare references when there
+    /// is one, else a count increment. A serialized host's callback result usually comes back
+    /// through [`Frontend::return_object`], which keeps the +1 as a spare again, so the round
+    /// trip changes no count.
+    ///
+    /// # Safety
+    /// `obj` is live (a wrapper the caller holds keeps it alive); a [`TieHost::SERIALIZED`]
+    /// host's lock is held.
+    #[inline(always)]
+    pub unsafe fn new_reference(&self, obj: *mut ObjectHeader) -> ObjectRef {
+        // SAFETY: `obj` is live and, for a serialized host, its lock is held (this method's
+        // contract); a spare taken is a +1 the slot owned, now the returned reference's.
+        unsafe {
+            if !(H::SERIALIZED && tying::take_spare::<H>(obj, self.tag())) {
+                crate::object::inc_ref(obj);
+            }
+            ObjectRef::from_raw(obj)
+        }
+    }
+
     /// A call returned object `obj`; `arguments` are its wrapper arguments as `(index, object,
     /// slot word)`. When `obj` is one of them (`echo(p)`) and that wrapper is canonical, the
     /// result's +1 is kept as a spare and the host returns that argument itself:
