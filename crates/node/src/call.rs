@@ -331,8 +331,11 @@ pub struct SyncCall<'a>(&'a EnvState);
 impl<'a> SyncCall<'a> {
     pub fn enter(state: &'a EnvState) -> Self {
         let depth = &state.sync_depth;
-        // Only the JS thread writes the depth; other threads read it.
-        depth.store(depth.load(std::sync::atomic::Ordering::Relaxed) + 1, std::sync::atomic::Ordering::SeqCst);
+        // Only the JS thread writes the depth; other threads read it. A release store (a plain
+        // `mov`; SeqCst was an `xchg`, a locked instruction, twice per call): a thread the call
+        // starts or signals sees it through that synchronisation, and a thread racing with the
+        // entry can miss it under any ordering (the check is a best-effort deadlock guard).
+        depth.store(depth.load(std::sync::atomic::Ordering::Relaxed) + 1, std::sync::atomic::Ordering::Release);
         SyncCall(state)
     }
 }
@@ -340,7 +343,7 @@ impl<'a> SyncCall<'a> {
 impl Drop for SyncCall<'_> {
     fn drop(&mut self) {
         let depth = &self.0.sync_depth;
-        depth.store(depth.load(std::sync::atomic::Ordering::Relaxed) - 1, std::sync::atomic::Ordering::SeqCst);
+        depth.store(depth.load(std::sync::atomic::Ordering::Relaxed) - 1, std::sync::atomic::Ordering::Release);
     }
 }
 

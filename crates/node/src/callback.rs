@@ -299,6 +299,7 @@ impl Drop for LentCallable {
 
 /// The Function for JS function `f`, which a shim passed to a synchronous call with `link`:
 /// lent when `lend` (the call has none lent yet) and `f` has no live Function.
+#[inline]
 pub fn for_call(state: &EnvState, f: Value, link: &'static Link, lend: bool) -> JsResult<ForCall> {
     if !lend {
         return registered(state, f, Some(link)).map(ForCall::Registered);
@@ -345,7 +346,7 @@ unsafe extern "C" fn js_callback_call(
 
 /// Call the JS function on its own thread, through index.js's `invokeCallable`.
 fn invoke_on_js_thread(state: &EnvState, cb: &JsCallable, args: &[AnyView<'_>]) -> Result<Any, Error> {
-    if !*state.alive.read().unwrap_or_else(|e| e.into_inner()) {
+    if !state.alive_on_js_thread.get() {
         return Err(shut_down());
     }
     let env = state.env;
@@ -444,7 +445,7 @@ fn call_from_other_thread(state: &EnvState, func: ObjectRef, args: &[AnyView<'_>
         if !*alive {
             return Err(shut_down());
         }
-        if state.sync_depth.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+        if state.sync_depth.load(std::sync::atomic::Ordering::Acquire) > 0 {
             return Err(Error::runtime(
                 "a JS callback was called from another thread while its JS thread is blocked in a \
                  synchronous native call, which would deadlock; call the native function with \

@@ -102,6 +102,10 @@ pub struct EnvState {
     /// one per callback from then on, so the handles a call keeps stay bounded. Set for each
     /// native call, 0 outside them (a queued call from another thread). JS thread only.
     pub unscoped_callbacks: std::cell::Cell<u32>,
+    /// [`EnvState::alive`] as the JS thread sees it: teardown runs on that thread, so its own
+    /// callbacks read this instead of taking the lock (two locked instructions per callback).
+    /// JS thread only.
+    pub alive_on_js_thread: std::cell::Cell<bool>,
 }
 
 /// [`EnvState::unscoped_callbacks`] at the start of each native call.
@@ -131,8 +135,9 @@ impl JsRefs {
 /// The threadsafe function handle (a raw pointer, shared across threads).
 pub struct AtomicTsfn(pub std::sync::atomic::AtomicPtr<sys::napi_threadsafe_function__>);
 
-// SAFETY: `refs` (a RefCell) is only touched on the env's JS thread (every path that reaches it
-// is a Node-API callback of this env); everything else is atomic or locked.
+// SAFETY: `refs` (a RefCell) and the cells documented "JS thread only" are only touched on the
+// env's JS thread (every path that reaches them is a Node-API callback of this env);
+// everything else is atomic or locked.
 unsafe impl Sync for EnvState {}
 // SAFETY: the state moves between threads only inside an `Arc` (tsfn contexts, instance
 // data); `refs` and the raw `env` are used on the env's JS thread alone, as for `Sync`.
@@ -263,6 +268,7 @@ unsafe extern "C" fn cleanup_env(arg: *mut c_void) {
         let mut alive = state.alive.write().unwrap_or_else(|e| e.into_inner());
         *alive = false;
     }
+    state.alive_on_js_thread.set(false);
     state.refuse_cross_thread_calls();
     // The spare shell holds the state: it goes with the env. SAFETY: the env's JS thread.
     drop(unsafe { state.lent.take_spare() });
@@ -317,6 +323,7 @@ pub fn init_env(env: Env) -> JsResult<Arc<EnvState>> {
         lent: LentFunctions::new(),
         last_made: std::cell::Cell::new(ptr::null()),
         unscoped_callbacks: std::cell::Cell::new(0),
+        alive_on_js_thread: std::cell::Cell::new(true),
     });
     // The spare shell now, so the native objects alive between calls do not depend on which
     // calls ran. SAFETY: on the env's JS thread (module init); a new shell is not lent.
