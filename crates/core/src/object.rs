@@ -86,6 +86,29 @@ pub unsafe fn dec_ref(obj: *mut ObjectHeader) {
     unsafe { drop_last_strong(obj, old) };
 }
 
+/// [`dec_ref`] for a reference that is often the object's only one of any kind (a dying
+/// wrapper's): when the count word reads strong 1 and no weak reference, no one else can reach
+/// the object (every way to it is a counted strong or weak reference), so it is destroyed
+/// without the locked decrement. Not [`dec_ref`] itself: the extra load and branch would cost
+/// every other release.
+///
+/// # Safety
+/// As [`dec_ref`].
+#[inline]
+pub unsafe fn dec_ref_expecting_last(obj: *mut ObjectHeader) {
+    // SAFETY: the caller owns a strong reference, so the header is readable. The acquire load
+    // of the word every earlier release decremented orders their uses before the destruction.
+    let count = unsafe { &(*obj).combined_ref_count };
+    if count.load(Ordering::Acquire) != STRONG_ONE | WEAK_ONE {
+        // SAFETY: the caller's reference, given up once.
+        return unsafe { dec_ref(obj) };
+    }
+    // The word a last decrement leaves (so the destruction sees what it always sees).
+    count.store(WEAK_ONE, Ordering::Relaxed);
+    // SAFETY: ours was the only reference of any kind: value and memory go together.
+    unsafe { ((*obj).deleter)(obj, DELETE_BOTH) };
+}
+
 /// Drop `n` strong references at once (one atomic operation), destroying the value at zero.
 ///
 /// # Safety

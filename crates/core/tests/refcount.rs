@@ -170,3 +170,33 @@ fn deleter_drops_value_then_memory_when_a_weak_ref_outlives_strong() {
     assert_eq!(*FLAGS_SEEN.lock().unwrap(), vec![DELETE_VALUE, DELETE_MEMORY]);
     assert_eq!(live_objects(), base);
 }
+
+#[test]
+fn a_release_expecting_the_last_reference_destroys_only_a_sole_object() {
+    let _g = common::serial();
+    let live = live_objects();
+    // The only reference of any kind: destroyed, memory freed.
+    let before = DROPS.load(Ordering::SeqCst);
+    let sole = ObjectArc::new(Tracked(1));
+    // SAFETY: the reference `into_raw` gives up is the one released, once.
+    unsafe { object::dec_ref_expecting_last(ObjectArc::into_raw(sole)) };
+    assert_eq!(DROPS.load(Ordering::SeqCst), before + 1);
+    assert_eq!(live_objects(), live);
+
+    // Another strong reference: only a decrement.
+    let a = ObjectArc::new(Tracked(2));
+    let b = a.clone();
+    // SAFETY: as above, for `b`'s reference.
+    unsafe { object::dec_ref_expecting_last(ObjectArc::into_raw(b)) };
+    assert_eq!(DROPS.load(Ordering::SeqCst), before + 1);
+    assert_eq!(count_word(ObjectArc::header(&a)), STRONG_ONE | WEAK_ONE);
+
+    // A weak reference besides the last strong one: the value goes, the memory stays for it.
+    let weak = ObjectArc::downgrade(&a);
+    // SAFETY: as above, for `a`'s reference.
+    unsafe { object::dec_ref_expecting_last(ObjectArc::into_raw(a)) };
+    assert_eq!(DROPS.load(Ordering::SeqCst), before + 2);
+    assert!(weak.upgrade().is_none());
+    drop(weak);
+    assert_eq!(live_objects(), live);
+}

@@ -215,8 +215,9 @@ pub unsafe extern "C" fn wrapper_dealloc(o: *mut ffi::PyObject) {
         if !cached || deallocs_as_wrapper(tp) {
             ffi::Py_DECREF(tp as *mut ffi::PyObject);
         }
-        // May free the object, and the cached block with it (the free hook).
-        drop(held);
+        // May free the object, and the cached block with it (the free hook); usually this was
+        // its only reference (a temporary's wrapper), given up without a locked decrement.
+        tether_core::object::dec_ref_expecting_last(held.into_raw());
     }
 }
 
