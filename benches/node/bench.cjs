@@ -1,5 +1,6 @@
 // Node workloads for `cargo xtask bench`: tether-ffi against napi-rs and raw Node-API.
-// usage: node --expose-gc bench.cjs --out FILE --peers DIR --tether DIR [--quick]
+// usage: node --expose-gc bench.cjs --out FILE --peers DIR --tether DIR [--quick] [--only W4]
+// (--only: one workload, for runs by hand; W5 and W9 run only without it)
 // Each (peer, workload) gets its own loop function (new Function), so every call site sees one
 // callee and stays monomorphic, as in hand-written code. Loops are warmed, then timed with
 // process.hrtime.bigint; rounds interleave the peers so drift hits all of them alike.
@@ -13,6 +14,7 @@ const opt = (name) => {
   return i >= 0 ? args[i + 1] : undefined;
 };
 const quick = args.includes('--quick');
+const only = opt('--only');
 const out = opt('--out');
 const peersDir = path.resolve(opt('--peers'));
 const tetherDir = path.resolve(opt('--tether'));
@@ -39,6 +41,12 @@ const SCALE_BODIES = {
   echo: 'const o = objs[order[i & mask]]; if (f(o) !== o) throw new Error("echo(o) is not o");',
   field: 'if (objs[order[i & mask]].first !== x) throw new Error("o.first is not the stored object");',
 };
+
+// Workloads that leave garbage behind (W4's objects and their finalizers) start each timed
+// repeat after a full collection (untimed): the collections a repeat runs into are then
+// caused by its own peer's objects, instead of a repeat (the rounds interleave) paying for
+// the previous peer's garbage whenever V8 happens to collect.
+const COLLECTS = new Set(['W4']);
 
 function makeLoop(body, peer) {
   // A fresh function per (peer, workload): its own type feedback. The peer's name goes into
@@ -256,11 +264,12 @@ async function main() {
   const records = [];
   const byWorkload = new Map();
   for (const w of Object.keys(BODIES)) {
+    if (only && w !== only) continue;
     for (const [name, peer] of Object.entries(peers)) {
       if (peer[w]) byWorkload.set(w, [...(byWorkload.get(w) ?? []), { name, args: peer[w], body: BODIES[w] }]);
     }
   }
-  for (const job of scaleJobs(peers)) byWorkload.set(job.w, [...(byWorkload.get(job.w) ?? []), job]);
+  if (!only) for (const job of scaleJobs(peers)) byWorkload.set(job.w, [...(byWorkload.get(job.w) ?? []), job]);
   for (const [w, jobs] of byWorkload) {
     const runs = [];
     for (const { name, args, body } of jobs) {
@@ -274,7 +283,10 @@ async function main() {
       runs.push({ name, loop, n, samples: [] });
     }
     for (let r = 0; r < REPEATS; r++) {
-      for (const run of runs) run.samples.push(run.loop(run.n) / run.n);
+      for (const run of runs) {
+        if (COLLECTS.has(w)) global.gc();
+        run.samples.push(run.loop(run.n) / run.n);
+      }
     }
     for (const run of runs) {
       const value = median(run.samples);
@@ -285,8 +297,10 @@ async function main() {
       });
     }
   }
-  records.push(...runW5(Object.keys(peers).filter((name) => peers[name].fresh)));
-  records.push(...(await runW9(Object.keys(peers).filter((name) => peers[name].W2))));
+  if (!only) {
+    records.push(...runW5(Object.keys(peers).filter((name) => peers[name].fresh)));
+    records.push(...(await runW9(Object.keys(peers).filter((name) => peers[name].W2))));
+  }
   const versions = { node: process.version, 'node-api': process.versions.napi };
   fs.writeFileSync(out, JSON.stringify({ records, versions, skipped }, null, 1));
 }

@@ -281,10 +281,13 @@ unsafe extern "C" fn construct_entry(raw_env: sys::napi_env, info: sys::napi_cal
 /// `construct(this, typeIndex, ...args)` (handed to index.js by `_setup` only, as the frame
 /// is): the wrapper arguments travel in the call frame as in a shim's call (`mask` and their
 /// handles, a placeholder in the argument list).
+/// Constructor arguments (defaults included) converted without a heap allocation.
+const INLINE_VALUES: usize = 4;
+
 fn construct(state: &EnvState, args: Args) -> JsResult<Value> {
     // The handles first: converting another argument may run JS that rewrites the frame.
     let count = args.argv.len().saturating_sub(2);
-    let mut known: Vec<Option<&crate::tie::Wrapper>> = Vec::new();
+    let mut known: [Option<&crate::tie::Wrapper>; crate::call::FRAME_HANDLES] = [None; crate::call::FRAME_HANDLES];
     // SAFETY: the env's frame, on its JS thread, filled by index.js's constructor right before
     // this call (nothing else can call this function); each flagged handle was read from a
     // wrapper argument of this call, which keeps its box alive.
@@ -292,7 +295,6 @@ fn construct(state: &EnvState, args: Args) -> JsResult<Value> {
         let frame = &*state.frame;
         let mask = frame.mask & ((1u64 << count.min(crate::call::FRAME_HANDLES)) - 1) as u32;
         if mask != 0 {
-            known.resize(count, None);
             for (i, slot) in known.iter_mut().enumerate().filter(|(i, _)| mask & (1 << i) != 0) {
                 *slot = Some(
                     crate::tie::wrapper_of_handle(frame.handles[i])
@@ -310,11 +312,29 @@ fn construct(state: &EnvState, args: Args) -> JsResult<Value> {
     let ctor = info.constructor().ok_or_else(|| {
         Error::type_error(format!("{} has no constructor; get instances from native functions", info.key()))
     })?;
-    let values = crate::call::convert_arguments(state, &ctor.0, &args.argv[2..], &known)?;
-    let views: Vec<AnyView<'_>> = values.iter().map(Any::view).collect();
-    let made = {
+    let argv = &args.argv[2..];
+    let call = |views: &[AnyView<'_>]| {
         let _sync = crate::call::SyncCall::enter(state);
-        ctor.call(&views)?
+        ctor.call(views)
+    };
+    // Up to INLINE_VALUES values (defaults included) on the stack: no allocation per object.
+    let defaults = ctor.0.defaults_left_out(argv.len())?;
+    let made = if argv.len() + defaults.len() <= INLINE_VALUES {
+        let mut values: [Any; INLINE_VALUES] = std::array::from_fn(|_| Any::none());
+        for (i, &v) in argv.iter().enumerate() {
+            values[i] = crate::call::convert_argument(state, &ctor.0, i, v, &known)?;
+        }
+        let n = argv.len() + defaults.len();
+        for (slot, default) in values[argv.len()..n].iter_mut().zip(defaults) {
+            *slot = default;
+        }
+        let views: [AnyView<'_>; INLINE_VALUES] = std::array::from_fn(|i| values[i].view());
+        call(&views[..n])?
+    } else {
+        drop(defaults);
+        let values = crate::call::convert_arguments(state, &ctor.0, argv, &known)?;
+        let views: Vec<AnyView<'_>> = values.iter().map(Any::view).collect();
+        call(&views)?
     };
     let obj = made
         .into_object()

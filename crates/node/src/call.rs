@@ -149,23 +149,33 @@ pub fn convert_arguments(
     let defaults = func.defaults_left_out(argv.len())?;
     let mut out = Vec::with_capacity(argv.len() + defaults.len());
     for (i, &v) in argv.iter().enumerate() {
-        let converted = match known.get(i).copied().flatten() {
-            Some(w) => w
-                .live_object()
-                .map(|obj| {
-                    // SAFETY: the wrapper's +1 keeps the object alive while we take our own.
-                    Any::object(unsafe { ObjectRef::from_borrowed(obj) })
-                })
-                .map_err(Fail::Native),
-            None => js_to_any(state, v),
-        };
-        out.push(
-            converted
-                .map_err(|fail| <JsArguments<'_, '_> as ArgumentSource<EnvState>>::argument_failed(func, i, fail))?,
-        );
+        out.push(convert_argument(state, func, i, v, known)?);
     }
     out.extend(defaults);
     Ok(out)
+}
+
+/// Argument `i` of a call to `func`, JS value `v`, as an owned value (`known[i]`: its wrapper,
+/// when the caller passed it as a handle); a failure's message names the argument.
+#[inline]
+pub fn convert_argument(
+    state: &EnvState,
+    func: &FunctionObj,
+    i: usize,
+    v: Value,
+    known: &[Option<&Wrapper>],
+) -> JsResult<Any> {
+    let converted = match known.get(i).copied().flatten() {
+        Some(w) => w
+            .live_object()
+            .map(|obj| {
+                // SAFETY: the wrapper's +1 keeps the object alive while we take our own.
+                Any::object(unsafe { ObjectRef::from_borrowed(obj) })
+            })
+            .map_err(Fail::Native),
+        None => js_to_any(state, v),
+    };
+    converted.map_err(|fail| <JsArguments<'_, '_> as ArgumentSource<EnvState>>::argument_failed(func, i, fail))
 }
 
 /// # Safety

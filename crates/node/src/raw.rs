@@ -200,22 +200,50 @@ pub fn function(env: Env, name: &str, cb: sys::napi_callback, data: *mut std::ff
     Ok(f)
 }
 
-/// Arguments of a cold-path callback (heap buffer; the hot path reads into a stack buffer).
+/// Arguments of a cold-path callback (constructors among them): up to [`INLINE_ARGS`] in the
+/// struct itself, more on the heap.
 pub struct Args {
     pub this: Value,
-    pub argv: Vec<Value>,
+    pub argv: ArgList,
+}
+
+/// Arguments read without a heap allocation (a constructor call reads them every time).
+pub const INLINE_ARGS: usize = 8;
+
+/// A callback's argument values: `&[Value]` through `Deref`.
+pub struct ArgList {
+    inline: [Value; INLINE_ARGS],
+    heap: Vec<Value>,
+    len: usize,
+}
+
+impl std::ops::Deref for ArgList {
+    type Target = [Value];
+    fn deref(&self) -> &[Value] {
+        if self.len <= INLINE_ARGS {
+            &self.inline[..self.len]
+        } else {
+            &self.heap
+        }
+    }
 }
 
 pub fn args(env: Env, info: sys::napi_callback_info) -> JsResult<Args> {
-    let mut argc = 8usize;
-    let mut argv = vec![ptr::null_mut(); 8];
+    let mut argc = INLINE_ARGS;
+    let mut argv = ArgList { inline: [ptr::null_mut(); INLINE_ARGS], heap: Vec::new(), len: 0 };
     let mut this = ptr::null_mut();
-    napi_call!(env, napi_get_cb_info(env.raw(), info, &mut argc, argv.as_mut_ptr(), &mut this, ptr::null_mut()))?;
-    if argc > argv.len() {
-        argv = vec![ptr::null_mut(); argc];
+    napi_call!(
+        env,
+        napi_get_cb_info(env.raw(), info, &mut argc, argv.inline.as_mut_ptr(), &mut this, ptr::null_mut())
+    )?;
+    if argc > INLINE_ARGS {
+        argv.heap = vec![ptr::null_mut(); argc];
         let mut again = argc;
-        napi_call!(env, napi_get_cb_info(env.raw(), info, &mut again, argv.as_mut_ptr(), &mut this, ptr::null_mut()))?;
+        napi_call!(
+            env,
+            napi_get_cb_info(env.raw(), info, &mut again, argv.heap.as_mut_ptr(), &mut this, ptr::null_mut())
+        )?;
     }
-    argv.truncate(argc);
+    argv.len = argc;
     Ok(Args { this, argv })
 }

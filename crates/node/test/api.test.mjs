@@ -137,6 +137,16 @@ test('errors carry kind and backtrace and print their class', () => {
 test('constructor and class checks', () => {
   assert.throws(() => new tether.TetherObject(), { name: 'TetherTypeError' });
   assert.throws(() => new Pair(1), { name: 'TetherTypeError', message: "testing.Pair() missing 1 required argument: 'second'" });
+  // Up to four values convert on the stack, more on the heap (raw::ArgList too, past eight):
+  // both paths give the same errors and release what they converted.
+  for (const extra of [[3, 4, 5], [3, 4, 5, 6, 7, 8, 9, 10, 11]]) {
+    const held = new Pair(0, 0);
+    assert.throws(() => new Pair(held, held, ...extra), {
+      name: 'TetherTypeError',
+      message: `testing.Pair() takes 2 positional arguments but ${2 + extra.length} were given`,
+    });
+    assert.equal(new Pair(held, 1).first, held);
+  }
   // Wrapper arguments travel as handles in the call frame: fields hold the very objects, in
   // their places, beside plain values and functions; a disposed one names its parameter.
   const a = new Pair(1, 2);
