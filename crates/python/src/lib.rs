@@ -15,6 +15,8 @@
 //! - [`api`] — the functions `tether_ffi` (pure Python) builds its API on
 //! - [`state`] — process-wide state
 
+#[cfg(feature = "mimalloc")]
+mod allocator;
 mod api;
 mod call;
 mod callback;
@@ -32,15 +34,12 @@ use std::sync::OnceLock;
 
 use pyo3::prelude::*;
 
-/// Every Rust allocation of this extension, native objects included, comes from mimalloc:
-/// its size classes are exact in 16-byte steps up to 128 bytes, where glibc adds a chunk header
-/// (a two-field object with its slot word and wrapper, 96 bytes, would take a 112-byte chunk).
-/// mimalloc 2 (the `v2` feature): version 3 serves a 96-byte request with 8-byte alignment
-/// from a 112-byte block. (Without the `mimalloc` feature, the memcheck build, the system
+/// Every Rust allocation of this extension, native objects included, comes from mimalloc
+/// (see `allocator`). (Without the `mimalloc` feature, the memcheck build, the system
 /// allocator.)
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: allocator::MiMalloc = allocator::MiMalloc;
 
 static ALLOCATOR: OnceLock<Result<u32, String>> = OnceLock::new();
 
