@@ -55,7 +55,7 @@ pub use arc::{ObjectArc, ObjectRef, WeakObjectArc};
 pub use callback::Callback;
 pub use containers::{ArrayObj, BytesObj, MapObj, StrObj};
 pub use error::{Error, ErrorKind, Result};
-pub use function::Function;
+pub use function::{Function, FunctionRef};
 pub use object::{Object, ObjectHeader};
 pub use types::{TypeBuilder, TypeInfo};
 
