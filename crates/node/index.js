@@ -460,15 +460,24 @@ function invokeCallable(f, a, b, c) {
  * caller left out). `length` (what a caller writes without defaults) and `signature` (core's
  * rendering) come from the function's signature.
  */
-/** Where frameArgument puts a Link argument's bit: above the wrapper bits of arities 1-3. */
+/** Where frameArgument puts a number's and a Link argument's bit, above the wrapper bits. */
+const NUMBER_SHIFT = 8;
 const LINK_SHIFT = 16;
-const ARGUMENT_BITS = (1 << LINK_SHIFT) - 1;
+const ARGUMENT_BITS = (1 << NUMBER_SHIFT) - 1;
+const NUMBER_BITS = (1 << (LINK_SHIFT - NUMBER_SHIFT)) - 1;
 
 /**
- * Argument `i`'s handle `h` (from handleOf) into the frame; returns its bit: `1 << i` for a
- * wrapper (the mask), `1 << (LINK_SHIFT + i)` for a JS function with a Link, 0 for neither.
+ * Argument `i`, value `v`, into the frame when it can travel there; returns its bit: `1 << i`
+ * for a wrapper (its handle: the mask), `1 << (NUMBER_SHIFT + i)` for a number (its value,
+ * which spares the addon a Node-API read), `1 << (LINK_SHIFT + i)` for a JS function with a
+ * Link (its Link's handle), 0 for none of them.
  */
-function frameArgument(i, h) {
+function frameArgument(i, v) {
+  if (typeof v === 'number') {
+    frameFloats[1 + i] = v;
+    return 1 << (NUMBER_SHIFT + i);
+  }
+  const h = handleOf(v);
   if (h === undefined) return 0;
   frameFloats[1 + i] = h;
   return h < 0 ? 1 << (LINK_SHIFT + i) : 1 << i;
@@ -499,6 +508,7 @@ function makeShim(raw, arity, name, fh, length, signature) {
     frameWords[0] = mask;
     frameWords[1] = n | FRAME_ANY_COUNT; // the addon checks this count against the signature
     frameWords[3] = links;
+    frameWords[4] = 0;
     // Small counts without a spread call (variadic functions take this path every time).
     const r =
       n === 1 ? raw(args[0]) : n === 2 ? raw(args[0], args[1]) : n === 3 ? raw(args[0], args[1], args[2]) : raw(...args);
@@ -509,9 +519,18 @@ function makeShim(raw, arity, name, fh, length, signature) {
   if (arity === 1) {
     shim = function (a) {
       if (arguments.length !== 1) return general(...arguments);
-      const ha = handleOf(a);
       frameFloats[0] = fh;
       frameWords[1] = 1;
+      if (typeof a === 'number') {
+        frameFloats[1] = a;
+        frameWords[0] = 0;
+        frameWords[3] = 0;
+        frameWords[4] = 1;
+        const r = raw();
+        return r === undefined ? a : r;
+      }
+      const ha = handleOf(a);
+      frameWords[4] = 0;
       if (ha === undefined || ha < 0) {
         if (ha !== undefined) frameFloats[1] = ha;
         frameWords[0] = 0;
@@ -528,25 +547,29 @@ function makeShim(raw, arity, name, fh, length, signature) {
   } else if (arity === 2) {
     shim = function (a, b) {
       if (arguments.length !== 2) return general(...arguments);
-      const bits = frameArgument(0, handleOf(a)) | frameArgument(1, handleOf(b));
+      const bits = frameArgument(0, a) | frameArgument(1, b);
       const mask = bits & ARGUMENT_BITS;
+      const inFrame = mask | ((bits >>> NUMBER_SHIFT) & NUMBER_BITS);
       frameFloats[0] = fh;
       frameWords[0] = mask;
       frameWords[1] = 2;
       frameWords[3] = bits >>> LINK_SHIFT;
-      const r = raw(mask & 1 ? 0 : a, mask & 2 ? 0 : b);
+      frameWords[4] = (bits >>> NUMBER_SHIFT) & NUMBER_BITS;
+      const r = inFrame === 3 ? raw() : raw(inFrame & 1 ? 0 : a, inFrame & 2 ? 0 : b);
       return r === undefined ? (frameWords[2] === 0 ? a : b) : r;
     };
   } else if (arity === 3) {
     shim = function (a, b, c) {
       if (arguments.length !== 3) return general(...arguments);
-      const bits = frameArgument(0, handleOf(a)) | frameArgument(1, handleOf(b)) | frameArgument(2, handleOf(c));
+      const bits = frameArgument(0, a) | frameArgument(1, b) | frameArgument(2, c);
       const mask = bits & ARGUMENT_BITS;
+      const inFrame = mask | ((bits >>> NUMBER_SHIFT) & NUMBER_BITS);
       frameFloats[0] = fh;
       frameWords[0] = mask;
       frameWords[1] = 3;
       frameWords[3] = bits >>> LINK_SHIFT;
-      const r = raw(mask & 1 ? 0 : a, mask & 2 ? 0 : b, mask & 4 ? 0 : c);
+      frameWords[4] = (bits >>> NUMBER_SHIFT) & NUMBER_BITS;
+      const r = inFrame === 7 ? raw() : raw(inFrame & 1 ? 0 : a, inFrame & 2 ? 0 : b, inFrame & 4 ? 0 : c);
       if (r !== undefined) return r;
       const i = frameWords[2];
       return i === 0 ? a : i === 1 ? b : c;

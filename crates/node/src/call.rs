@@ -32,8 +32,8 @@ const STACK_ARGS: usize = 8;
 /// Arguments that can travel as handles (bits of [`CallFrame::mask`]).
 pub const FRAME_HANDLES: usize = 30;
 /// The 32-bit words index.js reads and writes at the start of the frame (`mask`, `count`,
-/// `returned`, `links`).
-pub const FRAME_WORDS: usize = 4;
+/// `returned`, `links`, `numbers`, and a pad before the doubles).
+pub const FRAME_WORDS: usize = 6;
 /// [`CallFrame::returned`] as index.js's `invokeCallable` leaves it when the callback returned
 /// a wrapper: the wrapper's handle is in [`CallFrame::function`].
 pub const RESULT_IN_FRAME: i32 = -1;
@@ -65,6 +65,11 @@ pub struct CallFrame {
     /// Bit i: argument i is a JS function (passed as itself) whose Link's handle is
     /// `handles[i]` (`callback::link_of_handle`).
     pub links: u32,
+    /// Bit i (the monomorphic shims of arities 1-3 only): argument i is a number, whose value
+    /// is `handles[i]`; the JS argument is a placeholder (or absent when every argument is in
+    /// the frame), so a number costs a typed-array store instead of a Node-API read.
+    pub numbers: u32,
+    _pad: u32,
     /// The handle of the called function's own wrapper.
     pub function: f64,
     pub handles: [f64; FRAME_HANDLES],
@@ -75,8 +80,10 @@ const _: () = {
     assert!(std::mem::offset_of!(CallFrame, count) == 4);
     assert!(std::mem::offset_of!(CallFrame, returned) == 8);
     assert!(std::mem::offset_of!(CallFrame, links) == 12);
-    assert!(std::mem::offset_of!(CallFrame, function) == 16);
-    assert!(std::mem::offset_of!(CallFrame, handles) == 24);
+    assert!(std::mem::offset_of!(CallFrame, numbers) == 16);
+    assert!(std::mem::offset_of!(CallFrame, function) == 24);
+    assert!(std::mem::offset_of!(CallFrame, function) == FRAME_WORDS * 4);
+    assert!(std::mem::offset_of!(CallFrame, handles) == 32);
 };
 
 /// Make the JS function for a native Function wrapper (called while tying).
@@ -277,7 +284,9 @@ unsafe fn call_counted(
         return unsafe { call_native::<STACK_ARGS>(state, wrapper, frame, mask, &heap) };
     }
     let mut argv: [Value; STACK_ARGS] = [ptr::null_mut(); STACK_ARGS];
-    if u64::from(mask) != (1u64 << count) - 1 {
+    // SAFETY: the frame is this env's, filled by this call's shim (this function's contract).
+    let in_frame = mask | unsafe { (*frame).numbers };
+    if u64::from(in_frame) != (1u64 << count) - 1 {
         let mut argc = count;
         // SAFETY: the buffer holds `count` (<= STACK_ARGS) values; all are filled in.
         unsafe {
@@ -399,6 +408,16 @@ unsafe fn call_native<const N: usize>(
         // function it passes as argument i, which keeps the Link alive.
         links[i] = unsafe { link_of_handle((*frame).handles[i]) };
     }
+    // Numbers in the frame (the monomorphic shims pass them for arguments below N).
+    let mut numbers: [Option<f64>; N] = [None; N];
+    // SAFETY: as for the links above.
+    let mut number_bits = unsafe { (*frame).numbers } & ((1u64 << n.min(N).min(FRAME_HANDLES)) - 1) as u32 & !mask;
+    while number_bits != 0 {
+        let i = number_bits.trailing_zeros() as usize;
+        number_bits &= number_bits - 1;
+        // SAFETY: as for the links above; `i` is below N.
+        numbers[i] = Some(unsafe { (*frame).handles[i] });
+    }
     let mut mask = mask & ((1u64 << n.min(FRAME_HANDLES)) - 1) as u32;
     while mask != 0 {
         let i = mask.trailing_zeros() as usize;
@@ -422,8 +441,15 @@ unsafe fn call_native<const N: usize>(
     let mut owned: Vec<Any> = Vec::new();
     // The source holds only references: nothing of it escapes the inlined driver, so it
     // stays in registers.
-    let mut source =
-        JsArguments { state, argv, wrappers: &mut *wrappers, links: &links, lent: &mut lent, owned: &mut owned };
+    let mut source = JsArguments {
+        state,
+        argv,
+        wrappers: &mut *wrappers,
+        links: &links,
+        numbers: &numbers,
+        lent: &mut lent,
+        owned: &mut owned,
+    };
     let mut result = Any::none();
     // SAFETY: the JS thread (this env's slots change only on it); a live Function whose
     // arguments are kept alive by `argv`, the argument wrappers and `owned`.
@@ -470,6 +496,8 @@ struct JsArguments<'s, 'w> {
     wrappers: &'s mut [Option<&'w Wrapper>],
     /// Argument i's Link, when it is a JS function a shim passed with one (i below N).
     links: &'s [Option<&'static Link>],
+    /// Argument i's value, when it is a number a shim passed in the frame (i below N).
+    numbers: &'s [Option<f64>],
     /// The Function lent to this call (to its first such function argument).
     lent: &'s mut Option<LentCallable>,
     owned: &'s mut Vec<Any>,
@@ -496,6 +524,9 @@ unsafe impl ArgumentSource<EnvState> for JsArguments<'_, '_> {
         let (wrapper, value) = unsafe { (self.wrappers.get_unchecked_mut(index), *self.argv.get_unchecked(index)) };
         let converted = match *wrapper {
             Some(w) => wrapper_view(w, in_leaf, self.owned)?,
+            None if self.numbers.get(index).is_some_and(Option::is_some) => {
+                crate::convert::number_view(self.numbers[index].expect("checked"))
+            }
             None if self.links.get(index).is_some_and(Option::is_some) => {
                 let link = self.links[index].expect("checked");
                 match callback::for_call(self.state, value, link, self.lent.is_none())? {

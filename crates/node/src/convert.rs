@@ -35,18 +35,27 @@ const MAX_SAFE: i64 = (1 << 53) - 1;
 
 const NEG_ZERO: u64 = 0x8000_0000_0000_0000;
 
-/// A JS number as int when it is integral and fits in i64, else float.
+/// A JS number's integer value, when it is integral and fits in i64 (else it goes as float).
 #[inline]
-fn number_to_any(x: f64) -> Any {
+fn integral(x: f64) -> Option<i64> {
     // `as` saturates and maps NaN to 0, so the round trip holds exactly for integral values in
     // i64's range (not `fract()`, which is a libm call, ~9% of an `add3` call).
     // -0 stays a float (0 as f64 == -0.0, but the sign must survive the round trip).
     let i = x as i64;
-    if i as f64 == x && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&x) && x.to_bits() != NEG_ZERO {
-        Any::int(i)
-    } else {
-        Any::float(x)
-    }
+    (i as f64 == x && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&x) && x.to_bits() != NEG_ZERO)
+        .then_some(i)
+}
+
+/// A JS number as int when it is integral and fits in i64, else float.
+#[inline]
+fn number_to_any(x: f64) -> Any {
+    integral(x).map_or(Any::float(x), Any::int)
+}
+
+/// [`number_to_any`] as an argument view (a number a shim passed in the call frame).
+#[inline]
+pub fn number_view(x: f64) -> AnyView<'static> {
+    integral(x).map_or(AnyView::float(x), AnyView::int)
 }
 
 /// An argument cell for a call, and the wrapper it came from (if any). Plain values are

@@ -44,6 +44,33 @@ test('numbers: integers go in as int, others as float; BigInt in and out', () =>
   assert.ok(Object.is(testing.echo(-0), -0), '-0 keeps its sign');
 });
 
+test('numbers travel in the call frame beside wrappers, functions and other values', () => {
+  // Shims of arity 1-3 pass numbers as frame values; each position and mix must convert
+  // exactly as a Node-API read would, and a later argument whose conversion runs JS (a getter
+  // calling another native function, which refills the frame) must not disturb them.
+  assert.equal(testing.add3(1, 2, 3), 6);
+  assert.equal(testing.add3(-(2 ** 40), 2 ** 40, 7), 7);
+  assert.throws(() => testing.add3(1, 2.5, 3), { name: 'TetherTypeError', message: /argument 'b' must be int, not float/ });
+  assert.equal(testing.add3(1, 2n, 3), 6);
+  const w = new Pair(1, 2);
+  for (const [a, b] of [[1.5, w], [w, 2], [-0, () => 3], [2 ** 63, NaN]]) {
+    const p = testing.make_pair(a, b);
+    assert.ok(Object.is(p.first, a) || (typeof p.first === 'function' && typeof a === 'function'));
+    assert.ok(Object.is(p.second, b) || (typeof b === 'function' && p.second === b) || Number.isNaN(b));
+  }
+  const sneaky = {
+    get x() {
+      assert.equal(testing.add3(7, 8, 9), 24); // another shim call rewrites the frame
+      return 1;
+    },
+  };
+  const p = testing.make_pair(41.5, sneaky);
+  assert.equal(p.first, 41.5);
+  assert.equal(p.second.get('x'), 1);
+  assert.equal(testing.echo(3), 3);
+  assert.equal(testing.echo(0.25), 0.25);
+});
+
 test('bytes: Buffers and typed arrays go in as bytes and come back as Buffers', () => {
   assert.deepEqual(testing.echo(new Uint8Array([1, 2, 3])), Buffer.from([1, 2, 3]));
   assert.deepEqual(testing.echo(new Uint16Array([1]).buffer), Buffer.from([1, 0]));
