@@ -10,10 +10,21 @@ import java.util.RandomAccess;
  * {@code list.get(0) == list.get(0)}. Equality and hash code follow the {@code List} contract.
  */
 public final class TetherList extends AbstractList<Object> implements TetherObject, Tied, RandomAccess {
-    private final NativeRef ref;
+    /** The handle, negative once closed (see {@link NativeRef}); read by calls with {@link #word}. */
+    long handle;
+    /** How this wrapper passes itself to a call native (see {@link NativeRef}). */
+    long word;
+    final NativeRef ref;
 
-    TetherList(long handle, long generation, int typeIndex) {
-        this.ref = new NativeRef(this, handle, generation, typeIndex);
+    TetherList(long handle, long word) {
+        this.handle = handle;
+        this.word = word;
+        this.ref = new NativeRef(this, handle, word);
+    }
+
+    /** The live handle; throws if this wrapper was closed. */
+    long handle() {
+        return NativeRef.handle(handle, word);
     }
 
     @Override
@@ -24,7 +35,7 @@ public final class TetherList extends AbstractList<Object> implements TetherObje
     @Override
     public Object get(int index) {
         try {
-            return Native.arrayGet(ref.handle(), index);
+            return Native.arrayGet(handle(), index);
         } finally {
             Reference.reachabilityFence(this);
         }
@@ -33,7 +44,7 @@ public final class TetherList extends AbstractList<Object> implements TetherObje
     @Override
     public int size() {
         try {
-            return Native.arrayLen(ref.handle());
+            return Native.arrayLen(handle());
         } finally {
             Reference.reachabilityFence(this);
         }
