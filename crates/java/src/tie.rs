@@ -235,7 +235,7 @@ pub fn to_wrapper_adopting(env: Env, obj: ObjectRef, wrapper: jobject) -> Result
 /// Return `obj` (an owned +1, a new object of a type without a generated class) to Java with
 /// `wrapper`, a `TetherInstance` Java made before the call and not tied yet, as its canonical
 /// wrapper when it has none yet: its handle and word are written into it (no upcall); Java
-/// binds its `NativeRef` (the Cleaner) when it gets `wrapper` back. An object that has a
+/// registers its Cleaner (`TetherInstance.bind`) when it gets `wrapper` back. An object that has a
 /// wrapper already comes back as that one (`wrapper` stays unbound).
 pub fn to_wrapper_preset(env: Env, obj: ObjectRef, wrapper: jobject) -> Result<jobject> {
     FRONTEND

@@ -3,26 +3,30 @@ package dev.tether.ffi;
 import java.lang.ref.Cleaner;
 
 /**
- * The release side of a wrapper's native reference (+1 strong): its {@link Cleaner}
- * registration and whether it was closed. What calls read lives in the wrapper itself, so a
- * call reads the wrapper and nothing else on the Java side:
+ * A wrapper's native reference (+1 strong): what every wrapper class keeps in fields of its
+ * own, so a call reads the wrapper and nothing else on the Java side, and the Cleaner that
+ * releases it. Static helpers only; the fields, in each wrapper class:
  *
  * <ul>
  *   <li>{@code long handle}: the object's address while the wrapper is open; {@code ~address}
- *       (negative: user-space addresses are positive) once {@link #close} began; 0 while a
- *       wrapper made before its object ({@link TetherType#construct}) waits for native code to
- *       tie it. {@link #handle} checks it: one field, one compare.</li>
- *   <li>{@code long word}: how the wrapper passes itself to a call native, see {@link #word}:
- *       {@code KIND_OBJECT}, the type index and the generation it was tied with, so native
- *       code builds the argument and finds this thread's spare without reading the object's
- *       header or slot. Set with the handle, never changed after.</li>
+ *       (negative: user-space addresses are positive) once {@code close()} began; 0 while a
+ *       wrapper made before its object ({@link TetherInstance#TetherInstance(int)}) waits for
+ *       native code to tie it. {@link #handle} checks it: one field, one compare.</li>
+ *   <li>{@code long word}: how the wrapper passes itself to a call native, in place of a kind
+ *       ({@link Marshal#fastWord}): bits 0-7 {@code KIND_OBJECT}, 8-23 the type index, bit 24
+ *       {@link #SPARES}, 32-63 the generation it was tied with (crates/java/src/tie.rs
+ *       {@code wrapper_word} makes it), so native code builds the argument and finds this
+ *       thread's spare without reading the object's header or slot. Set with the handle, never
+ *       changed after.</li>
+ *   <li>{@code Cleaner.Cleanable cleanable}: its registration with the Cleaner, whose action
+ *       captures only the handle and the generation, never the wrapper (so it cannot keep the
+ *       wrapper alive). {@code close()} marks the handle closed, then runs it; a Cleanable runs
+ *       its action once, so the reference is released exactly once.</li>
  * </ul>
- *
- * <p>The reference is released exactly once: by {@link #close} or, when the wrapper becomes
- * unreachable, by a Cleaner action that captures only the handle and the generation, never
- * the wrapper (so it cannot keep the wrapper alive).
  */
 final class NativeRef {
+    private NativeRef() {}
+
     private static final Cleaner CLEANER = Cleaner.create(runnable -> {
         Thread t = new Thread(runnable, "tether-cleaner");
         t.setDaemon(true);
@@ -36,62 +40,9 @@ final class NativeRef {
     static final long SPARES = 1L << 24;
     static final int GENERATION_SHIFT = 32;
 
-    /**
-     * Null until registered: an unbound ref ({@link #NativeRef()}) waits for {@link #bind}.
-     * Volatile, as {@link #closed}: {@link #bind} writes it then reads {@code closed}, {@link
-     * #close} the other way round, so one of them sees the other and the release happens.
-     */
-    private volatile Cleaner.Cleanable cleanable;
-    private volatile boolean closed;
-
-    /** A bound ref: {@code wrapper}'s Cleaner releases {@code handle} of {@code word}'s generation. */
-    NativeRef(Object wrapper, long handle, long word) {
-        this.cleanable = CLEANER.register(wrapper, new Release(handle, generation(word)));
-    }
-
-    /**
-     * An unbound ref for a wrapper made before its object exists ({@link TetherType#construct}):
-     * native code writes the wrapper's handle and word when it ties the new object to it, and
-     * the caller then calls {@link #bind}. A wrapper whose ref stays unbound (the call failed,
-     * or returned another wrapper) owns nothing.
-     */
-    NativeRef() {}
-
-    /**
-     * Register the Cleaner of a ref native code has just bound to {@code wrapper} ({@code
-     * handle} as the wrapper holds it: closed meanwhile, it is negative). If that fails (no
-     * memory for the Cleaner's record), the reference is released at once and the failure
-     * rethrown.
-     */
-    void bind(Object wrapper, long handle, long word) {
-        long h = handle < 0 ? ~handle : handle;
-        try {
-            cleanable = CLEANER.register(wrapper, new Release(h, generation(word)));
-        } catch (Throwable t) {
-            closed = true;
-            Native.release(h, generation(word));
-            throw t;
-        }
-        if (closed) {
-            // closed by another thread that reached the wrapper through the slot meanwhile
-            cleanable.clean();
-        }
-    }
-
-    boolean isClosed() {
-        return closed;
-    }
-
-    /**
-     * Release the native reference now (idempotent). The wrapper marks its handle closed
-     * first ({@link #closedHandle}), so a later use throws instead of reaching the object.
-     */
-    void close() {
-        closed = true;
-        Cleaner.Cleanable c = cleanable;
-        if (c != null) {
-            c.clean();
-        } // else not bound yet: bind() releases it
+    /** Register {@code wrapper}'s Cleaner: it releases {@code handle} of {@code word}'s generation. */
+    static Cleaner.Cleanable register(Object wrapper, long handle, long word) {
+        return CLEANER.register(wrapper, new Release(handle, generation(word)));
     }
 
     /** The handle a wrapper holding {@code handle} keeps once closed (idempotent). */

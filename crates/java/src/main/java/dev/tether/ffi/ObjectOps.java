@@ -5,17 +5,12 @@ import java.util.StringJoiner;
 
 /**
  * The reflective operations shared by every wrapper class, and the one place that reaches a
- * wrapper's handle, word and {@link NativeRef} whatever its class (each wrapper class keeps
+ * wrapper's handle, word and Cleaner registration whatever its class (each wrapper class keeps
  * them in fields of its own: {@link TetherList} and {@link TetherMap} extend the JDK's
  * collections, so the classes share no base; see {@link NativeRef} for the fields).
  */
 final class ObjectOps {
     private ObjectOps() {}
-
-    /** The native reference of a wrapper (every {@link TetherObject} is {@link Tied}). */
-    static NativeRef refOf(Object o) {
-        return ((Tied) o).nativeRef();
-    }
 
     /** The handle field of wrapper {@code o} as it is (negative once closed). */
     private static long rawHandle(Object o) {
@@ -60,32 +55,41 @@ final class ObjectOps {
         return NativeRef.typeIndex(wordOf(o));
     }
 
+    /** Has wrapper {@code o} been closed? */
+    static boolean isClosed(Object o) {
+        return rawHandle(o) < 0;
+    }
+
     /**
      * Close wrapper {@code o}: mark its handle closed (later uses throw), then release the
-     * native reference (idempotent).
+     * native reference (idempotent: a Cleanable runs its action once). Wrappers other than
+     * {@link TetherInstance} are registered with their Cleaner when they are made.
      */
     static void close(Object o) {
         Class<?> c = o.getClass();
         if (c == TetherInstance.class) {
-            TetherInstance w = (TetherInstance) o;
-            w.handle = NativeRef.closedHandle(w.handle);
+            ((TetherInstance) o).closeNow();
         } else if (c == TetherFunction.class) {
             TetherFunction w = (TetherFunction) o;
             w.handle = NativeRef.closedHandle(w.handle);
+            w.cleanable.clean();
         } else if (o instanceof TetherWrapper) {
             TetherWrapper w = (TetherWrapper) o;
             w.handle = NativeRef.closedHandle(w.handle);
+            w.cleanable.clean();
         } else if (c == TetherList.class) {
             TetherList w = (TetherList) o;
             w.handle = NativeRef.closedHandle(w.handle);
+            w.cleanable.clean();
         } else if (c == TetherMap.class) {
             TetherMap w = (TetherMap) o;
             w.handle = NativeRef.closedHandle(w.handle);
+            w.cleanable.clean();
         } else {
             TetherModule w = (TetherModule) o;
             w.handle = NativeRef.closedHandle(w.handle);
+            w.cleanable.clean();
         }
-        refOf(o).close();
     }
 
     static String typeKey(Object wrapper) {
@@ -131,7 +135,7 @@ final class ObjectOps {
     /** {@code testing.Pair(first=1, second=null)} (fields by their Java names); {@code <closed testing.Pair>} once closed. */
     static String describe(Object wrapper) {
         String key = typeKey(wrapper);
-        if (refOf(wrapper).isClosed()) {
+        if (isClosed(wrapper)) {
             return "<closed " + key + ">";
         }
         StringJoiner fields = new StringJoiner(", ", key + "(", ")");

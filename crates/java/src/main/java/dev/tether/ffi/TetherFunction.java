@@ -1,5 +1,6 @@
 package dev.tether.ffi;
 
+import java.lang.ref.Cleaner;
 import java.lang.ref.Reference;
 
 /**
@@ -13,8 +14,9 @@ public final class TetherFunction implements TetherObject, Tied {
     /** The handle, negative once closed (see {@link NativeRef}); read by calls with {@link #word}. */
     long handle;
     /** How this wrapper passes itself to a call native (see {@link NativeRef}). */
-    long word;
-    final NativeRef ref;
+    final long word;
+    /** Its Cleaner's registration ({@link NativeRef#register}); {@code close()} runs it. */
+    final Cleaner.Cleanable cleanable;
 
     /**
      * Learned per function: its last result was an int, so calls take the {@code call*L}
@@ -27,17 +29,12 @@ public final class TetherFunction implements TetherObject, Tied {
     TetherFunction(long handle, long word) {
         this.handle = handle;
         this.word = word;
-        this.ref = new NativeRef(this, handle, word);
+        this.cleanable = NativeRef.register(this, handle, word);
     }
 
     /** The live handle; throws if this wrapper was closed. */
     long handle() {
         return NativeRef.handle(handle, word);
-    }
-
-    @Override
-    public NativeRef nativeRef() {
-        return ref;
     }
 
     /** Call the function; arguments and the result convert as described in docs/java.md. */
@@ -391,6 +388,6 @@ public final class TetherFunction implements TetherObject, Tied {
 
     @Override
     public String toString() {
-        return ref.isClosed() ? "<closed tether.Function>" : "<tether.Function " + name() + ">";
+        return isClosed() ? "<closed tether.Function>" : "<tether.Function " + name() + ">";
     }
 }

@@ -1,5 +1,6 @@
 package dev.tether.ffi;
 
+import java.lang.ref.Cleaner;
 import java.lang.ref.Reference;
 import java.util.List;
 
@@ -8,23 +9,19 @@ public final class TetherModule implements TetherObject, Tied {
     /** The handle, negative once closed (see {@link NativeRef}); read by calls with {@link #word}. */
     long handle;
     /** How this wrapper passes itself to a call native (see {@link NativeRef}). */
-    long word;
-    final NativeRef ref;
+    final long word;
+    /** Its Cleaner's registration ({@link NativeRef#register}); {@code close()} runs it. */
+    final Cleaner.Cleanable cleanable;
 
     TetherModule(long handle, long word) {
         this.handle = handle;
         this.word = word;
-        this.ref = new NativeRef(this, handle, word);
+        this.cleanable = NativeRef.register(this, handle, word);
     }
 
     /** The live handle; throws if this wrapper was closed. */
     long handle() {
         return NativeRef.handle(handle, word);
-    }
-
-    @Override
-    public NativeRef nativeRef() {
-        return ref;
     }
 
     /** An exported function; {@link TetherKeyError} if there is none by that name. */
@@ -72,6 +69,6 @@ public final class TetherModule implements TetherObject, Tied {
 
     @Override
     public String toString() {
-        return ref.isClosed() ? "<closed tether.Module>" : "<tether.Module " + functionNames() + ">";
+        return isClosed() ? "<closed tether.Module>" : "<tether.Module " + functionNames() + ">";
     }
 }

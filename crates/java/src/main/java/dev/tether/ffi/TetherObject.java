@@ -10,7 +10,7 @@ package dev.tether.ffi;
  * Using a closed wrapper throws {@link IllegalStateException}.
  *
  * <p>Every wrapper class implements the reflective operations through these defaults, which
- * reach the native reference through the package-private {@code Tied} interface.
+ * reach each class's native reference through {@code ObjectOps}.
  */
 public interface TetherObject extends AutoCloseable {
     /** The registered type key, e.g. {@code "testing.Pair"}. */
@@ -45,6 +45,6 @@ public interface TetherObject extends AutoCloseable {
     }
 
     default boolean isClosed() {
-        return ObjectOps.refOf(this).isClosed();
+        return ObjectOps.isClosed(this);
     }
 }

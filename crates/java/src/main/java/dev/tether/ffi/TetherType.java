@@ -298,7 +298,7 @@ public final class TetherType {
         if (!direct()) {
             return Tether.construct(key);
         }
-        TetherInstance w = new TetherInstance(index, new NativeRef());
+        TetherInstance w = new TetherInstance(index);
         return bound(Native.construct0(constructorHandle, index, w), w);
     }
 
@@ -310,7 +310,7 @@ public final class TetherType {
         }
         try {
             long ba = Marshal.fastBits(a, ka);
-            TetherInstance w = new TetherInstance(index, new NativeRef());
+            TetherInstance w = new TetherInstance(index);
             return bound(Native.construct1(constructorHandle, index, w, Marshal.fastWord(a, ka), ba,
                     Marshal.fastRef(a, ka)), w);
         } finally {
@@ -334,7 +334,7 @@ public final class TetherType {
         try {
             long ba = Marshal.fastBits(a, ka);
             long bb = Marshal.fastBits(b, kb);
-            TetherInstance w = new TetherInstance(index, new NativeRef());
+            TetherInstance w = new TetherInstance(index);
             return bound(Native.construct2(constructorHandle, index, w, Marshal.fastWord(a, ka), ba,
                     Marshal.fastRef(a, ka), Marshal.fastWord(b, kb), bb, Marshal.fastRef(b, kb)), w);
         } finally {
@@ -355,7 +355,7 @@ public final class TetherType {
             long ba = Marshal.fastBits(a, ka);
             long bb = Marshal.fastBits(b, kb);
             long bc = Marshal.fastBits(c, kc);
-            TetherInstance w = new TetherInstance(index, new NativeRef());
+            TetherInstance w = new TetherInstance(index);
             return bound(Native.construct3(constructorHandle, index, w, Marshal.fastWord(a, ka), ba,
                     Marshal.fastRef(a, ka), Marshal.fastWord(b, kb), bb, Marshal.fastRef(b, kb),
                     Marshal.fastWord(c, kc), bc, Marshal.fastRef(c, kc)), w);
@@ -379,7 +379,7 @@ public final class TetherType {
     /** A direct construct's result: when it is {@code w}, the new object's wrapper, register its Cleaner. */
     private static Object bound(Object made, TetherInstance w) {
         if (made == w) {
-            w.ref.bind(w, w.handle, w.word);
+            w.bind();
         }
         return made;
     }

@@ -1,5 +1,7 @@
 package dev.tether.ffi;
 
+import java.lang.ref.Cleaner;
+
 /**
  * The base of the classes generated bindings make per type ({@code tether-bindgen}; see
  * docs/bindings.md): a generated class such as {@code Scene} IS the canonical wrapper of its
@@ -18,8 +20,11 @@ public abstract class TetherWrapper implements TetherObject, Tied {
      */
     long handle;
     long word;
-    /** Set once, with the fields above (volatile: a wrapper may reach another thread by a race). */
-    private volatile NativeRef ref;
+    /**
+     * Its Cleaner's registration, set once with the fields above (volatile: a wrapper may reach
+     * another thread by a race).
+     */
+    volatile Cleaner.Cleanable cleanable;
 
     /**
      * What the frontend hands a generated class's factory: the native object it wraps. Only
@@ -39,7 +44,7 @@ public abstract class TetherWrapper implements TetherObject, Tied {
     protected TetherWrapper(Token token) {
         this.handle = token.handle;
         this.word = token.word;
-        this.ref = new NativeRef(this, token.handle, token.word);
+        this.cleanable = NativeRef.register(this, token.handle, token.word);
     }
 
     /**
@@ -60,22 +65,17 @@ public abstract class TetherWrapper implements TetherObject, Tied {
 
     /** Become the wrapper of {@code handle} (called by native code while it ties the object). */
     final void adopt(long handle, long word) {
-        if (ref != null) {
+        if (cleanable != null) {
             throw new IllegalStateException("this wrapper is tied already");
         }
         this.handle = handle;
         this.word = word;
-        ref = new NativeRef(this, handle, word);
+        cleanable = NativeRef.register(this, handle, word);
     }
 
     /** The live handle; throws if this wrapper was closed. */
     final long handle() {
         return NativeRef.handle(handle, word);
-    }
-
-    @Override
-    public final NativeRef nativeRef() {
-        return ref;
     }
 
     /**

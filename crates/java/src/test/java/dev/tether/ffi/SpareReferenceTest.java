@@ -232,4 +232,24 @@ class SpareReferenceTest {
         assertThrows(IllegalStateException.class, () -> Tether.type("testing.Pair").construct(p, null));
         assertEquals("testing.Pair", p.typeKey(), "the type stays known once closed");
     }
+
+    @Test
+    void aCloseBeforeTheConstructorsBindLeavesTheReleaseToBind() throws InterruptedException {
+        long base = settledLive();
+        // What TetherType.construct does, with a close() slipped in between the tie (native
+        // code writing handle and word) and bind(), as another thread that found the object
+        // through its slot could: the release must wait for bind and happen exactly once.
+        TetherInstance w = new TetherInstance(Tether.type("testing.Pair").index());
+        long owned = Native.hostValue(new Object(), "java.lang.Object");
+        assertEquals(base + 1, live());
+        w.handle = owned;
+        w.closeNow();
+        assertTrue(w.isClosed());
+        assertEquals(base + 1, live(), "not bound yet: close() cannot release");
+        w.bind();
+        assertEquals(base, live(), "bind() saw the close and released the reference");
+        w.closeNow();
+        assertEquals(base, live(), "released once");
+        assertThrows(IllegalStateException.class, () -> ECHO.call(w));
+    }
 }
