@@ -47,6 +47,8 @@ const INHERITED: &[&str] = &[
     "wait",
     "finalize",
     "clone",
+    // No longer a member (the wrapper's state moved into its own package-private fields);
+    // still reserved, so names generated before do not change.
     "nativeRef",
     "withReceiver",
     "read",

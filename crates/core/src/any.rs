@@ -385,6 +385,30 @@ impl<'a> AnyView<'a> {
         AnyView { head: head(type_index, 0), payload: Payload::ptr(obj), _borrow: PhantomData }
     }
 
+    /// Borrow an object whose type index the caller knows, without reading its header (a
+    /// frontend that keeps the type next to the handle: the JVM's wrapper word).
+    ///
+    /// # Safety
+    /// `obj` stays alive for `'a` and its header's `type_index` is `type_index`.
+    #[inline(always)]
+    pub unsafe fn from_object_ptr_of_type(obj: *mut ObjectHeader, type_index: i32) -> AnyView<'a> {
+        debug_assert!(type_index >= TypeIndex::OBJECT);
+        AnyView { head: head(type_index, 0), payload: Payload::ptr(obj), _borrow: PhantomData }
+    }
+
+    /// This object view as a lent one (see [`AnyView::lent_object`]), from its own type index
+    /// (no header read).
+    ///
+    /// # Safety
+    /// `self` is an object view made by [`AnyView::from_object_ptr`] or
+    /// [`AnyView::from_object_ptr_of_type`]; the caller gives up one strong reference to its
+    /// object, and the view goes only to a function that adopts lent views.
+    #[inline(always)]
+    pub unsafe fn lent(self) -> AnyView<'a> {
+        debug_assert!(self.is_object());
+        AnyView { head: head(self.tix(), LENT_MARK), payload: self.payload, _borrow: PhantomData }
+    }
+
     /// An object argument that carries one strong reference for the callee (a *lent* view,
     /// marked by [`LENT_MARK`] in `small_len`). Only for functions flagged
     /// `FUNC_ADOPTS_LENT`, which convert each argument exactly once: the conversion adopts

@@ -29,10 +29,10 @@ pub struct Classes {
     pub marshal: jclass,
     pub marshal_list_items: jmethodID,
     pub marshal_map_items: jmethodID,
-    /// `NativeRef.handle` and `NativeRef.generation` (`long`s): a constructor's wrapper made by
-    /// Java before the call gets them written here (`tie::to_wrapper_preset`), no upcall.
-    pub native_ref_handle: jfieldID,
-    pub native_ref_generation: jfieldID,
+    /// `TetherInstance.handle` and `TetherInstance.word` (`long`s): a constructor's wrapper
+    /// made by Java before the call gets them written here (`tie::to_wrapper_preset`), no upcall.
+    pub instance_handle: jfieldID,
+    pub instance_word: jfieldID,
     /// Global refs to `Long.valueOf(i)` for i in [`SMALL_LONG_MIN`, `SMALL_LONG_MAX`]: the very
     /// objects Java's own boxing cache returns, handed out without an upcall per result.
     pub small_longs: Vec<jobject>,
@@ -94,12 +94,12 @@ pub fn init(env: Env) -> Result<(), String> {
     let callbacks = global_class(env, c"dev/tether/ffi/Callbacks")?;
     let errors = global_class(env, c"dev/tether/ffi/Errors")?;
     let marshal = global_class(env, c"dev/tether/ffi/Marshal")?;
-    let native_ref = global_class(env, c"dev/tether/ffi/NativeRef")?;
-    let native_ref_handle = instance_field(env, native_ref, c"handle", c"J")?;
-    let native_ref_generation = instance_field(env, native_ref, c"generation", c"J")?;
+    let instance = global_class(env, c"dev/tether/ffi/TetherInstance")?;
+    let instance_handle = instance_field(env, instance, c"handle", c"J")?;
+    let instance_word = instance_field(env, instance, c"word", c"J")?;
     // Field IDs stay valid while the class is loaded; `wrappers` and the others keep the
-    // frontend's class loader, and so NativeRef, alive.
-    env.delete_global_ref(native_ref);
+    // frontend's class loader, and so TetherInstance, alive.
+    env.delete_global_ref(instance);
     let long_value_of = static_method(env, long, c"valueOf", c"(J)Ljava/lang/Long;")?;
     let mut small_longs = Vec::with_capacity((SMALL_LONG_MAX - SMALL_LONG_MIN + 1) as usize);
     for i in SMALL_LONG_MIN..=SMALL_LONG_MAX {
@@ -119,8 +119,8 @@ pub fn init(env: Env) -> Result<(), String> {
         boolean,
         boolean_value_of: static_method(env, boolean, c"valueOf", c"(Z)Ljava/lang/Boolean;")?,
         wrappers,
-        wrappers_create: static_method(env, wrappers, c"create", c"(JJI)Ljava/lang/Object;")?,
-        wrappers_adopt: static_method(env, wrappers, c"adopt", c"(Ljava/lang/Object;JJI)Ljava/lang/Object;")?,
+        wrappers_create: static_method(env, wrappers, c"create", c"(JJ)Ljava/lang/Object;")?,
+        wrappers_adopt: static_method(env, wrappers, c"adopt", c"(Ljava/lang/Object;JJ)Ljava/lang/Object;")?,
         callbacks,
         callbacks_invoke0: static_method(env, callbacks, c"invoke0", c"(Ljava/lang/Object;J)V")?,
         callbacks_invoke: static_method(env, callbacks, c"invoke", c"(Ljava/lang/Object;[Ljava/lang/Object;J)V")?,
@@ -134,8 +134,8 @@ pub fn init(env: Env) -> Result<(), String> {
         marshal,
         marshal_list_items: static_method(env, marshal, c"listItems", c"(Ljava/lang/Object;)[Ljava/lang/Object;")?,
         marshal_map_items: static_method(env, marshal, c"mapItems", c"(Ljava/lang/Object;)[Ljava/lang/Object;")?,
-        native_ref_handle,
-        native_ref_generation,
+        instance_handle,
+        instance_word,
         small_longs,
     };
     let _ = CLASSES.set(classes);

@@ -186,7 +186,7 @@ unsafe fn invoke(func: jlong, f: &FunctionObj, args: &[AnyView<'_>], result: &mu
 unsafe fn call_encoded<'e>(
     env: Env<'e>,
     func: jlong,
-    args: &[(jint, jlong, jobject)],
+    args: &[(jlong, jlong, jobject)],
     keep_spare: bool,
     result: &mut Any,
     mut lent: Option<&mut callback::LentArgs<'e>>,
@@ -196,11 +196,13 @@ unsafe fn call_encoded<'e>(
     let mut first_error = None;
     for (i, ((view, h), &(k, b, r))) in views.iter_mut().zip(hold.iter_mut()).zip(args).enumerate() {
         // Objects and ints are written in place: a view returned by `decode` is stored in
-        // pieces and reloaded whole, a store-forwarding stall per argument.
-        match k {
+        // pieces and reloaded whole, a store-forwarding stall per argument. An object comes
+        // with its wrapper's word (its type: no header read) or a plain kind.
+        match tie::word_kind(k) {
             // SAFETY: Java encoded this argument with `Marshal` and keeps its wrapper, and so
-            // the object behind the handle, alive for the call (this function's contract).
-            convert::KIND_OBJECT => *view = unsafe { AnyView::from_object_ptr(b as *mut ObjectHeader) },
+            // the object behind the handle, alive for the call (this function's contract); a
+            // typed word is that wrapper's.
+            convert::KIND_OBJECT => *view = unsafe { tie::object_argument(b as *mut ObjectHeader, k) },
             convert::KIND_INT => *view = AnyView::int(b),
             convert::KIND_CALLABLE if lent.is_some() => match callback::lend(env, r, b as i32) {
                 Ok(f) => {
@@ -216,7 +218,7 @@ unsafe fn call_encoded<'e>(
                 }
             },
             // SAFETY: Java encoded `(k, b, r)` with `Marshal` and keeps `r` reachable (this function's contract).
-            _ => match unsafe { decode(env, k, b, r, h) } {
+            kind => match unsafe { decode(env, kind, b, r, h) } {
                 Ok(v) => *view = v,
                 Err(e) => {
                     first_error.get_or_insert((i, e));
@@ -237,13 +239,15 @@ unsafe fn call_encoded<'e>(
     }
     // Only calls with a wrapper argument look for the thread's cell (for the `ints*` natives
     // the kinds are constants and this folds away).
-    let spares = args.iter().any(|&(kind, _, _)| kind == convert::KIND_OBJECT).then(tie::spare_cell).flatten();
+    let is_object = |word: jlong| tie::word_kind(word) == convert::KIND_OBJECT;
+    let spares = args.iter().any(|&(word, _, _)| is_object(word)).then(tie::spare_cell).flatten();
     if let (Some(cell), true) = (&spares, f.flags & function::FUNC_ADOPTS_LENT != 0) {
         // The cell holds one entry: the first argument that matches it takes it.
-        for (view, &(kind, bits, r)) in views.iter_mut().zip(args) {
-            if kind == convert::KIND_OBJECT && !r.is_null() {
-                // SAFETY: Java keeps the wrapper reachable; `f` adopts lent views.
-                if let Some(lent) = unsafe { tie::lend_spare(cell, bits as *mut ObjectHeader) } {
+        for (view, &(word, bits, r)) in views.iter_mut().zip(args) {
+            if is_object(word) && !r.is_null() {
+                // SAFETY: Java keeps the wrapper reachable and passed its word; `f` adopts
+                // lent views.
+                if let Some(lent) = unsafe { tie::lend_spare(cell, bits as *mut ObjectHeader, word) } {
                     *view = lent;
                     break;
                 }
@@ -258,22 +262,19 @@ unsafe fn call_encoded<'e>(
     // it is the one in the slot (a slot only moves on once its weak ref is cleared). The
     // argument is a local reference of this native frame: no `NewLocalRef` (that was a sixth
     // of an `echo` call).
+    // The argument's word says which generation to keep the spare under (no slot read; the
+    // step `Frontend::result_argument` takes with the slot's generation).
     if let Some(ptr) = result.view().as_object_ptr() {
-        let mut arguments = args
+        let argument = args
             .iter()
-            .enumerate()
-            .filter(|&(_, &(kind, _, r))| kind == convert::KIND_OBJECT && !r.is_null())
-            .map(|(i, &(_, bits, _))| (i, bits as *mut ObjectHeader, 0));
-        if !keep_spare {
-            return Ok(arguments.find(|&(_, arg, _)| arg == ptr).map(|(i, _, _)| args[i].2));
+            .position(|&(word, bits, r)| is_object(word) && !r.is_null() && bits as *mut ObjectHeader == ptr);
+        if let (Some(i), true) = (argument, keep_spare) {
+            let obj = std::mem::take(result).into_object().expect("an object kind");
+            // SAFETY: Java keeps argument i's wrapper, whose word it passed, reachable for the
+            // call; `spares` is this thread's cell.
+            unsafe { tie::keep_result_spare(obj, args[i].0, spares.as_ref()) };
         }
-        let obj = std::mem::take(result).into_object().expect("an object kind");
-        // SAFETY: Java keeps every argument's wrapper reachable for the call; `spares` is this
-        // thread's cell.
-        match unsafe { tie::FRONTEND.result_argument(obj, arguments, spares.as_ref()) } {
-            Ok(i) => return Ok(Some(args[i].2)),
-            Err(obj) => *result = Any::object(obj),
-        }
+        return Ok(argument.map(|i| args[i].2));
     }
     Ok(None)
 }
@@ -283,7 +284,7 @@ unsafe fn call_encoded<'e>(
 /// # Safety
 /// As [`call_encoded`].
 #[inline(always)]
-unsafe fn call_encoded_object(env: Env, func: jlong, args: &[(jint, jlong, jobject)]) -> Result<jobject> {
+unsafe fn call_encoded_object(env: Env, func: jlong, args: &[(jlong, jlong, jobject)]) -> Result<jobject> {
     if has_callable(args) {
         // SAFETY: the caller's guarantee.
         return unsafe { call_lending_object(env, func, args) };
@@ -298,8 +299,8 @@ unsafe fn call_encoded_object(env: Env, func: jlong, args: &[(jint, jlong, jobje
 
 /// Is one of the arguments a callable (`KIND_CALLABLE`, lent a Function for the call)?
 #[inline(always)]
-fn has_callable(args: &[(jint, jlong, jobject)]) -> bool {
-    args.iter().any(|&(kind, _, _)| kind == convert::KIND_CALLABLE)
+fn has_callable(args: &[(jlong, jlong, jobject)]) -> bool {
+    args.iter().any(|&(kind, _, _)| kind == jlong::from(convert::KIND_CALLABLE))
 }
 
 /// [`call_encoded_object`] with callables to lend (out of line: the other calls stay small).
@@ -307,7 +308,7 @@ fn has_callable(args: &[(jint, jlong, jobject)]) -> bool {
 /// # Safety
 /// As [`call_encoded`].
 #[inline(never)]
-unsafe fn call_lending_object(env: Env, func: jlong, args: &[(jint, jlong, jobject)]) -> Result<jobject> {
+unsafe fn call_lending_object(env: Env, func: jlong, args: &[(jlong, jlong, jobject)]) -> Result<jobject> {
     let mut lent = callback::LentArgs::new(env);
     let mut result = Any::none();
     // SAFETY: the caller's guarantee: Marshal-encoded arguments, reachable refs and Function.
@@ -335,7 +336,7 @@ thread_local! {
 /// # Safety
 /// As [`call_encoded`].
 #[inline(always)]
-unsafe fn call_encoded_long(env: Env, func: jlong, args: &[(jint, jlong, jobject)]) -> Result<jlong> {
+unsafe fn call_encoded_long(env: Env, func: jlong, args: &[(jlong, jlong, jobject)]) -> Result<jlong> {
     if has_callable(args) {
         // SAFETY: the caller's guarantee.
         return unsafe { call_lending_long(env, func, args) };
@@ -353,7 +354,7 @@ unsafe fn call_encoded_long(env: Env, func: jlong, args: &[(jint, jlong, jobject
 /// # Safety
 /// As [`call_encoded`].
 #[inline(never)]
-unsafe fn call_lending_long(env: Env, func: jlong, args: &[(jint, jlong, jobject)]) -> Result<jlong> {
+unsafe fn call_lending_long(env: Env, func: jlong, args: &[(jlong, jlong, jobject)]) -> Result<jlong> {
     let mut lent = callback::LentArgs::new(env);
     let mut result = Any::none();
     // SAFETY: as in `call_encoded_long`: Marshal-encoded arguments, reachable refs and Function.
@@ -463,7 +464,7 @@ macro_rules! call_natives {
     (encoded: $($name:ident($($k:ident $b:ident $r:ident),*) -> $ret:ty = $call:ident or $fail:expr;)*) => {$(
         #[no_mangle]
         #[allow(clippy::too_many_arguments)]
-        pub extern "system" fn $name(env: *mut JNIEnv, _c: jclass, func: jlong $(, $k: jint, $b: jlong, $r: jobject)*) -> $ret {
+        pub extern "system" fn $name(env: *mut JNIEnv, _c: jclass, func: jlong $(, $k: jlong, $b: jlong, $r: jobject)*) -> $ret {
             // SAFETY: JNI passes the calling thread's live env, valid for this native call.
     let env = unsafe { Env::from_raw(env) };
             // SAFETY: Java encodes with `Marshal` and keeps each `ref` (a wrapper) and the
@@ -477,7 +478,7 @@ macro_rules! call_natives {
             // SAFETY: JNI passes the calling thread's live env, valid for this native call.
     let env = unsafe { Env::from_raw(env) };
             // SAFETY: Java keeps the function reachable; ints need nothing else alive.
-            guard_call(env, 0, || unsafe { call_encoded_long(env, func, &[$((convert::KIND_INT, $a, null())),*]) })
+            guard_call(env, 0, || unsafe { call_encoded_long(env, func, &[$((convert::KIND_INT as jlong, $a, null())),*]) })
         }
     )*};
 }
@@ -1056,21 +1057,20 @@ pub extern "system" fn Java_dev_tether_ffi_Native_constructorHandle(
 /// A `TetherType.construct` with 0-3 arguments Java encoded with `Marshal.fastKind`: the
 /// constructor at `ctor` (a [`Java_dev_tether_ffi_Native_constructorHandle`]) called as
 /// [`call_encoded`] calls a Function, and a new object of the type `type_index` tied to
-/// `wrapper` (a `TetherInstance` Java made around the unbound `NativeRef` `native_ref`) with
+/// `wrapper` (a `TetherInstance` Java made before the call, not tied yet) with
 /// no upcall (`tie::to_wrapper_preset`). A constructor that returns an argument, an object
 /// with a wrapper, an object of another type or a plain value returns as any call does.
 ///
 /// # Safety
-/// As [`call_encoded`]; `ctor` is a constructor handle; `wrapper` and `native_ref` are live
-/// local references of the calling native method.
+/// As [`call_encoded`]; `ctor` is a constructor handle; `wrapper` is a live local reference
+/// of the calling native method.
 #[inline(always)]
 unsafe fn construct_encoded(
     env: Env,
     ctor: jlong,
     type_index: jint,
     wrapper: jobject,
-    native_ref: jobject,
-    args: &[(jint, jlong, jobject)],
+    args: &[(jlong, jlong, jobject)],
 ) -> Result<jobject> {
     let mut result = Any::none();
     // SAFETY: this function's contract (Java passes no callable here: `Marshal.fastKind`).
@@ -1079,7 +1079,7 @@ unsafe fn construct_encoded(
     }
     if result.type_index() == type_index && type_index >= TypeIndex::OBJECT {
         let obj = result.into_object().expect("an object kind");
-        return tie::to_wrapper_preset(env, obj, wrapper, native_ref);
+        return tie::to_wrapper_preset(env, obj, wrapper);
     }
     to_java(env, result)
 }
@@ -1093,16 +1093,15 @@ macro_rules! construct_natives {
             _c: jclass,
             ctor: jlong,
             type_index: jint,
-            wrapper: jobject,
-            native_ref: jobject
-            $(, $k: jint, $b: jlong, $r: jobject)*
+            wrapper: jobject
+            $(, $k: jlong, $b: jlong, $r: jobject)*
         ) -> jobject {
             // SAFETY: JNI passes the calling thread's live env, valid for this native call.
             let env = unsafe { Env::from_raw(env) };
             // SAFETY: Java passes its cached constructor handle, encodes with `Marshal` and
-            // keeps each `ref` reachable; `wrapper` and `native_ref` are this call's arguments.
+            // keeps each `ref` reachable; `wrapper` is this call's argument.
             guard_call(env, null(), || unsafe {
-                construct_encoded(env, ctor, type_index, wrapper, native_ref, &[$(($k, $b, $r)),*])
+                construct_encoded(env, ctor, type_index, wrapper, &[$(($k, $b, $r)),*])
             })
         }
     )*};

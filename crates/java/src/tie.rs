@@ -13,13 +13,89 @@ use tether_core::object::ObjectHeader;
 use tether_core::thread_spares::{SpareCell, ThreadSpares};
 use tether_core::{AnyView, Error, ObjectRef, Result};
 
-use crate::classes;
 use crate::jenv::Env;
+use crate::{classes, convert};
 
 /// Spare references kept per calling thread (see `tether_core::thread_spares`).
 static SPARES: ThreadSpares = ThreadSpares::new();
 /// Every object's one Java wrapper is tied here (a process has one JVM).
 pub static FRONTEND: Frontend<JavaHost> = Frontend::with_thread_spares(&SPARES);
+
+/// A wrapper's *word* (Java's `NativeRef` describes it; Java keeps it in the wrapper and passes
+/// it as the kind of a call argument, `Marshal.fastWord`): bits 0-7 `KIND_OBJECT`, 8-23 the
+/// object's type index (never 0: object types start at `TypeIndex::OBJECT`; a plain kind has
+/// none, so an untyped `KIND_OBJECT` means "read the header"), bit 24 [`WORD_SPARES`], bits 32-63
+/// the generation the wrapper was tied with. So a call builds an object argument and finds the
+/// thread's spare for it without reading the object's header or slot.
+const WORD_TYPE_SHIFT: u32 = 8;
+const WORD_TYPE_MASK: i64 = 0xffff;
+/// Set when the object has this frontend's prefix slot (`Frontend::generation_of` finds a
+/// generation): calls may keep and lend spares for its wrapper, as `result_argument` would.
+const WORD_SPARES: i64 = 1 << 24;
+const WORD_GENERATION_SHIFT: u32 = 32;
+
+/// The word of the wrapper being tied to `obj` with `generation` (see [`WORD_SPARES`]).
+fn wrapper_word(obj: &ObjectRef, generation: u64) -> i64 {
+    // SAFETY: `obj` is live (we hold a reference).
+    let spares = unsafe { FRONTEND.generation_of(obj.as_ptr()) }.is_some();
+    i64::from(convert::KIND_OBJECT)
+        | (i64::from(obj.type_index()) & WORD_TYPE_MASK) << WORD_TYPE_SHIFT
+        | if spares { WORD_SPARES } else { 0 }
+        | ((generation & 0xffff_ffff) as i64) << WORD_GENERATION_SHIFT
+}
+
+/// The kind a call native's kind word names (`KIND_OBJECT` for a wrapper's word).
+#[inline(always)]
+pub fn word_kind(word: i64) -> i32 {
+    (word & 0xff) as i32
+}
+
+/// The type index a wrapper's word carries; 0 for a plain kind (then read the header).
+#[inline(always)]
+fn word_type(word: i64) -> i32 {
+    ((word >> WORD_TYPE_SHIFT) & WORD_TYPE_MASK) as i32
+}
+
+/// What a wrapper's word says about spares for its object.
+#[derive(Clone, Copy)]
+enum WordSpares {
+    /// Spares are kept for the wrapper of this generation.
+    Generation(u64),
+    /// None are (the object has no prefix slot of this frontend).
+    Never,
+    /// A plain `KIND_OBJECT`: look at the object.
+    Unknown,
+}
+
+#[inline(always)]
+fn word_spares(word: i64) -> WordSpares {
+    if word_type(word) == 0 {
+        WordSpares::Unknown
+    } else if word & WORD_SPARES != 0 {
+        WordSpares::Generation((word as u64) >> WORD_GENERATION_SHIFT)
+    } else {
+        WordSpares::Never
+    }
+}
+
+/// The argument view of the object at `obj` that Java passed with `word` (its wrapper's, or a
+/// plain `KIND_OBJECT`): a wrapper's word gives the type index, so the header is not read.
+///
+/// # Safety
+/// `obj` is live for `'a` (its wrapper is reachable for the call), and a typed `word` is the
+/// word native code made when it tied `obj` to that wrapper.
+#[inline(always)]
+pub unsafe fn object_argument<'a>(obj: *mut ObjectHeader, word: i64) -> AnyView<'a> {
+    let type_index = word_type(word);
+    if type_index == 0 {
+        // SAFETY: `obj` is live for `'a` (this function's contract).
+        return unsafe { AnyView::from_object_ptr(obj) };
+    }
+    // SAFETY: `obj` is live (this function's contract).
+    debug_assert_eq!(unsafe { (*obj).type_index }, type_index, "a wrapper's word names its object's type");
+    // SAFETY: `obj` is live for `'a` and of `type_index`: the word was made from its header.
+    unsafe { AnyView::from_object_ptr_of_type(obj, type_index) }
+}
 
 fn encode(weak: jobject) -> usize {
     (weak as usize) << 2
@@ -43,11 +119,11 @@ pub struct JavaHost {
     /// wrapper of the object being returned, instead of one `Wrappers.create` would make;
     /// null for every other return.
     adopt: jobject,
-    /// With `adopt`: the `NativeRef` of that wrapper, which Java made unbound (a
-    /// `TetherType.construct` of a type without a generated class). `create` writes the
-    /// handle and generation into it instead of calling `Wrappers.adopt`; Java registers its
-    /// Cleaner once the call returns that wrapper. Null for every other return.
-    preset: jobject,
+    /// With `adopt`: that wrapper is a `TetherInstance` Java made not tied yet (a
+    /// `TetherType.construct` of a type without a generated class). `create` writes its
+    /// handle and word instead of calling `Wrappers.adopt`; Java registers its Cleaner once
+    /// the call returns that wrapper.
+    preset: bool,
 }
 
 impl JavaHost {
@@ -92,7 +168,8 @@ unsafe impl TieHost for JavaHost {
             self.env().delete_weak_global_ref(decode(word));
         }
         let c = classes::get();
-        if !self.preset.is_null() {
+        let word = wrapper_word(&obj, generation);
+        if self.preset {
             // The weak reference first: until the fields are written, a failure leaves the
             // wrapper unbound (Java drops it) and the +1 is still ours to drop.
             let weak = self.env().new_weak_global_ref(self.adopt);
@@ -102,29 +179,23 @@ unsafe impl TieHost for JavaHost {
                 return Err(Error::runtime("out of JNI weak references"));
             }
             let raw = obj.into_raw();
-            // SAFETY: `preset` is a live `NativeRef` (a local reference of the calling native
-            // method) and both fields are its `long`s, resolved at init.
+            // SAFETY: `adopt` is a live `TetherInstance` (a local reference of the calling
+            // native method) and both fields are its `long`s, resolved at init.
             unsafe {
-                self.env().set_long_field(self.preset, c.native_ref_handle, raw as i64);
-                self.env().set_long_field(self.preset, c.native_ref_generation, generation as i64);
+                self.env().set_long_field(self.adopt, c.instance_handle, raw as i64);
+                self.env().set_long_field(self.adopt, c.instance_word, word);
             }
             // The wrapper owns the +1 from here; Java registers its Cleaner when this returns.
             return Ok((self.adopt, encode(weak)));
         }
-        let type_index = obj.type_index();
         let raw = obj.into_raw();
         let wrapper = if self.adopt.is_null() {
-            let args = [jvalue { j: raw as i64 }, jvalue { j: generation as i64 }, jvalue { i: type_index }];
-            // SAFETY: `Wrappers.create(long, long, int) -> Object`, resolved at init.
+            let args = [jvalue { j: raw as i64 }, jvalue { j: word }];
+            // SAFETY: `Wrappers.create(long, long) -> Object`, resolved at init.
             unsafe { self.env().call_static_object(c.wrappers, c.wrappers_create, &args) }
         } else {
-            let args = [
-                jvalue { l: self.adopt },
-                jvalue { j: raw as i64 },
-                jvalue { j: generation as i64 },
-                jvalue { i: type_index },
-            ];
-            // SAFETY: `Wrappers.adopt(Object, long, long, int) -> Object`, resolved at init;
+            let args = [jvalue { l: self.adopt }, jvalue { j: raw as i64 }, jvalue { j: word }];
+            // SAFETY: `Wrappers.adopt(Object, long, long) -> Object`, resolved at init;
             // `adopt` is a live local reference of the calling native method.
             unsafe { self.env().call_static_object(c.wrappers, c.wrappers_adopt, &args) }
         };
@@ -148,10 +219,7 @@ unsafe impl TieHost for JavaHost {
 /// Return `obj` (an owned +1) to Java as its canonical wrapper (a local reference).
 pub fn to_wrapper(env: Env, obj: ObjectRef) -> Result<jobject> {
     FRONTEND
-        .return_object(
-            &JavaHost { raw_env: env.as_raw(), adopt: std::ptr::null_mut(), preset: std::ptr::null_mut() },
-            obj,
-        )
+        .return_object(&JavaHost { raw_env: env.as_raw(), adopt: std::ptr::null_mut(), preset: false }, obj)
         .map(|returned| returned.into_handle())
 }
 
@@ -160,18 +228,18 @@ pub fn to_wrapper(env: Env, obj: ObjectRef) -> Result<jobject> {
 /// object that has a wrapper already comes back as that one (the caller sees the difference).
 pub fn to_wrapper_adopting(env: Env, obj: ObjectRef, wrapper: jobject) -> Result<jobject> {
     FRONTEND
-        .return_object(&JavaHost { raw_env: env.as_raw(), adopt: wrapper, preset: std::ptr::null_mut() }, obj)
+        .return_object(&JavaHost { raw_env: env.as_raw(), adopt: wrapper, preset: false }, obj)
         .map(|returned| returned.into_handle())
 }
 
 /// Return `obj` (an owned +1, a new object of a type without a generated class) to Java with
-/// `wrapper`, a `TetherInstance` Java made before the call around the unbound `NativeRef`
-/// `native_ref`, as its canonical wrapper when it has none yet: the handle and generation are
-/// written into `native_ref` (no upcall); Java binds it (its Cleaner) when it gets `wrapper`
-/// back. An object that has a wrapper already comes back as that one (`wrapper` stays unbound).
-pub fn to_wrapper_preset(env: Env, obj: ObjectRef, wrapper: jobject, native_ref: jobject) -> Result<jobject> {
+/// `wrapper`, a `TetherInstance` Java made before the call and not tied yet, as its canonical
+/// wrapper when it has none yet: its handle and word are written into it (no upcall); Java
+/// registers its Cleaner (`TetherInstance.bind`) when it gets `wrapper` back. An object that has a
+/// wrapper already comes back as that one (`wrapper` stays unbound).
+pub fn to_wrapper_preset(env: Env, obj: ObjectRef, wrapper: jobject) -> Result<jobject> {
     FRONTEND
-        .return_object(&JavaHost { raw_env: env.as_raw(), adopt: wrapper, preset: native_ref }, obj)
+        .return_object(&JavaHost { raw_env: env.as_raw(), adopt: wrapper, preset: true }, obj)
         .map(|returned| returned.into_handle())
 }
 
@@ -195,21 +263,60 @@ pub fn spare_cell() -> Option<SpareCell<'static>> {
     SPARES.cell()
 }
 
-/// A lent view of `obj` carrying this thread's spare of its wrapper, if the thread kept one.
+/// The generation to keep or lend spares of `obj`'s wrapper under, which Java passed with
+/// `word`; `None` when no spares are kept for it.
 ///
 /// # Safety
-/// `obj` is the handle of a wrapper Java keeps reachable for the call, and the view goes to
-/// a function flagged `FUNC_ADOPTS_LENT`.
+/// As [`object_argument`].
 #[inline(always)]
-pub unsafe fn lend_spare<'a>(cell: &SpareCell<'_>, obj: *mut ObjectHeader) -> Option<AnyView<'a>> {
-    // SAFETY: `obj` is live (its wrapper is reachable).
-    let generation = unsafe { FRONTEND.generation_of(obj) }?;
+unsafe fn spare_generation(obj: *mut ObjectHeader, word: i64) -> Option<u64> {
+    match word_spares(word) {
+        WordSpares::Generation(generation) => {
+            debug_assert_eq!(
+                // SAFETY: `obj` is live (this function's contract).
+                unsafe { FRONTEND.generation_of(obj) },
+                Some(generation),
+                "a wrapper's word names its generation"
+            );
+            Some(generation)
+        }
+        WordSpares::Never => None,
+        // SAFETY: `obj` is live (its wrapper is reachable).
+        WordSpares::Unknown => unsafe { FRONTEND.generation_of(obj) },
+    }
+}
+
+/// A lent view of `obj` (passed with `word`, see [`object_argument`]) carrying this thread's
+/// spare of its wrapper, if the thread kept one.
+///
+/// # Safety
+/// `obj` is the handle of a wrapper Java keeps reachable for the call, `word` as in
+/// [`object_argument`], and the view goes to a function flagged `FUNC_ADOPTS_LENT`.
+#[inline(always)]
+pub unsafe fn lend_spare<'a>(cell: &SpareCell<'_>, obj: *mut ObjectHeader, word: i64) -> Option<AnyView<'a>> {
+    // SAFETY: this function's contract.
+    let generation = unsafe { spare_generation(obj, word) }?;
     // SAFETY: the caller holds the wrapper of that generation for the call.
-    if unsafe { cell.take(obj, generation) } {
-        // SAFETY: the reference just taken is the one the view carries.
-        Some(unsafe { AnyView::lent_object(obj) })
-    } else {
-        None
+    if !unsafe { cell.take(obj, generation) } {
+        return None;
+    }
+    // SAFETY: the reference just taken is the one the view carries; the header is read only
+    // for an untyped word.
+    Some(unsafe { object_argument(obj, word).lent() })
+}
+
+/// A call's result `obj` is its argument passed with `word`, whose wrapper Java returns
+/// itself: keep the result's +1 as this thread's spare for that wrapper, or drop it
+/// (`Frontend::result_argument`'s step, with the generation the word carries).
+///
+/// # Safety
+/// As [`object_argument`], for the argument `obj` is; `cell` is the calling thread's.
+#[inline(always)]
+pub unsafe fn keep_result_spare(obj: ObjectRef, word: i64, cell: Option<&SpareCell<'_>>) {
+    // SAFETY: this function's contract.
+    if let (Some(cell), Some(generation)) = (cell, unsafe { spare_generation(obj.as_ptr(), word) }) {
+        // SAFETY: the calling thread holds the wrapper of that generation for the call.
+        drop(unsafe { cell.keep(obj, generation) });
     }
 }
 

@@ -69,6 +69,11 @@ final class Marshal {
         return kind == CALLABLE ? System.identityHashCode(v) : fastBits(v, kind);
     }
 
+    /** {@link #fastWord}, for {@link #callKind}'s kinds. */
+    static long callWord(Object v, int kind) {
+        return kind == CALLABLE ? CALLABLE : fastWord(v, kind);
+    }
+
     /** {@link #fastRef}, and the callable itself. */
     static Object callRef(Object v, int kind) {
         return kind == CALLABLE ? v : fastRef(v, kind);
@@ -82,13 +87,28 @@ final class Marshal {
         if (kind == OBJECT) {
             Class<?> c = v.getClass();
             if (c == TetherInstance.class) {
-                return ((TetherInstance) v).ref.handle();
+                return ((TetherInstance) v).handle();
             }
-            return c == TetherFunction.class
-                    ? ((TetherFunction) v).ref.handle()
-                    : ((TetherWrapper) v).nativeRef().handle();
+            return c == TetherFunction.class ? ((TetherFunction) v).handle() : ((TetherWrapper) v).handle();
         }
         return 0;
+    }
+
+    /**
+     * What the call natives take as the kind of a value of {@link #fastKind} {@code kind}: the
+     * kind itself, or a wrapper's word (its kind, type index and generation, see {@link
+     * NativeRef}), so native code reads nothing of the object to pass it. Read from the
+     * wrapper {@link #fastBits} read: no other object is touched.
+     */
+    static long fastWord(Object v, int kind) {
+        if (kind == OBJECT) {
+            Class<?> c = v.getClass();
+            if (c == TetherInstance.class) {
+                return ((TetherInstance) v).word;
+            }
+            return c == TetherFunction.class ? ((TetherFunction) v).word : ((TetherWrapper) v).word;
+        }
+        return kind;
     }
 
     /** The ref of a value of {@link #fastKind} {@code kind}: the wrapper, or null (a boxed
@@ -156,7 +176,7 @@ final class Marshal {
             if (callee instanceof TetherFunction) {
                 TetherFunction f = (TetherFunction) callee;
                 try {
-                    message = Native.argumentMessage(f.ref.handle(), i, failure.getMessage());
+                    message = Native.argumentMessage(f.handle(), i, failure.getMessage());
                 } finally {
                     java.lang.ref.Reference.reachabilityFence(f);
                 }
@@ -206,7 +226,7 @@ final class Marshal {
             refs[i] = v;
         } else if (v instanceof Tied) {
             kinds[i] = OBJECT;
-            bits[i] = ((Tied) v).nativeRef().handle();
+            bits[i] = ObjectOps.handleOf(v);
             refs[i] = v;
         } else if (v instanceof Long || v instanceof Integer || v instanceof Short || v instanceof Byte) {
             kinds[i] = INT;

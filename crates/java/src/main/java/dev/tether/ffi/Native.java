@@ -65,12 +65,15 @@ final class Native {
 
     static native Object call0(long function);
 
-    static native Object call1(long function, int kind, long bits, Object ref);
+    static native Object call1(long function, long kind, long bits, Object ref);
 
-    static native Object call2(long function, int k0, long b0, Object r0, int k1, long b1, Object r1);
+    static native Object call2(long function, long k0, long b0, Object r0, long k1, long b1, Object r1);
 
-    static native Object call3(long function, int k0, long b0, Object r0, int k1, long b1, Object r1,
-            int k2, long b2, Object r2);
+    static native Object call3(long function, long k0, long b0, Object r0, long k1, long b1, Object r1,
+            long k2, long b2, Object r2);
+
+    // The kinds of call1..call3 and call1L..call3L are Marshal.fastWord's: a wrapper's word
+    // (NativeRef) or a plain kind.
 
     static native Object call(long function, int[] kinds, long[] bits, Object[] refs);
 
@@ -86,12 +89,12 @@ final class Native {
 
     static native long call0L(long function);
 
-    static native long call1L(long function, int kind, long bits, Object ref);
+    static native long call1L(long function, long kind, long bits, Object ref);
 
-    static native long call2L(long function, int k0, long b0, Object r0, int k1, long b1, Object r1);
+    static native long call2L(long function, long k0, long b0, Object r0, long k1, long b1, Object r1);
 
-    static native long call3L(long function, int k0, long b0, Object r0, int k1, long b1, Object r1,
-            int k2, long b2, Object r2);
+    static native long call3L(long function, long k0, long b0, Object r0, long k1, long b1, Object r1,
+            long k2, long b2, Object r2);
 
     // As call1L..call3L when every argument is an int: bare longs, no kinds, no refs.
 
@@ -181,20 +184,21 @@ final class Native {
     /** The type's constructor Function as a handle (never released by the registry), 0 if none. */
     static native long constructorHandle(int typeIndex);
 
-    // Construct through the handle {@code ctor} with 0-3 arguments encoded by Marshal.fastKind,
-    // tying a new object of type {@code typeIndex} to {@code wrapper}, a TetherInstance around
-    // the unbound {@code ref} (handle and generation written natively; the caller binds it when
-    // {@code wrapper} comes back). Returns the object's wrapper (or the result as any call).
+    // Construct through the handle {@code ctor} with 0-3 arguments encoded by Marshal.fastKind
+    // and fastWord, tying a new object of type {@code typeIndex} to {@code wrapper}, a
+    // TetherInstance not tied yet (its handle and word written natively; the caller binds its
+    // NativeRef when {@code wrapper} comes back). Returns the object's wrapper (or the result
+    // as any call).
 
-    static native Object construct0(long ctor, int typeIndex, Object wrapper, NativeRef ref);
+    static native Object construct0(long ctor, int typeIndex, Object wrapper);
 
-    static native Object construct1(long ctor, int typeIndex, Object wrapper, NativeRef ref, int k0, long b0, Object r0);
+    static native Object construct1(long ctor, int typeIndex, Object wrapper, long k0, long b0, Object r0);
 
-    static native Object construct2(long ctor, int typeIndex, Object wrapper, NativeRef ref, int k0, long b0, Object r0,
-            int k1, long b1, Object r1);
+    static native Object construct2(long ctor, int typeIndex, Object wrapper, long k0, long b0, Object r0,
+            long k1, long b1, Object r1);
 
-    static native Object construct3(long ctor, int typeIndex, Object wrapper, NativeRef ref, int k0, long b0, Object r0,
-            int k1, long b1, Object r1, int k2, long b2, Object r2);
+    static native Object construct3(long ctor, int typeIndex, Object wrapper, long k0, long b0, Object r0,
+            long k1, long b1, Object r1, long k2, long b2, Object r2);
 
     /** Construct like {@link #construct}, making {@code wrapper} the new object's wrapper (returns the object's wrapper). */
     static native Object constructInto(Object wrapper, String key, int[] kinds, long[] bits, Object[] refs);

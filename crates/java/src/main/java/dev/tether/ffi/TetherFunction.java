@@ -1,5 +1,6 @@
 package dev.tether.ffi;
 
+import java.lang.ref.Cleaner;
 import java.lang.ref.Reference;
 
 /**
@@ -10,7 +11,12 @@ import java.lang.ref.Reference;
  * of static type {@code String}) also calls the function, with that string as its first argument.
  */
 public final class TetherFunction implements TetherObject, Tied {
-    final NativeRef ref;
+    /** The handle, negative once closed (see {@link NativeRef}); read by calls with {@link #word}. */
+    long handle;
+    /** How this wrapper passes itself to a call native (see {@link NativeRef}). */
+    final long word;
+    /** Its Cleaner's registration ({@link NativeRef#register}); {@code close()} runs it. */
+    final Cleaner.Cleanable cleanable;
 
     /**
      * Learned per function: its last result was an int, so calls take the {@code call*L}
@@ -20,13 +26,15 @@ public final class TetherFunction implements TetherObject, Tied {
      */
     private boolean intResults;
 
-    TetherFunction(long handle, long generation, int typeIndex) {
-        this.ref = new NativeRef(this, handle, generation, typeIndex);
+    TetherFunction(long handle, long word) {
+        this.handle = handle;
+        this.word = word;
+        this.cleanable = NativeRef.register(this, handle, word);
     }
 
-    @Override
-    public NativeRef nativeRef() {
-        return ref;
+    /** The live handle; throws if this wrapper was closed. */
+    long handle() {
+        return NativeRef.handle(handle, word);
     }
 
     /** Call the function; arguments and the result convert as described in docs/java.md. */
@@ -50,7 +58,7 @@ public final class TetherFunction implements TetherObject, Tied {
 
     /** Call with no arguments. */
     public Object call() {
-        long fn = ref.handle();
+        long fn = handle();
         try {
             return intResults ? fromLong(Native.call0L(fn)) : learn(Native.call0(fn));
         } finally {
@@ -65,7 +73,7 @@ public final class TetherFunction implements TetherObject, Tied {
      * is lent this thread's spare native Function for the call (docs/java.md, Conversions).
      */
     public Object call(Object a) {
-        long fn = ref.handle();
+        long fn = handle();
         try {
             if (intResults && isInt(a)) {
                 return fromLong(Native.ints1(fn, intOf(a)));
@@ -73,8 +81,9 @@ public final class TetherFunction implements TetherObject, Tied {
             int ka = Marshal.fastKind(a);
             if (ka != Marshal.SLOW) {
                 long ba = Marshal.fastBits(a, ka);
+                long wa = Marshal.fastWord(a, ka);
                 Object ra = Marshal.fastRef(a, ka);
-                return intResults ? fromLong(Native.call1L(fn, ka, ba, ra)) : learn(Native.call1(fn, ka, ba, ra));
+                return intResults ? fromLong(Native.call1L(fn, wa, ba, ra)) : learn(Native.call1(fn, wa, ba, ra));
             }
             return callOther(a);
         } finally {
@@ -85,7 +94,7 @@ public final class TetherFunction implements TetherObject, Tied {
 
     /** Call with two arguments (see {@link #call(Object)}). */
     public Object call(Object a, Object b) {
-        long fn = ref.handle();
+        long fn = handle();
         try {
             if (intResults && isInt(a) && isInt(b)) {
                 return fromLong(Native.ints2(fn, intOf(a), intOf(b)));
@@ -94,12 +103,14 @@ public final class TetherFunction implements TetherObject, Tied {
             int kb = Marshal.fastKind(b);
             if (ka != Marshal.SLOW && kb != Marshal.SLOW) {
                 long ba = Marshal.fastBits(a, ka);
+                long wa = Marshal.fastWord(a, ka);
                 long bb = Marshal.fastBits(b, kb);
+                long wb = Marshal.fastWord(b, kb);
                 Object ra = Marshal.fastRef(a, ka);
                 Object rb = Marshal.fastRef(b, kb);
                 return intResults
-                        ? fromLong(Native.call2L(fn, ka, ba, ra, kb, bb, rb))
-                        : learn(Native.call2(fn, ka, ba, ra, kb, bb, rb));
+                        ? fromLong(Native.call2L(fn, wa, ba, ra, wb, bb, rb))
+                        : learn(Native.call2(fn, wa, ba, ra, wb, bb, rb));
             }
             return callOther(a, b);
         } finally {
@@ -111,7 +122,7 @@ public final class TetherFunction implements TetherObject, Tied {
 
     /** Call with three arguments (see {@link #call(Object)}). */
     public Object call(Object a, Object b, Object c) {
-        long fn = ref.handle();
+        long fn = handle();
         try {
             if (intResults && isInt(a) && isInt(b) && isInt(c)) {
                 return fromLong(Native.ints3(fn, intOf(a), intOf(b), intOf(c)));
@@ -121,14 +132,17 @@ public final class TetherFunction implements TetherObject, Tied {
             int kc = Marshal.fastKind(c);
             if (ka != Marshal.SLOW && kb != Marshal.SLOW && kc != Marshal.SLOW) {
                 long ba = Marshal.fastBits(a, ka);
+                long wa = Marshal.fastWord(a, ka);
                 long bb = Marshal.fastBits(b, kb);
+                long wb = Marshal.fastWord(b, kb);
                 long bc = Marshal.fastBits(c, kc);
+                long wc = Marshal.fastWord(c, kc);
                 Object ra = Marshal.fastRef(a, ka);
                 Object rb = Marshal.fastRef(b, kb);
                 Object rc = Marshal.fastRef(c, kc);
                 return intResults
-                        ? fromLong(Native.call3L(fn, ka, ba, ra, kb, bb, rb, kc, bc, rc))
-                        : learn(Native.call3(fn, ka, ba, ra, kb, bb, rb, kc, bc, rc));
+                        ? fromLong(Native.call3L(fn, wa, ba, ra, wb, bb, rb, wc, bc, rc))
+                        : learn(Native.call3(fn, wa, ba, ra, wb, bb, rb, wc, bc, rc));
             }
             return callOther(a, b, c);
         } finally {
@@ -146,7 +160,7 @@ public final class TetherFunction implements TetherObject, Tied {
      * @throws TetherTypeError if the result is not an int
      */
     public long callLong() {
-        long fn = ref.handle();
+        long fn = handle();
         try {
             return longResult(Native.call0L(fn));
         } finally {
@@ -161,7 +175,7 @@ public final class TetherFunction implements TetherObject, Tied {
      * @throws TetherTypeError if the result is not an int
      */
     public long callLong(long a) {
-        long fn = ref.handle();
+        long fn = handle();
         try {
             return longResult(Native.ints1(fn, a));
         } finally {
@@ -171,7 +185,7 @@ public final class TetherFunction implements TetherObject, Tied {
 
     /** As {@link #callLong(long)}, with two int arguments. */
     public long callLong(long a, long b) {
-        long fn = ref.handle();
+        long fn = handle();
         try {
             return longResult(Native.ints2(fn, a, b));
         } finally {
@@ -181,7 +195,7 @@ public final class TetherFunction implements TetherObject, Tied {
 
     /** As {@link #callLong(long)}, with three int arguments. */
     public long callLong(long a, long b, long c) {
-        long fn = ref.handle();
+        long fn = handle();
         try {
             return longResult(Native.ints3(fn, a, b, c));
         } finally {
@@ -212,9 +226,10 @@ public final class TetherFunction implements TetherObject, Tied {
         if (ka == Marshal.SLOW) {
             return callEncoded(new Object[] {a});
         }
-        long fn = ref.handle();
+        long fn = handle();
         long ba = Marshal.callBits(a, ka);
-        return intResults ? fromLong(Native.call1L(fn, ka, ba, a)) : learn(Native.call1(fn, ka, ba, a));
+        long wa = Marshal.callWord(a, ka);
+        return intResults ? fromLong(Native.call1L(fn, wa, ba, a)) : learn(Native.call1(fn, wa, ba, a));
     }
 
     private Object callOther(Object a, Object b) {
@@ -223,14 +238,16 @@ public final class TetherFunction implements TetherObject, Tied {
         if (ka == Marshal.SLOW || kb == Marshal.SLOW) {
             return callEncoded(new Object[] {a, b});
         }
-        long fn = ref.handle();
+        long fn = handle();
         long ba = Marshal.callBits(a, ka);
+        long wa = Marshal.callWord(a, ka);
         long bb = Marshal.callBits(b, kb);
+        long wb = Marshal.callWord(b, kb);
         Object ra = Marshal.callRef(a, ka);
         Object rb = Marshal.callRef(b, kb);
         return intResults
-                ? fromLong(Native.call2L(fn, ka, ba, ra, kb, bb, rb))
-                : learn(Native.call2(fn, ka, ba, ra, kb, bb, rb));
+                ? fromLong(Native.call2L(fn, wa, ba, ra, wb, bb, rb))
+                : learn(Native.call2(fn, wa, ba, ra, wb, bb, rb));
     }
 
     private Object callOther(Object a, Object b, Object c) {
@@ -240,21 +257,24 @@ public final class TetherFunction implements TetherObject, Tied {
         if (ka == Marshal.SLOW || kb == Marshal.SLOW || kc == Marshal.SLOW) {
             return callEncoded(new Object[] {a, b, c});
         }
-        long fn = ref.handle();
+        long fn = handle();
         long ba = Marshal.callBits(a, ka);
+        long wa = Marshal.callWord(a, ka);
         long bb = Marshal.callBits(b, kb);
+        long wb = Marshal.callWord(b, kb);
         long bc = Marshal.callBits(c, kc);
+        long wc = Marshal.callWord(c, kc);
         Object ra = Marshal.callRef(a, ka);
         Object rb = Marshal.callRef(b, kb);
         Object rc = Marshal.callRef(c, kc);
         return intResults
-                ? fromLong(Native.call3L(fn, ka, ba, ra, kb, bb, rb, kc, bc, rc))
-                : learn(Native.call3(fn, ka, ba, ra, kb, bb, rb, kc, bc, rc));
+                ? fromLong(Native.call3L(fn, wa, ba, ra, wb, bb, rb, wc, bc, rc))
+                : learn(Native.call3(fn, wa, ba, ra, wb, bb, rb, wc, bc, rc));
     }
 
     /** Any arity, any argument types: the arguments are encoded into arrays first. */
     private Object callEncoded(Object[] args) {
-        long fn = ref.handle();
+        long fn = handle();
         try {
             if (args.length <= 3) {
                 // Small arrays that never escape: the JIT keeps them in registers, and the
@@ -327,7 +347,7 @@ public final class TetherFunction implements TetherObject, Tied {
     /** The registered name, e.g. {@code "testing.echo"}. */
     public String name() {
         try {
-            return Native.functionName(ref.handle());
+            return Native.functionName(handle());
         } finally {
             Reference.reachabilityFence(this);
         }
@@ -339,7 +359,7 @@ public final class TetherFunction implements TetherObject, Tied {
      */
     public String signature() {
         try {
-            return Native.functionSignature(ref.handle());
+            return Native.functionSignature(handle());
         } finally {
             Reference.reachabilityFence(this);
         }
@@ -351,7 +371,7 @@ public final class TetherFunction implements TetherObject, Tied {
      */
     public java.util.List<TetherParameter> parameters() {
         try {
-            return TetherParameter.listOf(Native.functionParameters(ref.handle()));
+            return TetherParameter.listOf(Native.functionParameters(handle()));
         } finally {
             Reference.reachabilityFence(this);
         }
@@ -360,7 +380,7 @@ public final class TetherFunction implements TetherObject, Tied {
     /** The result type as Java spells it ({@code "Long"}, {@code "Pair"}; {@code "Object"} when unknown). */
     public String resultType() {
         try {
-            return Native.functionResultType(ref.handle());
+            return Native.functionResultType(handle());
         } finally {
             Reference.reachabilityFence(this);
         }
@@ -368,6 +388,6 @@ public final class TetherFunction implements TetherObject, Tied {
 
     @Override
     public String toString() {
-        return ref.isClosed() ? "<closed tether.Function>" : "<tether.Function " + name() + ">";
+        return isClosed() ? "<closed tether.Function>" : "<tether.Function " + name() + ">";
     }
 }

@@ -1,5 +1,6 @@
 package dev.tether.ffi;
 
+import java.lang.ref.Cleaner;
 import java.lang.ref.Reference;
 import java.util.AbstractList;
 import java.util.RandomAccess;
@@ -10,21 +11,28 @@ import java.util.RandomAccess;
  * {@code list.get(0) == list.get(0)}. Equality and hash code follow the {@code List} contract.
  */
 public final class TetherList extends AbstractList<Object> implements TetherObject, Tied, RandomAccess {
-    private final NativeRef ref;
+    /** The handle, negative once closed (see {@link NativeRef}); read by calls with {@link #word}. */
+    long handle;
+    /** How this wrapper passes itself to a call native (see {@link NativeRef}). */
+    final long word;
+    /** Its Cleaner's registration ({@link NativeRef#register}); {@code close()} runs it. */
+    final Cleaner.Cleanable cleanable;
 
-    TetherList(long handle, long generation, int typeIndex) {
-        this.ref = new NativeRef(this, handle, generation, typeIndex);
+    TetherList(long handle, long word) {
+        this.handle = handle;
+        this.word = word;
+        this.cleanable = NativeRef.register(this, handle, word);
     }
 
-    @Override
-    public NativeRef nativeRef() {
-        return ref;
+    /** The live handle; throws if this wrapper was closed. */
+    long handle() {
+        return NativeRef.handle(handle, word);
     }
 
     @Override
     public Object get(int index) {
         try {
-            return Native.arrayGet(ref.handle(), index);
+            return Native.arrayGet(handle(), index);
         } finally {
             Reference.reachabilityFence(this);
         }
@@ -33,7 +41,7 @@ public final class TetherList extends AbstractList<Object> implements TetherObje
     @Override
     public int size() {
         try {
-            return Native.arrayLen(ref.handle());
+            return Native.arrayLen(handle());
         } finally {
             Reference.reachabilityFence(this);
         }
@@ -41,6 +49,6 @@ public final class TetherList extends AbstractList<Object> implements TetherObje
 
     @Override
     public String toString() {
-        return ref.isClosed() ? "<closed tether.Array>" : super.toString();
+        return isClosed() ? "<closed tether.Array>" : super.toString();
     }
 }

@@ -1,5 +1,6 @@
 package dev.tether.ffi;
 
+import java.lang.ref.Cleaner;
 import java.lang.ref.Reference;
 import java.util.AbstractMap;
 import java.util.AbstractSet;
@@ -17,15 +18,22 @@ import java.util.Set;
  */
 public final class TetherMap extends AbstractMap<Object, Object> implements TetherObject, Tied {
     private static final Object MISSING = new Object();
-    private final NativeRef ref;
+    /** The handle, negative once closed (see {@link NativeRef}); read by calls with {@link #word}. */
+    long handle;
+    /** How this wrapper passes itself to a call native (see {@link NativeRef}). */
+    final long word;
+    /** Its Cleaner's registration ({@link NativeRef#register}); {@code close()} runs it. */
+    final Cleaner.Cleanable cleanable;
 
-    TetherMap(long handle, long generation, int typeIndex) {
-        this.ref = new NativeRef(this, handle, generation, typeIndex);
+    TetherMap(long handle, long word) {
+        this.handle = handle;
+        this.word = word;
+        this.cleanable = NativeRef.register(this, handle, word);
     }
 
-    @Override
-    public NativeRef nativeRef() {
-        return ref;
+    /** The live handle; throws if this wrapper was closed. */
+    long handle() {
+        return NativeRef.handle(handle, word);
     }
 
     private Object lookup(Object key) {
@@ -38,7 +46,7 @@ public final class TetherMap extends AbstractMap<Object, Object> implements Teth
             return MISSING; // a key that cannot cross to native code cannot be in the map
         }
         try {
-            return Native.mapGet(ref.handle(), kinds[0], bits[0], refs[0], MISSING);
+            return Native.mapGet(handle(), kinds[0], bits[0], refs[0], MISSING);
         } finally {
             Reference.reachabilityFence(this);
             Reference.reachabilityFence(refs);
@@ -59,7 +67,7 @@ public final class TetherMap extends AbstractMap<Object, Object> implements Teth
     @Override
     public int size() {
         try {
-            return Native.mapLen(ref.handle());
+            return Native.mapLen(handle());
         } finally {
             Reference.reachabilityFence(this);
         }
@@ -91,7 +99,7 @@ public final class TetherMap extends AbstractMap<Object, Object> implements Teth
                         }
                         int i = next++;
                         try {
-                            long h = ref.handle();
+                            long h = handle();
                             return new SimpleImmutableEntry<>(Native.mapKeyAt(h, i), Native.mapValueAt(h, i));
                         } finally {
                             Reference.reachabilityFence(TetherMap.this);
@@ -116,6 +124,6 @@ public final class TetherMap extends AbstractMap<Object, Object> implements Teth
 
     @Override
     public String toString() {
-        return ref.isClosed() ? "<closed tether.Map>" : super.toString();
+        return isClosed() ? "<closed tether.Map>" : super.toString();
     }
 }

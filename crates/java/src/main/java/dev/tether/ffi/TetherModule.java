@@ -1,25 +1,33 @@
 package dev.tether.ffi;
 
+import java.lang.ref.Cleaner;
 import java.lang.ref.Reference;
 import java.util.List;
 
 /** A loaded plugin ({@code tether.Module}), from {@link Tether#loadModule(String)}. */
 public final class TetherModule implements TetherObject, Tied {
-    private final NativeRef ref;
+    /** The handle, negative once closed (see {@link NativeRef}); read by calls with {@link #word}. */
+    long handle;
+    /** How this wrapper passes itself to a call native (see {@link NativeRef}). */
+    final long word;
+    /** Its Cleaner's registration ({@link NativeRef#register}); {@code close()} runs it. */
+    final Cleaner.Cleanable cleanable;
 
-    TetherModule(long handle, long generation, int typeIndex) {
-        this.ref = new NativeRef(this, handle, generation, typeIndex);
+    TetherModule(long handle, long word) {
+        this.handle = handle;
+        this.word = word;
+        this.cleanable = NativeRef.register(this, handle, word);
     }
 
-    @Override
-    public NativeRef nativeRef() {
-        return ref;
+    /** The live handle; throws if this wrapper was closed. */
+    long handle() {
+        return NativeRef.handle(handle, word);
     }
 
     /** An exported function; {@link TetherKeyError} if there is none by that name. */
     public TetherFunction function(String name) {
         try {
-            return (TetherFunction) Native.moduleFunction(ref.handle(), name);
+            return (TetherFunction) Native.moduleFunction(handle(), name);
         } finally {
             Reference.reachabilityFence(this);
         }
@@ -28,7 +36,7 @@ public final class TetherModule implements TetherObject, Tied {
     /** Exported function names, in export order. */
     public List<String> functionNames() {
         try {
-            return List.of(Native.moduleFunctionNames(ref.handle()));
+            return List.of(Native.moduleFunctionNames(handle()));
         } finally {
             Reference.reachabilityFence(this);
         }
@@ -37,7 +45,7 @@ public final class TetherModule implements TetherObject, Tied {
     /** Keys of the types the module registered. */
     public List<String> typeKeys() {
         try {
-            return List.of(Native.moduleTypeKeys(ref.handle()));
+            return List.of(Native.moduleTypeKeys(handle()));
         } finally {
             Reference.reachabilityFence(this);
         }
@@ -53,7 +61,7 @@ public final class TetherModule implements TetherObject, Tied {
 
     void checkBindings(String manifest) {
         try {
-            Native.checkBindings(ref.handle(), manifest);
+            Native.checkBindings(handle(), manifest);
         } finally {
             Reference.reachabilityFence(this);
         }
@@ -61,6 +69,6 @@ public final class TetherModule implements TetherObject, Tied {
 
     @Override
     public String toString() {
-        return ref.isClosed() ? "<closed tether.Module>" : "<tether.Module " + functionNames() + ">";
+        return isClosed() ? "<closed tether.Module>" : "<tether.Module " + functionNames() + ">";
     }
 }

@@ -10,41 +10,41 @@ package dev.tether.ffi;
  * Using a closed wrapper throws {@link IllegalStateException}.
  *
  * <p>Every wrapper class implements the reflective operations through these defaults, which
- * reach the native reference through the package-private {@code Tied} interface.
+ * reach each class's native reference through {@code ObjectOps}.
  */
 public interface TetherObject extends AutoCloseable {
     /** The registered type key, e.g. {@code "testing.Pair"}. */
     default String typeKey() {
-        return ObjectOps.typeKey(ObjectOps.refOf(this));
+        return ObjectOps.typeKey(this);
     }
 
     /** Reflection for this object's type. */
     default TetherType type() {
-        return TetherType.of(ObjectOps.refOf(this).typeIndex);
+        return TetherType.of(ObjectOps.typeIndexOf(this));
     }
 
     /** Read a field through reflection. */
     default Object get(String field) {
-        return ObjectOps.get(this, ObjectOps.refOf(this), field);
+        return ObjectOps.get(this, field);
     }
 
     /** Write a field through reflection. */
     default void set(String field, Object value) {
-        ObjectOps.set(this, ObjectOps.refOf(this), field, value);
+        ObjectOps.set(this, field, value);
     }
 
     /** Call a method through reflection; the object is passed as {@code self}. */
     default Object call(String method, Object... args) {
-        return ObjectOps.call(this, ObjectOps.refOf(this), method, args);
+        return ObjectOps.call(this, method, args);
     }
 
     /** Release the native reference now. Idempotent. */
     @Override
     default void close() {
-        ObjectOps.refOf(this).close();
+        ObjectOps.close(this);
     }
 
     default boolean isClosed() {
-        return ObjectOps.refOf(this).isClosed();
+        return ObjectOps.isClosed(this);
     }
 }

@@ -298,9 +298,8 @@ public final class TetherType {
         if (!direct()) {
             return Tether.construct(key);
         }
-        NativeRef r = new NativeRef(index);
-        TetherInstance w = new TetherInstance(r);
-        return bound(Native.construct0(constructorHandle, index, w, r), w, r);
+        TetherInstance w = new TetherInstance(index);
+        return bound(Native.construct0(constructorHandle, index, w), w);
     }
 
     /** Construct with one argument (see {@link #construct(Object, Object)}). */
@@ -311,9 +310,9 @@ public final class TetherType {
         }
         try {
             long ba = Marshal.fastBits(a, ka);
-            NativeRef r = new NativeRef(index);
-            TetherInstance w = new TetherInstance(r);
-            return bound(Native.construct1(constructorHandle, index, w, r, ka, ba, Marshal.fastRef(a, ka)), w, r);
+            TetherInstance w = new TetherInstance(index);
+            return bound(Native.construct1(constructorHandle, index, w, Marshal.fastWord(a, ka), ba,
+                    Marshal.fastRef(a, ka)), w);
         } finally {
             java.lang.ref.Reference.reachabilityFence(a);
         }
@@ -335,10 +334,9 @@ public final class TetherType {
         try {
             long ba = Marshal.fastBits(a, ka);
             long bb = Marshal.fastBits(b, kb);
-            NativeRef r = new NativeRef(index);
-            TetherInstance w = new TetherInstance(r);
-            return bound(Native.construct2(constructorHandle, index, w, r, ka, ba, Marshal.fastRef(a, ka), kb, bb,
-                    Marshal.fastRef(b, kb)), w, r);
+            TetherInstance w = new TetherInstance(index);
+            return bound(Native.construct2(constructorHandle, index, w, Marshal.fastWord(a, ka), ba,
+                    Marshal.fastRef(a, ka), Marshal.fastWord(b, kb), bb, Marshal.fastRef(b, kb)), w);
         } finally {
             java.lang.ref.Reference.reachabilityFence(a);
             java.lang.ref.Reference.reachabilityFence(b);
@@ -357,10 +355,10 @@ public final class TetherType {
             long ba = Marshal.fastBits(a, ka);
             long bb = Marshal.fastBits(b, kb);
             long bc = Marshal.fastBits(c, kc);
-            NativeRef r = new NativeRef(index);
-            TetherInstance w = new TetherInstance(r);
-            return bound(Native.construct3(constructorHandle, index, w, r, ka, ba, Marshal.fastRef(a, ka), kb, bb,
-                    Marshal.fastRef(b, kb), kc, bc, Marshal.fastRef(c, kc)), w, r);
+            TetherInstance w = new TetherInstance(index);
+            return bound(Native.construct3(constructorHandle, index, w, Marshal.fastWord(a, ka), ba,
+                    Marshal.fastRef(a, ka), Marshal.fastWord(b, kb), bb, Marshal.fastRef(b, kb),
+                    Marshal.fastWord(c, kc), bc, Marshal.fastRef(c, kc)), w);
         } finally {
             java.lang.ref.Reference.reachabilityFence(a);
             java.lang.ref.Reference.reachabilityFence(b);
@@ -378,10 +376,10 @@ public final class TetherType {
                 && index != Wrappers.ARRAY && index != Wrappers.MAP && index != Wrappers.MODULE;
     }
 
-    /** A direct construct's result: when it is {@code w}, the new object's wrapper, bind {@code r}. */
-    private static Object bound(Object made, TetherInstance w, NativeRef r) {
+    /** A direct construct's result: when it is {@code w}, the new object's wrapper, register its Cleaner. */
+    private static Object bound(Object made, TetherInstance w) {
         if (made == w) {
-            r.bind(w);
+            w.bind();
         }
         return made;
     }

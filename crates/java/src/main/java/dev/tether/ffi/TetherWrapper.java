@@ -1,5 +1,7 @@
 package dev.tether.ffi;
 
+import java.lang.ref.Cleaner;
+
 /**
  * The base of the classes generated bindings make per type ({@code tether-bindgen}; see
  * docs/bindings.md): a generated class such as {@code Scene} IS the canonical wrapper of its
@@ -12,8 +14,17 @@ package dev.tether.ffi;
  * new object's wrapper. Release works as for every wrapper: {@link #close()} or the Cleaner.
  */
 public abstract class TetherWrapper implements TetherObject, Tied {
-    /** Set once, by the constructor (volatile: a wrapper may reach another thread by a race). */
-    private volatile NativeRef ref;
+    /**
+     * The handle, negative once closed, and how this wrapper passes itself to a call native
+     * (see {@link NativeRef}); package-private, so generated classes' members never clash.
+     */
+    long handle;
+    long word;
+    /**
+     * Its Cleaner's registration, set once with the fields above (volatile: a wrapper may reach
+     * another thread by a race).
+     */
+    volatile Cleaner.Cleanable cleanable;
 
     /**
      * What the frontend hands a generated class's factory: the native object it wraps. Only
@@ -21,19 +32,19 @@ public abstract class TetherWrapper implements TetherObject, Tied {
      */
     public static final class Token {
         final long handle;
-        final long generation;
-        final int typeIndex;
+        final long word;
 
-        Token(long handle, long generation, int typeIndex) {
+        Token(long handle, long word) {
             this.handle = handle;
-            this.generation = generation;
-            this.typeIndex = typeIndex;
+            this.word = word;
         }
     }
 
     /** The wrapper of a native object the frontend is returning to Java. */
     protected TetherWrapper(Token token) {
-        this.ref = new NativeRef(this, token.handle, token.generation, token.typeIndex);
+        this.handle = token.handle;
+        this.word = token.word;
+        this.cleanable = NativeRef.register(this, token.handle, token.word);
     }
 
     /**
@@ -52,16 +63,19 @@ public abstract class TetherWrapper implements TetherObject, Tied {
         }
     }
 
-    final void adopt(NativeRef r) {
-        if (ref != null) {
+    /** Become the wrapper of {@code handle} (called by native code while it ties the object). */
+    final void adopt(long handle, long word) {
+        if (cleanable != null) {
             throw new IllegalStateException("this wrapper is tied already");
         }
-        ref = r;
+        this.handle = handle;
+        this.word = word;
+        cleanable = NativeRef.register(this, handle, word);
     }
 
-    @Override
-    public final NativeRef nativeRef() {
-        return ref;
+    /** The live handle; throws if this wrapper was closed. */
+    final long handle() {
+        return NativeRef.handle(handle, word);
     }
 
     /**
@@ -79,12 +93,12 @@ public abstract class TetherWrapper implements TetherObject, Tied {
 
     /** Read a field (by its registry name). */
     protected final Object read(String field) {
-        return ObjectOps.get(this, ref, field);
+        return ObjectOps.get(this, field);
     }
 
     /** Write a field (by its registry name). */
     protected final void write(String field, Object value) {
-        ObjectOps.set(this, ref, field, value);
+        ObjectOps.set(this, field, value);
     }
 
     // The conversions generated code applies to results and callback arguments.
@@ -128,6 +142,6 @@ public abstract class TetherWrapper implements TetherObject, Tied {
 
     @Override
     public String toString() {
-        return ObjectOps.describe(this, ref);
+        return ObjectOps.describe(this);
     }
 }

@@ -1,6 +1,7 @@
 package dev.tether.ffi;
 
-/** Implemented by every wrapper class: access to its native reference. */
-interface Tied {
-    NativeRef nativeRef();
-}
+/**
+ * Implemented by every wrapper class: each keeps its handle, word and Cleaner registration in
+ * fields of its own ({@link NativeRef} describes them), which {@link ObjectOps} reaches.
+ */
+interface Tied {}

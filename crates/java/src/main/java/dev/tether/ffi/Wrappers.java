@@ -50,21 +50,23 @@ final class Wrappers {
         return typeIndex >= 0 && typeIndex < current.length ? current[typeIndex] : null;
     }
 
-    static Object create(long handle, long generation, int typeIndex) {
+    /** The wrapper of {@code handle}, whose word ({@link NativeRef}) native code made. */
+    static Object create(long handle, long word) {
+        int typeIndex = NativeRef.typeIndex(word);
         if (typeIndex == FUNCTION) {
-            return new TetherFunction(handle, generation, typeIndex);
+            return new TetherFunction(handle, word);
         } else if (typeIndex == ARRAY) {
-            return new TetherList(handle, generation, typeIndex);
+            return new TetherList(handle, word);
         } else if (typeIndex == MAP) {
-            return new TetherMap(handle, generation, typeIndex);
+            return new TetherMap(handle, word);
         } else if (typeIndex == MODULE) {
-            return new TetherModule(handle, generation, typeIndex);
+            return new TetherModule(handle, word);
         }
         Registered r = registered(typeIndex);
         if (r != null) {
-            return r.factory.apply(new TetherWrapper.Token(handle, generation, typeIndex));
+            return r.factory.apply(new TetherWrapper.Token(handle, word));
         }
-        return new TetherInstance(handle, generation, typeIndex);
+        return new TetherInstance(handle, word);
     }
 
     /**
@@ -72,8 +74,8 @@ final class Wrappers {
      * constructor is running ({@link TetherWrapper#TetherWrapper(String, Object...)}); it owns
      * the reference from now on.
      */
-    static Object adopt(Object wrapper, long handle, long generation, int typeIndex) {
-        ((TetherWrapper) wrapper).adopt(new NativeRef(wrapper, handle, generation, typeIndex));
+    static Object adopt(Object wrapper, long handle, long word) {
+        ((TetherWrapper) wrapper).adopt(handle, word);
         return wrapper;
     }
 }
