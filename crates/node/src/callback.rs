@@ -346,7 +346,8 @@ unsafe extern "C" fn js_callback_call(
 
 /// Call the JS function on its own thread, through index.js's `invokeCallable`.
 fn invoke_on_js_thread(state: &EnvState, cb: &JsCallable, args: &[AnyView<'_>]) -> Result<Any, Error> {
-    if !state.alive_on_js_thread.get() {
+    // The JS thread tears the env down itself, so it reads the flag without the lock.
+    if !state.alive.load(std::sync::atomic::Ordering::Relaxed) {
         return Err(shut_down());
     }
     let env = state.env;
@@ -441,8 +442,8 @@ fn call_from_other_thread(state: &EnvState, func: ObjectRef, args: &[AnyView<'_>
         abandoned: std::sync::atomic::AtomicBool::new(false),
     });
     {
-        let alive = state.alive.read().unwrap_or_else(|e| e.into_inner());
-        if !*alive {
+        let _teardown = state.teardown.read().unwrap_or_else(|e| e.into_inner());
+        if !state.alive.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(shut_down());
         }
         if state.sync_depth.load(std::sync::atomic::Ordering::Acquire) > 0 {
@@ -460,7 +461,7 @@ fn call_from_other_thread(state: &EnvState, func: ObjectRef, args: &[AnyView<'_>
         }
         let tsfn = state.tsfn.0.load(std::sync::atomic::Ordering::Acquire);
         let job = Box::into_raw(Box::new(Job::Call(pending.clone())));
-        // SAFETY: the tsfn lives while `alive` is true (we hold the read lock); the job box
+        // SAFETY: the tsfn lives while `alive` is true (we hold `teardown`'s read lock); the job box
         // goes to `call_js`, which frees it.
         let status = unsafe {
             sys::napi_call_threadsafe_function(tsfn, job as *mut c_void, sys::ThreadsafeFunctionCallMode::nonblocking)
@@ -520,7 +521,7 @@ pub fn poke(state: &EnvState) {
         return;
     }
     let job = Box::into_raw(Box::new(Job::Poke));
-    // SAFETY: callers hold the `alive` read lock, so the tsfn is live.
+    // SAFETY: callers hold `teardown`'s read lock and saw `alive`, so the tsfn is live.
     if unsafe {
         sys::napi_call_threadsafe_function(tsfn, job as *mut c_void, sys::ThreadsafeFunctionCallMode::nonblocking)
     } != sys::Status::napi_ok

@@ -72,9 +72,14 @@ pub struct EnvState {
     pub js_thread: u64,
     /// Depth of synchronous non-leaf native calls the JS thread is inside right now.
     pub sync_depth: AtomicU32,
-    /// False once the env started tearing down; guarded so that no other thread uses the
-    /// threadsafe function while it is being released.
-    pub alive: RwLock<bool>,
+    /// False once the env started tearing down. Written only on the JS thread, under
+    /// `teardown`'s write lock: the JS thread reads it as is (no lock per callback), other
+    /// threads read it under `teardown`'s read lock, which they hold while they use the
+    /// threadsafe function, so it is not released under them.
+    pub alive: AtomicBool,
+    /// Held to read by other threads while they check `alive` and use the threadsafe
+    /// function; held to write while teardown clears `alive`.
+    pub teardown: RwLock<()>,
     /// Marshals callbacks and releases from other threads onto the JS thread.
     pub tsfn: AtomicTsfn,
     /// References to delete on the JS thread (dropped on another thread).
@@ -102,10 +107,6 @@ pub struct EnvState {
     /// one per callback from then on, so the handles a call keeps stay bounded. Set for each
     /// native call, 0 outside them (a queued call from another thread). JS thread only.
     pub unscoped_callbacks: std::cell::Cell<u32>,
-    /// [`EnvState::alive`] as the JS thread sees it: teardown runs on that thread, so its own
-    /// callbacks read this instead of taking the lock (two locked instructions per callback).
-    /// JS thread only.
-    pub alive_on_js_thread: std::cell::Cell<bool>,
 }
 
 /// [`EnvState::unscoped_callbacks`] at the start of each native call.
@@ -182,18 +183,18 @@ impl EnvState {
     /// deleted it already.
     pub fn delete_reference_anywhere(&self, r: Ref) {
         if self.on_js_thread() {
-            if *self.alive.read().unwrap_or_else(|e| e.into_inner()) {
+            if self.alive.load(Ordering::Relaxed) {
                 self.held_refs.lock().unwrap_or_else(|e| e.into_inner()).remove(&(r as usize));
                 // SAFETY: our own live env, on its thread.
                 unsafe { sys::napi_delete_reference(self.env.raw(), r) };
             }
             return;
         }
-        let alive = self.alive.read().unwrap_or_else(|e| e.into_inner());
-        if !*alive {
+        let _teardown = self.teardown.read().unwrap_or_else(|e| e.into_inner());
+        if !self.alive.load(Ordering::Relaxed) {
             return;
         }
-        // Out of the held set and into the queue under the `alive` read lock, so the cleanup
+        // Out of the held set and into the queue under the `teardown` read lock, so the cleanup
         // (which takes it to write) deletes it exactly once, from one of the two.
         self.held_refs.lock().unwrap_or_else(|e| e.into_inner()).remove(&(r as usize));
         self.pending_deletes.lock().unwrap_or_else(|e| e.into_inner()).push(r as usize);
@@ -265,10 +266,9 @@ unsafe extern "C" fn cleanup_env(arg: *mut c_void) {
         MAIN_STATE.store(ptr::null_mut(), Ordering::Relaxed);
     }
     {
-        let mut alive = state.alive.write().unwrap_or_else(|e| e.into_inner());
-        *alive = false;
+        let _teardown = state.teardown.write().unwrap_or_else(|e| e.into_inner());
+        state.alive.store(false, Ordering::Relaxed);
     }
-    state.alive_on_js_thread.set(false);
     state.refuse_cross_thread_calls();
     // The spare shell holds the state: it goes with the env. SAFETY: the env's JS thread.
     drop(unsafe { state.lent.take_spare() });
@@ -313,7 +313,8 @@ pub fn init_env(env: Env) -> JsResult<Arc<EnvState>> {
         frontend: Frontend::new(),
         js_thread: thread_token(),
         sync_depth: AtomicU32::new(0),
-        alive: RwLock::new(true),
+        alive: AtomicBool::new(true),
+        teardown: RwLock::new(()),
         tsfn: AtomicTsfn(std::sync::atomic::AtomicPtr::new(ptr::null_mut())),
         pending_deletes: Mutex::new(Vec::new()),
         held_refs: Mutex::new(std::collections::HashSet::new()),
@@ -323,7 +324,6 @@ pub fn init_env(env: Env) -> JsResult<Arc<EnvState>> {
         lent: LentFunctions::new(),
         last_made: std::cell::Cell::new(ptr::null()),
         unscoped_callbacks: std::cell::Cell::new(0),
-        alive_on_js_thread: std::cell::Cell::new(true),
     });
     // The spare shell now, so the native objects alive between calls do not depend on which
     // calls ran. SAFETY: on the env's JS thread (module init); a new shell is not lent.
