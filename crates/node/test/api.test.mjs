@@ -71,6 +71,23 @@ test('numbers travel in the call frame beside wrappers, functions and other valu
   assert.equal(testing.echo(0.25), 0.25);
 });
 
+test('a callback returning a wrapper it disposed is a typed error, and the env goes on', () => {
+  // The result comes back through the frame as a handle; a disposed wrapper's handle must not
+  // reach its released object (the spare taken for a live one is tested by the echo paths).
+  const call = tether.getGlobalFunc('testing.call');
+  assert.throws(
+    () =>
+      call(() => {
+        const y = new Pair(1, 2);
+        y[Symbol.dispose]();
+        return y;
+      }),
+    { name: 'TetherRuntimeError', message: /disposed/ },
+  );
+  const kept = new Pair(3, 4);
+  for (let i = 0; i < 100; i++) assert.equal(call(() => kept), kept);
+});
+
 test('bytes: Buffers and typed arrays go in as bytes and come back as Buffers', () => {
   assert.deepEqual(testing.echo(new Uint8Array([1, 2, 3])), Buffer.from([1, 2, 3]));
   assert.deepEqual(testing.echo(new Uint16Array([1]).buffer), Buffer.from([1, 0]));

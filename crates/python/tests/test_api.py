@@ -347,6 +347,17 @@ def test_callback_results_take_the_slots_spares(testing, baseline):
     del y
     assert live_now() == baseline
 
+    # A callback returning a wrapper it emptied with `_move()` is a typed error, not a read
+    # of a released object; the process goes on.
+    def moved():
+        z = testing.Pair(5, 6)
+        z._move()
+        return z
+
+    with pytest.raises(ValueError, match="was moved"):
+        testing.call(moved)
+    assert live_now() == baseline
+
 
 def test_field_reads_return_the_live_wrapper_or_a_new_one(testing, baseline):
     # A field read returns the value's live wrapper straight from the field (no reference
