@@ -1,6 +1,6 @@
 // Node workloads for `cargo xtask bench`: tether-ffi against napi-rs and raw Node-API.
 // usage: node --expose-gc bench.cjs --out FILE --peers DIR --tether DIR [--quick] [--only W4]
-// (--only: one workload, for runs by hand; W5 and W9 run only without it)
+// (--only: workloads by hand, e.g. W3 or W1,W3; W5, W8 and W9 run only without it)
 // Each (peer, workload) gets its own loop function (new Function), so every call site sees one
 // callee and stays monomorphic, as in hand-written code. Loops are warmed, then timed with
 // process.hrtime.bigint; rounds interleave the peers so drift hits all of them alike.
@@ -14,7 +14,7 @@ const opt = (name) => {
   return i >= 0 ? args[i + 1] : undefined;
 };
 const quick = args.includes('--quick');
-const only = opt('--only');
+const only = opt('--only')?.split(',');
 const out = opt('--out');
 const peersDir = path.resolve(opt('--peers'));
 const tetherDir = path.resolve(opt('--tether'));
@@ -264,7 +264,7 @@ async function main() {
   const records = [];
   const byWorkload = new Map();
   for (const w of Object.keys(BODIES)) {
-    if (only && w !== only) continue;
+    if (only && !only.includes(w)) continue;
     for (const [name, peer] of Object.entries(peers)) {
       if (peer[w]) byWorkload.set(w, [...(byWorkload.get(w) ?? []), { name, args: peer[w], body: BODIES[w] }]);
     }

@@ -113,13 +113,49 @@ let handleOf;
 /**
  * Functions -> handles (see handleOf). A Link's handle names a box the addon wraps onto the
  * function, freed by that wrap's finalizer, so it lives as long as its function; only this
- * file reads the map, and only the addon (`rememberCallable`) and `makeShim` write it.
+ * file reads it, and only the addon (`rememberCallable`) and `makeShim` write it. The handle
+ * is a private field stamped onto the function (a class whose base constructor returns the
+ * object it is given), which V8 reads like any field, where a WeakMap lookup hashes the
+ * function on every call; it is invisible to reflection. A function that refuses the field
+ * keeps its handle in `fnHandles` instead.
  */
+let fnHandleOf;
+let setFnHandle;
 const fnHandles = new WeakMap();
+
+class ReturnsItsArgument {
+  constructor(target) {
+    return target;
+  }
+}
+
+class FunctionHandle extends ReturnsItsArgument {
+  #fnHandle;
+
+  constructor(f, handle) {
+    super(f);
+    this.#fnHandle = handle;
+  }
+
+  static {
+    fnHandleOf = (f) => (#fnHandle in f ? f.#fnHandle : fnHandles.get(f));
+    setFnHandle = (f, handle) => {
+      if (#fnHandle in f) {
+        f.#fnHandle = handle;
+        return;
+      }
+      try {
+        new FunctionHandle(f, handle);
+      } catch {
+        fnHandles.set(f, handle);
+      }
+    };
+  }
+}
 
 /** Called by the addon when it links JS function `f` to its native side (callback.rs). */
 function rememberCallable(f, handle) {
-  fnHandles.set(f, handle);
+  setFnHandle(f, handle);
 }
 
 /** Base class of every tied native object. */
@@ -182,7 +218,7 @@ class TetherObject {
           ? a.#handle
           : undefined
         : typeof a === 'function'
-          ? fnHandles.get(a)
+          ? fnHandleOf(a)
           : undefined;
   }
 
@@ -577,7 +613,7 @@ function makeShim(raw, arity, name, fh, length, signature) {
   } else {
     shim = general;
   }
-  fnHandles.set(shim, fh);
+  setFnHandle(shim, fh);
   Object.defineProperty(shim, 'name', { value: name, configurable: true });
   Object.defineProperty(shim, 'length', { value: length, configurable: true });
   Object.defineProperty(shim, 'signature', { value: signature, configurable: true });

@@ -19,7 +19,7 @@ use tether_core::object::ObjectHeader;
 use tether_core::signature::{language_name, render_signature, Language, SignatureInfo};
 use tether_core::{Any, AnyView, Error, ObjectRef};
 
-use crate::callback::{self, link_of_handle, ForCall, LentCallable, Link};
+use crate::callback::{self, link_of_handle, LentCallable, Link};
 use crate::convert::{any_to_js, arg_view, js_to_any, wrapper_view};
 use crate::env::EnvState;
 use crate::errors::throw;
@@ -529,14 +529,13 @@ unsafe impl ArgumentSource<EnvState> for JsArguments<'_, '_> {
             }
             None if self.links.get(index).is_some_and(Option::is_some) => {
                 let link = self.links[index].expect("checked");
-                match callback::for_call(self.state, value, link, self.lent.is_none())? {
-                    ForCall::Lent(lent) => {
+                match callback::for_call(self.state, value, link, self.lent)? {
+                    Some(f) => crate::convert::keep(self.owned, Any::object(f.0.into())),
+                    None => {
+                        let lent = self.lent.as_ref().expect("for_call lent a Function");
                         // SAFETY: the Function lives until `lent` is given back, after the call.
-                        let view = unsafe { AnyView::from_object_ptr(lent.function().as_object_ptr()) };
-                        *self.lent = Some(lent);
-                        view
+                        unsafe { AnyView::from_object_ptr(lent.function().as_object_ptr()) }
                     }
-                    ForCall::Registered(f) => crate::convert::keep(self.owned, Any::object(f.0.into())),
                 }
             }
             None => {

@@ -236,15 +236,6 @@ fn register(state: &EnvState, f: Value, link: Option<&Link>, func: &Function) ->
     Ok(())
 }
 
-/// A JS function's Function for one synchronous call, which a shim passed with its Link.
-pub enum ForCall {
-    /// Lent to this call: give it back with [`LentCallable::give_back`] once the call's result
-    /// is converted.
-    Lent(LentCallable),
-    /// The function's live Function, or a new registered one.
-    Registered(Function),
-}
-
 /// A Function lent to one call, and the JS function it names.
 pub struct LentCallable {
     lent: Option<Lent>,
@@ -298,23 +289,29 @@ impl Drop for LentCallable {
 }
 
 /// The Function for JS function `f`, which a shim passed to a synchronous call with `link`:
-/// lent when `lend` (the call has none lent yet) and `f` has no live Function.
+/// its live Function, or a new registered one (`Some`); or, when the call has none lent yet
+/// (`lent` is empty) and `f` has no live Function, one lent to the call, written into `lent`
+/// (`None`; give it back with [`LentCallable::give_back`] once the call's result is
+/// converted). Written in place, not returned: a returned `LentCallable` was copied through
+/// the stack in 16-byte moves that straddled the 8-byte stores which made it, each a failed
+/// store forwarding (a stall of a dozen cycles; 8% of W7 under perf).
 #[inline]
-pub fn for_call(state: &EnvState, f: Value, link: &'static Link, lend: bool) -> JsResult<ForCall> {
-    if !lend {
-        return registered(state, f, Some(link)).map(ForCall::Registered);
+pub fn for_call(state: &EnvState, f: Value, link: &'static Link, lent: &mut Option<LentCallable>) -> JsResult<Option<Function>> {
+    if lent.is_some() {
+        return registered(state, f, Some(link)).map(Some);
     }
     if let Some(func) = live_function(state, link) {
-        return Ok(ForCall::Registered(func));
+        return Ok(Some(func));
     }
     let key = link as *const Link as usize;
     // SAFETY: on the env's JS thread; `f` is an argument of the running call, so its handle
     // stays valid until the call gives the Function back (after converting its result).
-    let lent = tether_core::error::catch_out_of_memory(|| unsafe {
+    let shell = tether_core::error::catch_out_of_memory(|| unsafe {
         state.lent.lend_with(key, |body| callable_in(body).lent.set(f), || new_shell(state))
     })
     .map_err(crate::raw::Fail::Native)?;
-    Ok(ForCall::Lent(LentCallable { lent: Some(lent), link, f }))
+    *lent = Some(LentCallable { lent: Some(shell), link, f });
+    Ok(None)
 }
 
 /// The `safe_call` of Functions made from JS functions.
@@ -344,7 +341,11 @@ unsafe extern "C" fn js_callback_call(
     unsafe { tether_core::function::finish_call(outcome, result) }
 }
 
-/// Call the JS function on its own thread, through index.js's `invokeCallable`.
+/// Call the JS function on its own thread, through index.js's `invokeCallable`. Inlined into
+/// the catch frame's closure so its result is written in place: returned from a call, the
+/// 24-byte result was copied in 16-byte moves straddling the 8-byte stores that made it (a
+/// failed store forwarding, 3% of W7 under perf).
+#[inline(always)]
 fn invoke_on_js_thread(state: &EnvState, cb: &JsCallable, args: &[AnyView<'_>]) -> Result<Any, Error> {
     // The JS thread tears the env down itself, so it reads the flag without the lock.
     if !state.alive.load(std::sync::atomic::Ordering::Relaxed) {

@@ -295,6 +295,31 @@ test('a JS function passed again is lent a Function for the call: nothing left b
   await expectLiveBackTo(baseline, 'and the first passes\' blocks went with their functions');
 });
 
+test('a function keeps its native side across calls however it is made: frozen, a proxy, a bound function; invisible to reflection', async () => {
+  const baseline = await settledBaseline();
+  (() => {
+    const plain = (x) => x;
+    const frozen = Object.freeze((x) => x + 1);
+    const proxy = new Proxy((x) => x + 2, {});
+    const bound = function (x) {
+      return x + this.k;
+    }.bind({ k: 3 });
+    for (const [f, k] of [[plain, 0], [frozen, 1], [proxy, 2], [bound, 3]]) {
+      const keysBefore = Reflect.ownKeys(f);
+      assert.equal(testing.call(f, 10), 10 + k); // linked here
+      const linked = testing.live_objects();
+      for (let i = 0; i < 100; i++) {
+        assert.equal(testing.call(f, i), i + k);
+        assert.equal(testing.echo(f), f, 'the function itself comes back');
+      }
+      assert.equal(testing.live_objects(), linked, 'later calls are lent a Function, none made');
+      assert.deepEqual(Reflect.ownKeys(f), keysBefore, 'no property added that reflection sees');
+    }
+    assert.ok(Object.isFrozen(frozen));
+  })();
+  await expectLiveBackTo(baseline, 'the functions\' native sides went with them');
+});
+
 test('a lent Function the callee keeps becomes the function\'s registered Function', async () => {
   const baseline = await settledBaseline();
   await (async () => {
