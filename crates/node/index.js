@@ -485,17 +485,6 @@ function invokeCallable(f, a, b, c) {
   return r;
 }
 
-/**
- * The JS function users call for native function `raw`, whose own wrapper has handle `fh`
- * (the shim becomes that wrapper). Wrapper arguments travel as their handles in the call
- * frame (a placeholder in their place, or nothing when all arguments are wrappers), which
- * spares the addon a Node-API read per argument; `undefined` from `raw` means "the result
- * is argument frameWords[2]". `raw` is reachable only through the shim and the frame only
- * from this file, so neither can be forged. Arities 1-3 get a monomorphic body; a call with
- * another argument count takes the general path (where the addon fills the defaults the
- * caller left out). `length` (what a caller writes without defaults) and `signature` (core's
- * rendering) come from the function's signature.
- */
 /** Where frameArgument puts a number's and a Link argument's bit, above the wrapper bits. */
 const NUMBER_SHIFT = 8;
 const LINK_SHIFT = 16;
@@ -503,23 +492,28 @@ const ARGUMENT_BITS = (1 << NUMBER_SHIFT) - 1;
 const NUMBER_BITS = (1 << (LINK_SHIFT - NUMBER_SHIFT)) - 1;
 
 /**
- * Argument `i`, value `v`, into the frame when it can travel there; returns its bit: `1 << i`
- * for a wrapper (its handle: the mask), `1 << (NUMBER_SHIFT + i)` for a number (its value,
- * which spares the addon a Node-API read), `1 << (LINK_SHIFT + i)` for a JS function with a
- * Link (its Link's handle), 0 for none of them.
+ * The shim of native function `raw` (arity `arity`, own wrapper handle `fh`): see makeShim.
+ * Self-contained apart from the names in SHIM_SCOPE, so that `ownShimFactory` can compile a
+ * copy of its source per native function.
  */
-function frameArgument(i, v) {
-  if (typeof v === 'number') {
-    frameFloats[1 + i] = v;
-    return 1 << (NUMBER_SHIFT + i);
+function shimFactory(raw, arity, fh) {
+  /**
+   * Argument `i`, value `v`, into the frame when it can travel there; returns its bit: `1 << i`
+   * for a wrapper (its handle: the mask), `1 << (NUMBER_SHIFT + i)` for a number (its value,
+   * which spares the addon a Node-API read), `1 << (LINK_SHIFT + i)` for a JS function with a
+   * Link (its Link's handle), 0 for none of them.
+   */
+  function frameArgument(i, v) {
+    if (typeof v === 'number') {
+      frameFloats[1 + i] = v;
+      return 1 << (NUMBER_SHIFT + i);
+    }
+    const h = handleOf(v);
+    if (h === undefined) return 0;
+    frameFloats[1 + i] = h;
+    return h < 0 ? 1 << (LINK_SHIFT + i) : 1 << i;
   }
-  const h = handleOf(v);
-  if (h === undefined) return 0;
-  frameFloats[1 + i] = h;
-  return h < 0 ? 1 << (LINK_SHIFT + i) : 1 << i;
-}
 
-function makeShim(raw, arity, name, fh, length, signature) {
   let shim;
   const general = function (...args) {
     const n = args.length;
@@ -613,6 +607,54 @@ function makeShim(raw, arity, name, fh, length, signature) {
   } else {
     shim = general;
   }
+  return shim;
+}
+
+/** What shimFactory's source reads from this module, handed to each compiled copy. */
+const SHIM_SCOPE = {
+  frameFloats,
+  frameWords,
+  handleOf,
+  FRAME_HANDLES,
+  FRAME_ANY_COUNT,
+  NUMBER_SHIFT,
+  LINK_SHIFT,
+  ARGUMENT_BITS,
+  NUMBER_BITS,
+};
+
+/**
+ * shimFactory compiled from its own copy of the source for the function named `key`. V8
+ * keeps type feedback per function literal, shared by every closure made from it: with one
+ * literal, every function of an arity shared its shim's feedback (and every shim shared
+ * frameArgument's), so a program that called `make_pair(x, null)` a million times made
+ * `add3(1, 2, 3)` polymorphic and no longer inlined (33 -> 39 ns, 45 with those objects
+ * alive: the full bench run's W3). A distinct source text (the key in a comment) is a
+ * distinct literal. Where code generation from strings is disallowed, the shared factory.
+ */
+function ownShimFactory(key) {
+  try {
+    const names = Object.keys(SHIM_SCOPE);
+    const source = `// tether shim of ${key.replace(/[^\w.$ -]/g, '_')}\n'use strict';\nreturn ${shimFactory.toString()};`;
+    return new Function(...names, source)(...names.map((n) => SHIM_SCOPE[n]));
+  } catch {
+    return shimFactory;
+  }
+}
+
+/**
+ * The JS function users call for native function `raw`, whose own wrapper has handle `fh`
+ * (the shim becomes that wrapper). Wrapper arguments travel as their handles in the call
+ * frame (a placeholder in their place, or nothing when all arguments are wrappers), which
+ * spares the addon a Node-API read per argument; `undefined` from `raw` means "the result
+ * is argument frameWords[2]". `raw` is reachable only through the shim and the frame only
+ * from this file, so neither can be forged. Arities 1-3 get a monomorphic body; a call with
+ * another argument count takes the general path (where the addon fills the defaults the
+ * caller left out). `length` (what a caller writes without defaults) and `signature` (core's
+ * rendering) come from the function's signature.
+ */
+function makeShim(raw, arity, name, fh, length, signature) {
+  const shim = ownShimFactory(`${name} ${fh}`)(raw, arity, fh);
   setFnHandle(shim, fh);
   Object.defineProperty(shim, 'name', { value: name, configurable: true });
   Object.defineProperty(shim, 'length', { value: length, configurable: true });

@@ -295,6 +295,29 @@ test('a JS function passed again is lent a Function for the call: nothing left b
   await expectLiveBackTo(baseline, 'and the first passes\' blocks went with their functions');
 });
 
+test('native functions work where code generation from strings is disallowed (the shims fall back to one shared factory)', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const script = `
+    const t = require('tether-ffi').namespace('testing');
+    const x = t.make_pair(null, null);
+    for (let i = 0; i < 1000; i++) if (t.make_pair(x, null).first !== x) throw new Error('make_pair');
+    let s = 0;
+    for (let i = 0; i < 1000; i++) s += t.add3(1, 2, i);
+    if (s !== 3 * 1000 + 999 * 500) throw new Error('add3 ' + s);
+    if (t.echo(x) !== x || t.call(() => x) !== x) throw new Error('echo/call');
+    try { t.add3(1, 2, 'no'); throw new Error('no TypeError'); } catch (e) { if (!/argument 'c'/.test(e.message)) throw e; }
+    try { new Function('return 1'); throw new Error('code generation was allowed'); } catch (e) { if (!(e instanceof EvalError)) throw e; }
+    console.log('ok');
+  `;
+  const run = spawnSync(process.execPath, ['--disallow-code-generation-from-strings', '-e', script], {
+    encoding: 'utf8',
+    cwd: new URL('.', import.meta.url),
+    timeout: 60_000,
+  });
+  assert.equal(run.status, 0, run.stderr);
+  assert.equal(run.stdout, 'ok\n');
+});
+
 test('a function keeps its native side across calls however it is made: frozen, a proxy, a bound function; invisible to reflection', async () => {
   const baseline = await settledBaseline();
   (() => {
