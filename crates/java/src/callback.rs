@@ -346,11 +346,13 @@ pub fn reclaim(env: Env, lent: Lent) {
 pub struct LentArgs<'e> {
     env: Env<'e>,
     pub items: [Option<Lent>; 3],
+    /// The last `TetherInstance` a callback of the call returned (see [`MemoWindow`]).
+    pub memo: ResultMemo,
 }
 
 impl<'e> LentArgs<'e> {
     pub fn new(env: Env<'e>) -> Self {
-        LentArgs { env, items: [None, None, None] }
+        LentArgs { env, items: [None, None, None], memo: ResultMemo::default() }
     }
 }
 
@@ -445,30 +447,116 @@ unsafe extern "C" fn call_java(handle: *mut ObjectHeader, args: *const AnyView<'
 /// written.
 pub type ResultSlot = Option<Result<Any>>;
 
+/// A callback's `TetherInstance` result as the lending call whose function ran the callback
+/// saw it (see [`MemoWindow`]): the object, its wrapper (a local reference of that call's
+/// native frame, which keeps the wrapper reachable until the call returns) and the wrapper's
+/// word. When the call's result is that object, the call returns this wrapper as is: no slot
+/// revival (`Frontend::return_object`'s locked revive and `NewLocalRef`).
+pub struct ResultMemo {
+    pub obj: *mut ObjectHeader,
+    pub wrapper: jobject,
+    pub word: i64,
+}
+
+impl Default for ResultMemo {
+    fn default() -> Self {
+        ResultMemo { obj: std::ptr::null_mut(), wrapper: std::ptr::null_mut(), word: 0 }
+    }
+}
+
+thread_local! {
+    /// The memo of the lending call whose function runs on this thread right now, null outside
+    /// such a window and while a callback's Java code runs (its own calls are other frames,
+    /// whose local references must not reach this one).
+    static MEMO: std::cell::Cell<*mut ResultMemo> = const { std::cell::Cell::new(std::ptr::null_mut()) };
+}
+
+/// While this lives, callbacks this thread runs directly (no Java frame in between) record
+/// their `TetherInstance` results in the memo it was opened with; the previous window (an
+/// enclosing call's, masked while its callback's Java code runs) comes back when it drops.
+pub struct MemoWindow<'m> {
+    previous: *mut ResultMemo,
+    _memo: std::marker::PhantomData<&'m mut ResultMemo>,
+}
+
+impl<'m> MemoWindow<'m> {
+    /// Open a window on `memo` (a lending call's, in its native frame).
+    pub fn open(memo: &'m mut ResultMemo) -> MemoWindow<'m> {
+        let previous = MEMO.try_with(|m| m.replace(memo)).unwrap_or(std::ptr::null_mut());
+        MemoWindow { previous, _memo: std::marker::PhantomData }
+    }
+}
+
+impl Drop for MemoWindow<'_> {
+    fn drop(&mut self) {
+        let _ = MEMO.try_with(|m| m.set(self.previous));
+    }
+}
+
 fn invoke(env: Env, cb: jobject, args: &[AnyView<'_>]) -> Result<Any> {
+    // Masked for the callback's Java code (see `MEMO`), restored for this frame after.
+    let Ok(window) = MEMO.try_with(|m| m.replace(std::ptr::null_mut())) else {
+        // The thread is exiting (its thread-locals are gone): no window.
+        // SAFETY: no memo.
+        return upcall(env, cb, args).and_then(|r| unsafe { outcome(env, r, std::ptr::null_mut()) });
+    };
+    let returned = upcall(env, cb, args);
+    let _ = MEMO.try_with(|m| m.set(window));
+    // SAFETY: `window` is null or the memo of the window open on this thread, whose native
+    // frame is the one `upcall` returned its local reference into (no Java frame between: the
+    // window is masked while Java code runs).
+    returned.and_then(|r| unsafe { outcome(env, r, window) })
+}
+
+/// What the callback's upcall returned: a `TetherInstance` result (a local reference of this
+/// frame), or null with the outcome in the slot.
+struct Returned {
+    instance: jobject,
+    slot: ResultSlot,
+}
+
+/// Run the callback through `Callbacks.invoke0` / `invoke`.
+fn upcall(env: Env, cb: jobject, args: &[AnyView<'_>]) -> Result<Returned> {
     let c = classes::get();
     let mut slot: ResultSlot = None;
     let address = jvalue { j: &mut slot as *mut ResultSlot as i64 };
-    if args.is_empty() {
-        // No local reference is made here: no frame needed.
-        // SAFETY: `Callbacks.invoke0(Object, long) -> void`, resolved at init; `slot` outlives
+    let instance = if args.is_empty() {
+        // No local reference is made here but the result's: no frame needed.
+        // SAFETY: `Callbacks.invoke0(Object, long) -> Object`, resolved at init; `slot` outlives
         // the call, and only `putResult`/`putThrown` on this thread write it, during it.
-        unsafe { env.call_static_void(c.callbacks, c.callbacks_invoke0, &[jvalue { l: cb }, address]) };
+        unsafe { env.call_static_object(c.callbacks, c.callbacks_invoke0, &[jvalue { l: cb }, address]) }
     } else {
         if !env.push_local_frame(args.len() as i32 + 16) {
             env.clear_exception();
             return Err(Error::runtime("out of JNI local references"));
         }
         let called = arguments_array(env, args).map(|array| {
-            // SAFETY: `Callbacks.invoke(Object, Object[], long) -> void`, resolved at init;
+            // SAFETY: `Callbacks.invoke(Object, Object[], long) -> Object`, resolved at init;
             // `slot` outlives the call, and only `putResult`/`putThrown` on this thread write
             // it, during it; `array` is a live local reference of this frame.
             unsafe {
-                env.call_static_void(c.callbacks, c.callbacks_invoke, &[jvalue { l: cb }, jvalue { l: array }, address])
+                env.call_static_object(c.callbacks, c.callbacks_invoke, &[jvalue { l: cb }, jvalue { l: array }, address])
             }
         });
-        env.pop_local_frame(std::ptr::null_mut());
+        // The result (null after a failure) moves to the caller's frame.
+        let instance = env.pop_local_frame(*called.as_ref().unwrap_or(&std::ptr::null_mut()));
         called?;
+        instance
+    };
+    Ok(Returned { instance, slot })
+}
+
+/// The callback's outcome from what its upcall returned.
+///
+/// # Safety
+/// `memo` is null or the memo of the window open on this thread, whose native frame
+/// `returned.instance` is a local reference of.
+unsafe fn outcome(env: Env, returned: Returned, memo: *mut ResultMemo) -> Result<Any> {
+    if !returned.instance.is_null() {
+        // A non-null return: Java's method completed, so no exception is pending.
+        // SAFETY: a `TetherInstance` `Callbacks` returned (its own local reference); `memo` as
+        // this function's contract.
+        return unsafe { instance_result(env, returned.instance, memo) };
     }
     if let Some(t) = env.take_exception() {
         // Callbacks catches everything it can; this is an error it could not handle.
@@ -476,7 +564,45 @@ fn invoke(env: Env, cb: jobject, args: &[AnyView<'_>]) -> Result<Any> {
         env.delete_local_ref(t);
         return Err(error);
     }
-    slot.unwrap_or_else(|| Err(Error::runtime("a Java callback returned no outcome")))
+    returned.slot.unwrap_or_else(|| Err(Error::runtime("a Java callback returned no outcome")))
+}
+
+/// A callback's result that is a `TetherInstance` (`wrapper`, a local reference the upcall
+/// returned; Java found it not closed): its object, owned (the thread's spare for that wrapper
+/// if it kept one, else an increment). Recorded in `memo` when there is one (the reference
+/// then lives until the lending call's frame ends), else the reference is deleted.
+///
+/// # Safety
+/// `wrapper` is a live local reference to a `TetherInstance` of this frame; `memo` as in
+/// [`outcome`].
+unsafe fn instance_result(env: Env, wrapper: jobject, memo: *mut ResultMemo) -> Result<Any> {
+    let c = classes::get();
+    // SAFETY: both are `long` fields of `TetherInstance`, resolved at init; `wrapper` is live.
+    let (handle, word) =
+        unsafe { (env.get_long_field(wrapper, c.instance_handle), env.get_long_field(wrapper, c.instance_word)) };
+    if handle <= 0 {
+        // Closed since Java looked (a close racing the callback's return, which docs/java.md
+        // does not support): no native reference to take.
+        env.delete_local_ref(wrapper);
+        return Err(Error::runtime("a Java callback returned a wrapper that was closed meanwhile"));
+    }
+    let obj = handle as *mut ObjectHeader;
+    // SAFETY: the wrapper is reachable (`wrapper`) and not closed, so it holds +1 on `obj`, and
+    // `word` is the word native code tied it with.
+    let owned = unsafe { crate::tie::claim_reference(obj, word) };
+    // SAFETY: the caller's guarantee: null or the open window's memo, not otherwise borrowed
+    // while this callback runs.
+    match unsafe { memo.as_mut() } {
+        Some(memo) => {
+            if !memo.wrapper.is_null() {
+                // An earlier callback of the same call: only the last result is compared.
+                env.delete_local_ref(memo.wrapper);
+            }
+            *memo = ResultMemo { obj, wrapper, word };
+        }
+        None => env.delete_local_ref(wrapper),
+    }
+    Ok(Any::object(owned))
 }
 
 /// The callback's arguments as a Java `Object[]` (a local reference of the caller's frame).

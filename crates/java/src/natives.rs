@@ -254,9 +254,13 @@ unsafe fn call_encoded<'e>(
             }
         }
     }
+    // A lending call records the `TetherInstance` its callbacks return (`callback::MemoWindow`).
+    let window = lent.as_deref_mut().map(|l| callback::MemoWindow::open(&mut l.memo));
     // SAFETY: `f` is `func`'s body and Java keeps it and every argument alive (this
     // function's contract); lent views only for an adopting `f`.
-    unsafe { invoke(func, f, &views[..args.len()], result) }?;
+    let called = unsafe { invoke(func, f, &views[..args.len()], result) };
+    drop(window);
+    called?;
     // A function returning one of its object arguments gets that argument's wrapper back
     // without a tie: a wrapper Java can still pass is strongly reachable and not closed, so
     // it is the one in the slot (a slot only moves on once its weak ref is cleared). The
@@ -273,6 +277,16 @@ unsafe fn call_encoded<'e>(
             // SAFETY: Java keeps argument i's wrapper, whose word it passed, reachable for the
             // call; `spares` is this thread's cell.
             unsafe { tie::keep_result_spare(obj, args[i].0, spares.as_ref()) };
+        }
+        // The `TetherInstance` a callback returned (`cb.call()` is `x`): its wrapper, as an
+        // argument's: a live, not closed wrapper is the one in the slot.
+        let memo = lent.as_deref().map(|l| &l.memo).filter(|m| m.obj == ptr && !m.wrapper.is_null());
+        if let (None, Some(memo), true) = (argument, memo, keep_spare) {
+            let obj = std::mem::take(result).into_object().expect("an object kind");
+            // SAFETY: the memo's wrapper, of `memo.word`, is a local reference of this native
+            // frame (it stays reachable until the call returns) and holds `obj`.
+            unsafe { tie::keep_result_spare(obj, memo.word, spares.or_else(tie::spare_cell).as_ref()) };
+            return Ok(Some(memo.wrapper));
         }
         return Ok(argument.map(|i| args[i].2));
     }

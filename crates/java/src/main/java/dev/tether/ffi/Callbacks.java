@@ -27,25 +27,29 @@ final class Callbacks {
     private static final Object[] NO_ARGUMENTS = new Object[0];
 
     /**
-     * Call {@code callable} with no arguments for native code, its outcome written into the
-     * native result slot at {@code slot} (see {@link #run}).
+     * Call {@code callable} with no arguments for native code (see {@link #run}).
      */
-    static void invoke0(Object callable, long slot) {
-        run(callable, NO_ARGUMENTS, slot);
+    static Object invoke0(Object callable, long slot) {
+        return run(callable, NO_ARGUMENTS, slot);
     }
 
     /** As {@link #invoke0}, with the arguments {@code args}. */
-    static void invoke(Object callable, Object[] args, long slot) {
-        run(callable, args, slot);
+    static Object invoke(Object callable, Object[] args, long slot) {
+        return run(callable, args, slot);
     }
 
     /**
-     * Call {@code callable} with {@code args} and hand the outcome to native code through
-     * {@link Native#putResult} (the result, encoded as an argument is) or {@link
-     * Native#putThrown} (what it threw, with its kind and message), which write it into the
-     * calling native frame's result slot {@code slot}: no arrays, no return value to decode.
+     * Call {@code callable} with {@code args} for native code. A result that is a {@link
+     * TetherInstance} not closed is returned as is: native code reads its handle and word
+     * (JNI's field reads of a returned reference, no transition) and, when the native call that
+     * runs this callback returns that same object, hands this very reference back to Java (no
+     * slot revival). Any other outcome goes to native code through {@link Native#putResult}
+     * (the result, encoded as an argument is) or {@link Native#putThrown} (what it threw, with
+     * its kind and message), which write it into the calling native frame's result slot
+     * {@code slot}, and this returns null. A non-null return also tells native code that
+     * nothing was thrown (no exception check).
      */
-    private static void run(Object callable, Object[] args, long slot) {
+    private static Object run(Object callable, Object[] args, long slot) {
         Object result;
         try {
             result = callable instanceof TetherCallback
@@ -53,7 +57,10 @@ final class Callbacks {
                     : apply(callable, args);
         } catch (Throwable t) {
             thrown(slot, t);
-            return;
+            return null;
+        }
+        if (result != null && result.getClass() == TetherInstance.class && ((TetherInstance) result).handle > 0) {
+            return result;
         }
         int kind = Marshal.fastKind(result);
         if (kind != Marshal.SLOW) {
@@ -62,10 +69,10 @@ final class Callbacks {
                 bits = Marshal.fastBits(result, kind);
             } catch (Throwable t) { // a closed wrapper
                 thrown(slot, t);
-                return;
+                return null;
             }
             Native.putResult(slot, kind, bits, Marshal.fastRef(result, kind));
-            return;
+            return null;
         }
         int[] kinds = new int[1];
         long[] bits = new long[1];
@@ -74,9 +81,10 @@ final class Callbacks {
             Marshal.encode(result, kinds, bits, refs, 0);
         } catch (Throwable t) {
             thrown(slot, t);
-            return;
+            return null;
         }
         Native.putResult(slot, kinds[0], bits[0], refs[0]);
+        return null;
     }
 
     private static void thrown(long slot, Throwable t) {
