@@ -63,6 +63,10 @@ struct CallbackData {
     /// deleted with the shell (or, at thread exit, handed to [`ORPHANS`]); null otherwise.
     weak: jobject,
     id_hash: i32,
+    /// A shell's: the lend token (`Callbacks.lendToken`, one per callable) of the callable
+    /// `weak` was last checked against or made from; 0 for none. A lend with this token is
+    /// of that callable: no `IsSameObject`.
+    token: u64,
 }
 
 impl CallbackData {
@@ -114,6 +118,7 @@ pub fn function_for(env: Env, cb: jobject, id_hash: i32) -> Result<*mut ObjectHe
                 global: AtomicPtr::new(global),
                 weak: std::ptr::null_mut(),
                 id_hash,
+                token: 0,
             })) as *mut c_void;
             // SAFETY: `call_java` reads exactly this data; `drop_callback` frees it, on any
             // thread. The native name is never shown (the Function comes back to Java as `cb`
@@ -142,6 +147,7 @@ fn new_shell() -> Result<Function> {
         global: AtomicPtr::new(std::ptr::null_mut()),
         weak: std::ptr::null_mut(),
         id_hash: 0,
+        token: 0,
     })) as *mut c_void;
     // SAFETY: `call_java` reads exactly this data (a shell is called only while lent, aimed at
     // a callable); `drop_callback` frees it and skips the registry for a null reference.
@@ -209,9 +215,9 @@ impl Lent {
     }
 }
 
-/// The Function Java callable `cb` (a live local reference; `id_hash` its identity hash) is
-/// passed to a call as: see the module comment.
-pub fn lend(env: Env, cb: jobject, id_hash: i32) -> Result<Lent> {
+/// The Function Java callable `cb` (a live local reference; `id_hash` its identity hash,
+/// `token` its lend token or 0) is passed to a call as: see the module comment.
+pub fn lend(env: Env, cb: jobject, id_hash: i32, token: u64) -> Result<Lent> {
     let key = id_hash as u32 as usize;
     if let Some(f) = CALLABLES.live(key, |global| env.is_same_object(global as jobject, cb)) {
         return Ok(Lent::Held(f));
@@ -246,8 +252,10 @@ pub fn lend(env: Env, cb: jobject, id_hash: i32) -> Result<Lent> {
     // SAFETY: a shell's data is its `CallbackData`, and the shell is unique: nothing reads it.
     let data = unsafe { &mut *(body.data as *mut CallbackData) };
     // The weak reference of the last callable lent through this shell, if that is `cb` (a
-    // cleared one never is).
-    if data.weak.is_null() || !env.is_same_object(data.weak, cb) {
+    // cleared one never is): known by its token (Java gives one token to one callable, and a
+    // callable Java passes is alive, so its weak reference is not cleared), else checked.
+    let known = token != 0 && data.token == token && !data.weak.is_null();
+    if !known && (data.weak.is_null() || !env.is_same_object(data.weak, cb)) {
         delete_orphans(env);
         let weak = env.new_weak_global_ref(cb);
         if weak.is_null() {
@@ -262,6 +270,7 @@ pub fn lend(env: Env, cb: jobject, id_hash: i32) -> Result<Lent> {
     }
     *data.global.get_mut() = data.weak;
     data.id_hash = id_hash;
+    data.token = token;
     let ptr = shell.as_object_ptr();
     if LENDING.try_with(|l| l.borrow_mut().in_flight.push(ptr)).is_err() {
         unreachable!("LENDING was reachable a moment ago on this thread");
@@ -352,7 +361,7 @@ pub struct LentArgs<'e> {
 
 impl<'e> LentArgs<'e> {
     pub fn new(env: Env<'e>) -> Self {
-        LentArgs { env, items: [None, None, None], memo: ResultMemo::default() }
+        LentArgs { env, items: [None, None, None], memo: ResultMemo::new(env) }
     }
 }
 
@@ -436,10 +445,41 @@ unsafe extern "C" fn call_java(handle: *mut ObjectHeader, args: *const AnyView<'
             let args = if n <= 0 { &[][..] } else { std::slice::from_raw_parts(args, n as usize) };
             (data.global(), args)
         };
-        attach::with_env(|env| invoke(env, cb, args))?
+        let value = match MEMO.try_with(|memo| {
+            // Masked for the callback's Java code (see `MEMO`), restored for this frame after.
+            let window = memo.replace(std::ptr::null_mut());
+            if window.is_null() {
+                // No window: any thread, attached if need be.
+                // SAFETY: no memo.
+                return attach::with_env(|env| unsafe { invoke(env, cb, args, std::ptr::null_mut()) })?;
+            }
+            // In a lending call's window: this thread's env is the one that call was given.
+            // SAFETY: the open window's memo, on this thread, whose `env` is this thread's.
+            let env = unsafe { Env::from_raw((*window).env) };
+            // SAFETY: `window` is the memo of the window open on this thread, whose native
+            // frame is the one the upcall returns its local reference into (no Java frame
+            // between: the window is masked while Java code runs).
+            let value = unsafe { invoke(env, cb, args, window) };
+            memo.set(window);
+            value
+        }) {
+            Ok(value) => value?,
+            // The thread is exiting (its thread-locals are gone): no window.
+            // SAFETY: no memo.
+            Err(_) => attach::with_env(|env| unsafe { invoke(env, cb, args, std::ptr::null_mut()) })??,
+        };
+        // SAFETY: the caller's result cell holds None and is ours to fill (written in place:
+        // no copy of the value through the layers above).
+        unsafe { result.write(value) };
+        Ok(())
     });
-    // SAFETY: the caller's result cell holds None and is ours to fill.
-    unsafe { tether_core::function::finish_call(outcome, result) }
+    match outcome {
+        Ok(()) => 0,
+        Err(e) => {
+            tether_core::error::set_last_error(e);
+            -1
+        }
+    }
 }
 
 /// Where `Callbacks` writes a callback's outcome (`Native.putResult` / `putThrown`): a cell
@@ -456,11 +496,13 @@ pub struct ResultMemo {
     pub obj: *mut ObjectHeader,
     pub wrapper: jobject,
     pub word: i64,
+    /// The lending call's env (this thread's): callbacks in its window need no `GetEnv`.
+    env: *mut jni_sys::JNIEnv,
 }
 
-impl Default for ResultMemo {
-    fn default() -> Self {
-        ResultMemo { obj: std::ptr::null_mut(), wrapper: std::ptr::null_mut(), word: 0 }
+impl ResultMemo {
+    pub fn new(env: Env) -> Self {
+        ResultMemo { obj: std::ptr::null_mut(), wrapper: std::ptr::null_mut(), word: 0, env: env.as_raw() }
     }
 }
 
@@ -493,19 +535,15 @@ impl Drop for MemoWindow<'_> {
     }
 }
 
-fn invoke(env: Env, cb: jobject, args: &[AnyView<'_>]) -> Result<Any> {
-    // Masked for the callback's Java code (see `MEMO`), restored for this frame after.
-    let Ok(window) = MEMO.try_with(|m| m.replace(std::ptr::null_mut())) else {
-        // The thread is exiting (its thread-locals are gone): no window.
-        // SAFETY: no memo.
-        return upcall(env, cb, args).and_then(|r| unsafe { outcome(env, r, std::ptr::null_mut()) });
-    };
-    let returned = upcall(env, cb, args);
-    let _ = MEMO.try_with(|m| m.set(window));
-    // SAFETY: `window` is null or the memo of the window open on this thread, whose native
-    // frame is the one `upcall` returned its local reference into (no Java frame between: the
-    // window is masked while Java code runs).
-    returned.and_then(|r| unsafe { outcome(env, r, window) })
+/// Run callback `cb` with `args` and take its outcome.
+///
+/// # Safety
+/// `memo` is null or the memo of the window open on this thread (masked while this runs),
+/// whose native frame is the current one.
+#[inline(always)]
+unsafe fn invoke(env: Env, cb: jobject, args: &[AnyView<'_>], memo: *mut ResultMemo) -> Result<Any> {
+    // SAFETY: this function's contract.
+    upcall(env, cb, args).and_then(|r| unsafe { outcome(env, r, memo) })
 }
 
 /// What the callback's upcall returned: a `TetherInstance` result (a local reference of this
@@ -598,7 +636,7 @@ unsafe fn instance_result(env: Env, wrapper: jobject, memo: *mut ResultMemo) -> 
                 // An earlier callback of the same call: only the last result is compared.
                 env.delete_local_ref(memo.wrapper);
             }
-            *memo = ResultMemo { obj, wrapper, word };
+            (memo.obj, memo.wrapper, memo.word) = (obj, wrapper, word);
         }
         None => env.delete_local_ref(wrapper),
     }

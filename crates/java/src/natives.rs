@@ -204,7 +204,8 @@ unsafe fn call_encoded<'e>(
             // typed word is that wrapper's.
             convert::KIND_OBJECT => *view = unsafe { tie::object_argument(b as *mut ObjectHeader, k) },
             convert::KIND_INT => *view = AnyView::int(b),
-            convert::KIND_CALLABLE if lent.is_some() => match callback::lend(env, r, b as i32) {
+            // A callable's word carries its lend token above the kind (`Callbacks.lendToken`).
+            convert::KIND_CALLABLE if lent.is_some() => match callback::lend(env, r, b as i32, (k as u64) >> 8) {
                 Ok(f) => {
                     // SAFETY: `lent` holds the Function until the caller is done with the call
                     // and its result.
@@ -314,7 +315,7 @@ unsafe fn call_encoded_object(env: Env, func: jlong, args: &[(jlong, jlong, jobj
 /// Is one of the arguments a callable (`KIND_CALLABLE`, lent a Function for the call)?
 #[inline(always)]
 fn has_callable(args: &[(jlong, jlong, jobject)]) -> bool {
-    args.iter().any(|&(kind, _, _)| kind == jlong::from(convert::KIND_CALLABLE))
+    args.iter().any(|&(word, _, _)| tie::word_kind(word) == convert::KIND_CALLABLE)
 }
 
 /// [`call_encoded_object`] with callables to lend (out of line: the other calls stay small).

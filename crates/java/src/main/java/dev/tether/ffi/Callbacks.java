@@ -1,5 +1,7 @@
 package dev.tether.ffi;
 
+import java.lang.ref.WeakReference;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 
 /** Runs Java callables for native code (called from crates/java/src/callback.rs). */
@@ -25,6 +27,36 @@ final class Callbacks {
     private static final int SINGLE = 2;
 
     private static final Object[] NO_ARGUMENTS = new Object[0];
+
+    /** The callable this thread last passed straight to a call, and the token it got. */
+    private static final class LastLent {
+        WeakReference<Object> callable = new WeakReference<>(null);
+        long token;
+    }
+
+    private static final ThreadLocal<LastLent> LAST_LENT = ThreadLocal.withInitial(LastLent::new);
+    private static final AtomicLong TOKENS = new AtomicLong();
+
+    /**
+     * The lend token of {@code callable}, passed with it to a call ({@link Marshal#callWord}):
+     * one token names one callable for the process's life (a new one from a global counter
+     * whenever this thread passes a callable other than the one it passed last). Native code
+     * keeps the token of the callable its spare Function's weak reference was checked against
+     * (crates/java/src/callback.rs, {@code lend}), so passing the same callable again needs no
+     * JNI identity check ({@code IsSameObject}). Global, not per thread: a virtual thread's
+     * calls run on whichever carrier thread, whose spare another virtual thread aimed.
+     */
+    static long lendToken(Object callable) {
+        LastLent last = LAST_LENT.get();
+        if (!last.callable.refersTo(callable)) {
+            last.callable = new WeakReference<>(callable);
+            last.token = TOKENS.incrementAndGet() & TOKEN_MASK;
+        }
+        return last.token;
+    }
+
+    /** Tokens take the word's bits 8-63 (0 after 2^56 tokens: no token, checked natively). */
+    private static final long TOKEN_MASK = (1L << 56) - 1;
 
     /**
      * Call {@code callable} with no arguments for native code (see {@link #run}).

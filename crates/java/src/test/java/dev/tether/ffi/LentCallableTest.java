@@ -162,6 +162,48 @@ class LentCallableTest {
         assertBackTo(base);
     }
 
+    /**
+     * Lend tokens ({@link Callbacks#lendToken}): the spare Function is aimed at the right
+     * callable whichever callables threads pass in turn, the same one again, or one that was
+     * collected meanwhile.
+     */
+    @Test
+    void alternatingCallablesAcrossThreads() throws InterruptedException {
+        TetherCallback a = args -> "a";
+        TetherCallback b = args -> "b";
+        for (int i = 0; i < 50; i++) {
+            assertEquals("a", CALL.call(a));
+            assertEquals("a", CALL.call(a));
+            assertEquals("b", CALL.call(b));
+            long n = i;
+            assertEquals(n, CALL.call((TetherCallback) args -> n), "a new callable, then collectable");
+        }
+        System.gc();
+        assertEquals("b", CALL.call(b));
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        List<Thread> threads = new ArrayList<>();
+        for (int t = 0; t < 3; t++) {
+            int id = t;
+            Thread thread = new Thread(() -> {
+                try {
+                    for (int k = 0; k < 300; k++) {
+                        TetherCallback mine = (k + id) % 3 == 0 ? a : b;
+                        assertEquals(mine == a ? "a" : "b", CALL.call(mine));
+                        assertSame(mine, ECHO.call(mine));
+                    }
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                }
+            });
+            threads.add(thread);
+            thread.start();
+        }
+        for (Thread thread : threads) {
+            thread.join();
+        }
+        assertNull(failure.get());
+    }
+
     @Test
     void callablesFromManyThreads() throws InterruptedException {
         lentOnce();
