@@ -205,19 +205,17 @@ unsafe fn call_encoded<'e>(
             convert::KIND_OBJECT => *view = unsafe { tie::object_argument(b as *mut ObjectHeader, k) },
             convert::KIND_INT => *view = AnyView::int(b),
             // A callable's word carries its lend token above the kind (`Callbacks.lendToken`).
-            convert::KIND_CALLABLE if lent.is_some() => match callback::lend(env, r, b as i32, (k as u64) >> 8) {
-                Ok(f) => {
+            convert::KIND_CALLABLE if lent.is_some() => {
+                let lent = lent.as_deref_mut().expect("checked");
+                match lent.lend(i, r, b as i32, (k as u64) >> 8) {
                     // SAFETY: `lent` holds the Function until the caller is done with the call
                     // and its result.
-                    *view = unsafe { AnyView::from_object_ptr(f.as_object_ptr()) };
-                    if let Some(lent) = lent.as_deref_mut() {
-                        lent.items[i] = Some(f);
+                    Ok(f) => *view = unsafe { AnyView::from_object_ptr(f) },
+                    Err(e) => {
+                        first_error.get_or_insert((i, e));
                     }
                 }
-                Err(e) => {
-                    first_error.get_or_insert((i, e));
-                }
-            },
+            }
             // SAFETY: Java encoded `(k, b, r)` with `Marshal` and keeps `r` reachable (this function's contract).
             kind => match unsafe { decode(env, kind, b, r, h) } {
                 Ok(v) => *view = v,
@@ -256,7 +254,7 @@ unsafe fn call_encoded<'e>(
         }
     }
     // A lending call records the `TetherInstance` its callbacks return (`callback::MemoWindow`).
-    let window = lent.as_deref_mut().map(|l| callback::MemoWindow::open(&mut l.memo));
+    let window = lent.as_deref_mut().map(callback::LentArgs::window);
     // SAFETY: `f` is `func`'s body and Java keeps it and every argument alive (this
     // function's contract); lent views only for an adopting `f`.
     let called = unsafe { invoke(func, f, &views[..args.len()], result) };
