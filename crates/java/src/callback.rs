@@ -39,7 +39,6 @@ use jni_sys::{jobject, jvalue};
 use tether_core::arc::ObjectBox;
 use tether_core::boundary::CallableRegistry;
 use tether_core::containers::OpaqueObj;
-use tether_core::error::catch_panic;
 use tether_core::function::FunctionObj;
 use tether_core::object::ObjectHeader;
 use tether_core::{Any, AnyView, Error, Function, ObjectArc, ObjectRef, Result};
@@ -493,7 +492,10 @@ pub fn carried_throwable(err: &Error) -> Option<jobject> {
 }
 
 unsafe extern "C" fn call_java(handle: *mut ObjectHeader, args: *const AnyView<'_>, n: i32, result: *mut Any) -> i32 {
-    let outcome = catch_panic(|| {
+    // Plain `catch_unwind`, as the call natives' `errors::guard_call`: what runs here is this
+    // crate's glue around the upcall (a panic in it is a bug, reported by the panic hook and
+    // raised as a RustPanic); `catch_panic`'s frame marker cost two calls per callback.
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<()> {
         // SAFETY: `handle` is a live Function made by `function_for`; `args` holds `n` cells.
         let (cb, args) = unsafe {
             let func = &(*(handle as *const ObjectBox<FunctionObj>)).value;
@@ -525,11 +527,15 @@ unsafe extern "C" fn call_java(handle: *mut ObjectHeader, args: *const AnyView<'
             // The thread is exiting (its thread-locals are gone): no window.
             Err(_) => attach::with_env(|env| unsafe { invoke(env, cb, args, std::ptr::null_mut(), result) })?,
         }
-    });
+    }));
     match outcome {
-        Ok(()) => 0,
-        Err(e) => {
+        Ok(Ok(())) => 0,
+        Ok(Err(e)) => {
             tether_core::error::set_last_error(e);
+            -1
+        }
+        Err(panic) => {
+            tether_core::error::set_last_error(tether_core::error::panic_error(panic));
             -1
         }
     }

@@ -282,9 +282,13 @@ unsafe fn call_encoded<'e>(
         let memo = lent.as_deref().map(|l| &l.memo).filter(|m| m.obj == ptr && !m.wrapper.is_null());
         if let (None, Some(memo), true) = (argument, memo, keep_spare) {
             let obj = std::mem::take(result).into_object().expect("an object kind");
+            let cell = match spares {
+                Some(cell) => Some(cell),
+                None => tie::spare_cell(),
+            };
             // SAFETY: the memo's wrapper, of `memo.word`, is a local reference of this native
             // frame (it stays reachable until the call returns) and holds `obj`.
-            unsafe { tie::keep_result_spare(obj, memo.word, spares.or_else(tie::spare_cell).as_ref()) };
+            unsafe { tie::keep_result_spare(obj, memo.word, cell.as_ref()) };
             return Ok(Some(memo.wrapper));
         }
         return Ok(argument.map(|i| args[i].2));
