@@ -380,6 +380,29 @@ unsafe fn call_lending_long(env: Env, func: jlong, args: &[(jlong, jlong, jobjec
     long_result(result)
 }
 
+/// [`call_encoded_long`] for arguments that are all ints (the `ints*` natives, `callLong`):
+/// the same outcome, without the general decoding's state (a held value per argument to drop,
+/// the first failure, wrapper arguments' spares and result): ints decode to views that cannot
+/// fail and own nothing.
+///
+/// # Safety
+/// Java keeps the Function at `func` reachable for the call.
+#[inline(always)]
+unsafe fn call_ints<const N: usize>(func: jlong, ints: [jlong; N]) -> Result<jlong> {
+    // SAFETY: a reachable Function's handle (this function's contract).
+    let f = unsafe { function_at(func) }?;
+    let views = ints.map(AnyView::int);
+    let mut result = Any::none();
+    if usize::try_from(f.arity) != Ok(N) && f.signature().is_some() {
+        // SAFETY: `f` is `func`'s body, which Java keeps alive; the views own nothing.
+        unsafe { invoke_with_defaults(func, f, &views, &mut result) }?;
+    } else {
+        // SAFETY: as above; no view is lent.
+        unsafe { invoke(func, f, &views, &mut result) }?;
+    }
+    long_result(result)
+}
+
 /// A `call*L` result: the int, or [`PENDING_RESULT`] with the value parked.
 #[inline(always)]
 fn long_result(result: Any) -> Result<jlong> {
@@ -495,7 +518,7 @@ macro_rules! call_natives {
             // SAFETY: JNI passes the calling thread's live env, valid for this native call.
     let env = unsafe { Env::from_raw(env) };
             // SAFETY: Java keeps the function reachable; ints need nothing else alive.
-            guard_call(env, 0, || unsafe { call_encoded_long(env, func, &[$((convert::KIND_INT as jlong, $a, null())),*]) })
+            guard_call(env, 0, || unsafe { call_ints(func, [$($a),*]) })
         }
     )*};
 }
