@@ -278,8 +278,16 @@ unsafe fn call_encoded<'e>(
             unsafe { tie::keep_result_spare(obj, args[i].0, spares.as_ref()) };
         }
         // The `TetherInstance` a callback returned (`cb.call()` is `x`): its wrapper, as an
-        // argument's: a live, not closed wrapper is the one in the slot.
-        let memo = lent.as_deref().map(|l| &l.memo).filter(|m| m.obj == ptr && !m.wrapper.is_null());
+        // argument's: a live, not closed wrapper is the one in the slot. Its handle is read
+        // again (a fast field read): a later callback of the same call may have closed it, and
+        // the object it owned may be gone and its address the result's.
+        let memo = lent.as_deref().map(|l| &l.memo).filter(|m| {
+            m.obj == ptr
+                && !m.wrapper.is_null()
+                // SAFETY: a live local reference to a `TetherInstance` (the memo's), whose
+                // `handle` field was resolved at init.
+                && unsafe { env.get_long_field(m.wrapper, classes::get().instance_handle) } == ptr as jlong
+        });
         if let (None, Some(memo), true) = (argument, memo, keep_spare) {
             let obj = std::mem::take(result).into_object().expect("an object kind");
             let cell = match spares {

@@ -156,6 +156,17 @@ class LentCallableTest {
             z.close();
             return z;
         }), "closed inside the callback");
+        TetherInstance w = (TetherInstance) t("make_pair").call(7L, 8L);
+        int[] calls = {0};
+        Object last = t("call_times").call((TetherCallback) a -> {
+            switch (calls[0]++) {
+                case 0: return w;
+                case 1: w.close(); return null; // the call drops the first result: w's object goes
+                default: return List.of(1L, 2L); // a new object, maybe at w's object's address
+            }
+        }, 3L);
+        assertEquals(List.of(1L, 2L), new ArrayList<>((TetherList) last), "not the wrapper closed meanwhile");
+        last = null;
         assertEquals(1L, x.get("first"));
         x.close();
         y.close();
