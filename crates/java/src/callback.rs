@@ -10,11 +10,12 @@
 //! memory can be freed, and lookups only take a reference with a CAS that fails on zero.
 //!
 //! A callable passed straight to a call (`f.call(cb)`, `Marshal`'s `KIND_CALLABLE`) is *lent*
-//! a Function instead ([`lend`], [`reclaim`]): its registered Function if it has one, or the
-//! one lent to a call of this thread still running with it, else this thread's spare shell
-//! aimed at it through a weak global reference the shell keeps (the same callable lent again
-//! needs no new reference: one `IsSameObject`; the caller's frame keeps the callable alive
-//! for the call). After the call a shell nothing else holds is the thread's spare again; one
+//! a Function instead ([`LentArgs::lend`], [`reclaim`]): its registered Function if it has
+//! one, or the one lent to a call of this thread still running with it, else this thread's
+//! spare shell aimed at it through a weak global reference the shell keeps (the same callable
+//! lent again needs no new reference, and no `IsSameObject` when it comes with the lend token
+//! the shell was aimed under, `Callbacks.lendToken`; the caller's frame keeps the callable
+//! alive for the call). After the call a shell nothing else holds is the thread's spare again; one
 //! something kept (it escaped) takes a global reference to the callable and is registered
 //! then, as a Function made by [`function_for`] would have been. So a call that does not
 //! keep its callable makes no Function, takes no lock and registers nothing; it runs with the
@@ -26,6 +27,10 @@
 //! next lend makes it). Not made at load: a process that never passes a callable from a
 //! thread has no shell for it (a host's baseline taken before the JVM started, as in
 //! tests/two_frontends, stays exact).
+//!
+//! A callback whose result is a `TetherInstance` hands that wrapper back as the upcall's
+//! return value; inside a lending call ([`MemoWindow`]) the call returns that very reference
+//! when its result is the same object (no slot revival).
 //!
 //! Limit: a callable passed on another thread while this thread's call keeps its lent shell
 //! gets a Function of its own there (the registry learns of the shell only when the call
@@ -411,9 +416,11 @@ impl<'e> LentArgs<'e> {
             Some(tl) => {
                 MemoWindow { previous: tl.memo.replace(&mut self.memo), lending: tl, _memo: std::marker::PhantomData }
             }
-            None => {
-                MemoWindow { previous: std::ptr::null_mut(), lending: std::ptr::null(), _memo: std::marker::PhantomData }
-            }
+            None => MemoWindow {
+                previous: std::ptr::null_mut(),
+                lending: std::ptr::null(),
+                _memo: std::marker::PhantomData,
+            },
         }
     }
 }
@@ -503,28 +510,29 @@ unsafe extern "C" fn call_java(handle: *mut ObjectHeader, args: *const AnyView<'
             let args = if n <= 0 { &[][..] } else { std::slice::from_raw_parts(args, n as usize) };
             (data.global(), args)
         };
-        // SAFETY (for the `invoke`s below): the caller's result cell holds None and is ours to
-        // fill; a memo is the open window's, as said at each.
         match LENDING.try_with(|tl| {
             // Masked for the callback's Java code (see `ThreadLending::memo`), restored for
             // this frame after.
             let window = tl.memo.replace(std::ptr::null_mut());
             if window.is_null() {
                 // No window: any thread, attached if need be.
+                // SAFETY: no memo; the caller's result cell holds None and is ours to fill.
                 return attach::with_env(|env| unsafe { invoke(env, cb, args, std::ptr::null_mut(), result) })?;
             }
             // In a lending call's window: this thread's env is the one that call was given.
             // SAFETY: the open window's memo, on this thread, whose `env` is this thread's.
             let env = unsafe { Env::from_raw((*window).env) };
-            // `window` is the memo of the window open on this thread, whose native frame is
-            // the one the upcall returns its local reference into (no Java frame between: the
-            // window is masked while Java code runs).
+            // SAFETY: `window` is the memo of the window open on this thread, whose native
+            // frame is the one the upcall returns its local reference into (no Java frame
+            // between: the window is masked while Java code runs); the caller's result cell
+            // holds None and is ours to fill.
             let done = unsafe { invoke(env, cb, args, window, result) };
             tl.memo.set(window);
             done
         }) {
             Ok(done) => done,
             // The thread is exiting (its thread-locals are gone): no window.
+            // SAFETY: no memo; the caller's result cell holds None and is ours to fill.
             Err(_) => attach::with_env(|env| unsafe { invoke(env, cb, args, std::ptr::null_mut(), result) })?,
         }
     }));
@@ -633,7 +641,9 @@ fn upcall(env: Env, cb: jobject, args: &[AnyView<'_>], slot: &mut ResultSlot) ->
         // SAFETY: `Callbacks.invoke(Object, Object[], long) -> Object`, resolved at init;
         // `slot` outlives the call, and only `putResult`/`putThrown` on this thread write it,
         // during it; `array` is a live local reference of this frame.
-        unsafe { env.call_static_object(c.callbacks, c.callbacks_invoke, &[jvalue { l: cb }, jvalue { l: array }, address]) }
+        unsafe {
+            env.call_static_object(c.callbacks, c.callbacks_invoke, &[jvalue { l: cb }, jvalue { l: array }, address])
+        }
     });
     // The result (null after a failure) moves to the caller's frame.
     let instance = env.pop_local_frame(*called.as_ref().unwrap_or(&std::ptr::null_mut()));

@@ -125,7 +125,12 @@ pub fn init(env: Env) -> Result<(), String> {
         wrappers_adopt: static_method(env, wrappers, c"adopt", c"(Ljava/lang/Object;JJ)Ljava/lang/Object;")?,
         callbacks,
         callbacks_invoke0: static_method(env, callbacks, c"invoke0", c"(Ljava/lang/Object;J)Ljava/lang/Object;")?,
-        callbacks_invoke: static_method(env, callbacks, c"invoke", c"(Ljava/lang/Object;[Ljava/lang/Object;J)Ljava/lang/Object;")?,
+        callbacks_invoke: static_method(
+            env,
+            callbacks,
+            c"invoke",
+            c"(Ljava/lang/Object;[Ljava/lang/Object;J)Ljava/lang/Object;",
+        )?,
         errors,
         errors_create: static_method(
             env,
