@@ -10,11 +10,12 @@
 //! memory can be freed, and lookups only take a reference with a CAS that fails on zero.
 //!
 //! A callable passed straight to a call (`f.call(cb)`, `Marshal`'s `KIND_CALLABLE`) is *lent*
-//! a Function instead ([`lend`], [`reclaim`]): its registered Function if it has one, or the
-//! one lent to a call of this thread still running with it, else this thread's spare shell
-//! aimed at it through a weak global reference the shell keeps (the same callable lent again
-//! needs no new reference: one `IsSameObject`; the caller's frame keeps the callable alive
-//! for the call). After the call a shell nothing else holds is the thread's spare again; one
+//! a Function instead ([`LentArgs::lend`], [`reclaim`]): its registered Function if it has
+//! one, or the one lent to a call of this thread still running with it, else this thread's
+//! spare shell aimed at it through a weak global reference the shell keeps (the same callable
+//! lent again needs no new reference, and no `IsSameObject` when it comes with the lend token
+//! the shell was aimed under, `Callbacks.lendToken`; the caller's frame keeps the callable
+//! alive for the call). After the call a shell nothing else holds is the thread's spare again; one
 //! something kept (it escaped) takes a global reference to the callable and is registered
 //! then, as a Function made by [`function_for`] would have been. So a call that does not
 //! keep its callable makes no Function, takes no lock and registers nothing; it runs with the
@@ -26,6 +27,10 @@
 //! next lend makes it). Not made at load: a process that never passes a callable from a
 //! thread has no shell for it (a host's baseline taken before the JVM started, as in
 //! tests/two_frontends, stays exact).
+//!
+//! A callback whose result is a `TetherInstance` hands that wrapper back as the upcall's
+//! return value; inside a lending call ([`MemoWindow`]) the call returns that very reference
+//! when its result is the same object (no slot revival).
 //!
 //! Limit: a callable passed on another thread while this thread's call keeps its lent shell
 //! gets a Function of its own there (the registry learns of the shell only when the call
@@ -39,7 +44,6 @@ use jni_sys::{jobject, jvalue};
 use tether_core::arc::ObjectBox;
 use tether_core::boundary::CallableRegistry;
 use tether_core::containers::OpaqueObj;
-use tether_core::error::catch_panic;
 use tether_core::function::FunctionObj;
 use tether_core::object::ObjectHeader;
 use tether_core::{Any, AnyView, Error, Function, ObjectArc, ObjectRef, Result};
@@ -63,6 +67,10 @@ struct CallbackData {
     /// deleted with the shell (or, at thread exit, handed to [`ORPHANS`]); null otherwise.
     weak: jobject,
     id_hash: i32,
+    /// A shell's: the lend token (`Callbacks.lendToken`, one per callable) of the callable
+    /// `weak` was last checked against or made from; 0 for none. A lend with this token is
+    /// of that callable: no `IsSameObject`.
+    token: u64,
 }
 
 impl CallbackData {
@@ -114,6 +122,7 @@ pub fn function_for(env: Env, cb: jobject, id_hash: i32) -> Result<*mut ObjectHe
                 global: AtomicPtr::new(global),
                 weak: std::ptr::null_mut(),
                 id_hash,
+                token: 0,
             })) as *mut c_void;
             // SAFETY: `call_java` reads exactly this data; `drop_callback` frees it, on any
             // thread. The native name is never shown (the Function comes back to Java as `cb`
@@ -142,6 +151,7 @@ fn new_shell() -> Result<Function> {
         global: AtomicPtr::new(std::ptr::null_mut()),
         weak: std::ptr::null_mut(),
         id_hash: 0,
+        token: 0,
     })) as *mut c_void;
     // SAFETY: `call_java` reads exactly this data (a shell is called only while lent, aimed at
     // a callable); `drop_callback` frees it and skips the registry for a null reference.
@@ -177,10 +187,25 @@ impl Drop for Lending {
     }
 }
 
+/// This thread's lending state and memo window, in one thread-local (each access is a
+/// `__tls_get_addr` call in a shared library): a lending call finds it once ([`LentArgs::new`])
+/// and hands it to [`lend`], [`reclaim`] and its [`MemoWindow`]; a callback reads it once.
+pub struct ThreadLending {
+    state: std::cell::RefCell<Lending>,
+    /// The memo of the lending call whose function runs on this thread right now, null outside
+    /// such a window and while a callback's Java code runs (its own calls are other frames,
+    /// whose local references must not reach this one).
+    memo: std::cell::Cell<*mut ResultMemo>,
+}
+
 thread_local! {
     /// Dropped when the thread exits: the spare goes then (its drop hook touches no JVM).
-    static LENDING: std::cell::RefCell<Lending> =
-        const { std::cell::RefCell::new(Lending { spare: None, in_flight: Vec::new() }) };
+    static LENDING: ThreadLending = const {
+        ThreadLending {
+            state: std::cell::RefCell::new(Lending { spare: None, in_flight: Vec::new() }),
+            memo: std::cell::Cell::new(std::ptr::null_mut()),
+        }
+    };
 }
 
 /// The data of a Function of ours.
@@ -209,15 +234,20 @@ impl Lent {
     }
 }
 
-/// The Function Java callable `cb` (a live local reference; `id_hash` its identity hash) is
-/// passed to a call as: see the module comment.
-pub fn lend(env: Env, cb: jobject, id_hash: i32) -> Result<Lent> {
+/// The Function Java callable `cb` (a live local reference; `id_hash` its identity hash,
+/// `token` its lend token or 0) is passed to a call as: see the module comment.
+/// `lending` is this thread's state (None while the thread exits).
+fn lend(env: Env, cb: jobject, id_hash: i32, token: u64, lending: Option<&ThreadLending>) -> Result<Lent> {
     let key = id_hash as u32 as usize;
     if let Some(f) = CALLABLES.live(key, |global| env.is_same_object(global as jobject, cb)) {
         return Ok(Lent::Held(f));
     }
-    let lending = LENDING.try_with(|l| {
-        let mut l = l.borrow_mut();
+    let Some(tl) = lending else {
+        // The thread is exiting (its thread-locals are gone): a registered Function.
+        return function_for(env, cb, id_hash).map(|f| Lent::Held(Function(owned_function(f))));
+    };
+    let found = {
+        let mut l = tl.state.borrow_mut();
         let running = l.in_flight.iter().rev().copied().find(|&f| {
             // SAFETY: an in-flight shell is alive (its call's `Lent` holds it) and ours.
             let data = unsafe { data_of(f) };
@@ -231,12 +261,10 @@ pub fn lend(env: Env, cb: jobject, id_hash: i32) -> Result<Lent> {
             }))),
             None => Err(l.spare.take()),
         }
-    });
-    let spare = match lending {
-        Ok(Ok(held)) => return Ok(held),
-        Ok(Err(spare)) => spare,
-        // The thread is exiting (its thread-locals are gone): a registered Function.
-        Err(_) => return function_for(env, cb, id_hash).map(|f| Lent::Held(Function(owned_function(f)))),
+    };
+    let spare = match found {
+        Ok(held) => return Ok(held),
+        Err(spare) => spare,
     };
     let mut shell = match spare {
         Some(shell) => shell,
@@ -246,13 +274,15 @@ pub fn lend(env: Env, cb: jobject, id_hash: i32) -> Result<Lent> {
     // SAFETY: a shell's data is its `CallbackData`, and the shell is unique: nothing reads it.
     let data = unsafe { &mut *(body.data as *mut CallbackData) };
     // The weak reference of the last callable lent through this shell, if that is `cb` (a
-    // cleared one never is).
-    if data.weak.is_null() || !env.is_same_object(data.weak, cb) {
+    // cleared one never is): known by its token (Java gives one token to one callable, and a
+    // callable Java passes is alive, so its weak reference is not cleared), else checked.
+    let known = token != 0 && data.token == token && !data.weak.is_null();
+    if !known && (data.weak.is_null() || !env.is_same_object(data.weak, cb)) {
         delete_orphans(env);
         let weak = env.new_weak_global_ref(cb);
         if weak.is_null() {
             env.clear_exception();
-            give_back(shell);
+            give_back(shell, tl);
             return Err(Error::runtime("out of JNI weak global references"));
         }
         if !data.weak.is_null() {
@@ -262,10 +292,8 @@ pub fn lend(env: Env, cb: jobject, id_hash: i32) -> Result<Lent> {
     }
     *data.global.get_mut() = data.weak;
     data.id_hash = id_hash;
-    let ptr = shell.as_object_ptr();
-    if LENDING.try_with(|l| l.borrow_mut().in_flight.push(ptr)).is_err() {
-        unreachable!("LENDING was reachable a moment ago on this thread");
-    }
+    data.token = token;
+    tl.state.borrow_mut().in_flight.push(shell.as_object_ptr());
     Ok(Lent::Shell(shell))
 }
 
@@ -276,9 +304,9 @@ fn owned_function(f: *mut ObjectHeader) -> ObjectArc<FunctionObj> {
 }
 
 /// `shell` (unique, its reference null) back as this thread's spare, or dropped if there is one.
-fn give_back(shell: Function) {
-    let surplus = LENDING.try_with(|l| {
-        let mut l = l.borrow_mut();
+fn give_back(shell: Function, tl: &ThreadLending) {
+    let surplus = {
+        let mut l = tl.state.borrow_mut();
         match l.spare {
             None => {
                 l.spare = Some(shell);
@@ -286,32 +314,35 @@ fn give_back(shell: Function) {
             }
             Some(_) => Some(shell),
         }
-    });
+    };
     // Dropped outside the borrow (a shell's drop hook does not come back here, but its
     // memory goes through the allocator).
     drop(surplus);
 }
 
-/// The call `lent` was lent to is over (see the module comment).
-pub fn reclaim(env: Env, lent: Lent) {
-    let mut shell = match lent {
-        Lent::Held(f) => return drop(f),
-        Lent::Shell(shell) => shell,
+/// The call `lent` was lent to is over (see the module comment); `tl` is this thread's state
+/// (a shell is lent only when there is one).
+fn reclaim(env: Env, lent: Lent, tl: Option<&ThreadLending>) {
+    let (mut shell, tl) = match (lent, tl) {
+        (Lent::Shell(shell), Some(tl)) => (shell, tl),
+        (Lent::Held(f) | Lent::Shell(f), _) => return drop(f),
     };
     let ptr = shell.as_object_ptr();
-    let _ = LENDING.try_with(|l| {
-        let in_flight = &mut l.borrow_mut().in_flight;
+    {
+        let in_flight = &mut tl.state.borrow_mut().in_flight;
         // Calls end in the reverse order of their start: nearly always the last.
-        if let Some(i) = in_flight.iter().rposition(|&f| f == ptr) {
+        if in_flight.last() == Some(&ptr) {
+            in_flight.pop();
+        } else if let Some(i) = in_flight.iter().rposition(|&f| f == ptr) {
             in_flight.remove(i);
         }
-    });
+    }
     match ObjectArc::get_mut(&mut shell.0) {
         Some(body) => {
             // SAFETY: a shell's data is its `CallbackData`; unique, so nothing else reads it.
             let data = unsafe { &mut *(body.data as *mut CallbackData) };
             *data.global.get_mut() = std::ptr::null_mut(); // the weak reference stays, for the next lend
-            give_back(shell);
+            give_back(shell, tl);
         }
         None => {
             // Escaped: it is the callable's Function from now on, as if `function_for` had
@@ -332,9 +363,9 @@ pub fn reclaim(env: Env, lent: Lent) {
             drop(shell);
             // A new spare now, so the objects alive at rest stay the same (a failed allocation
             // leaves the thread without one until its next lend makes it).
-            if LENDING.try_with(|l| l.borrow().spare.is_none()).unwrap_or(false) {
+            if tl.state.borrow().spare.is_none() {
                 if let Ok(spare) = new_shell() {
-                    give_back(spare);
+                    give_back(spare, tl);
                 }
             }
         }
@@ -345,20 +376,62 @@ pub fn reclaim(env: Env, lent: Lent) {
 /// after the call and the conversion of its result, or while a panic unwinds.
 pub struct LentArgs<'e> {
     env: Env<'e>,
-    pub items: [Option<Lent>; 3],
+    items: [Option<Lent>; 3],
+    /// The last `TetherInstance` a callback of the call returned (see [`MemoWindow`]).
+    pub memo: ResultMemo,
+    /// This thread's [`ThreadLending`], null while the thread exits.
+    lending: *const ThreadLending,
+}
+
+/// The thread's state behind a [`LentArgs`]' pointer.
+///
+/// # Safety
+/// `p` is null or this thread's `LENDING` (alive while the thread runs a native call).
+unsafe fn lending_at<'a>(p: *const ThreadLending) -> Option<&'a ThreadLending> {
+    // SAFETY: the caller's guarantee.
+    unsafe { p.as_ref() }
 }
 
 impl<'e> LentArgs<'e> {
     pub fn new(env: Env<'e>) -> Self {
-        LentArgs { env, items: [None, None, None] }
+        let lending = LENDING.try_with(|l| l as *const ThreadLending).unwrap_or(std::ptr::null());
+        LentArgs { env, items: [None, None, None], memo: ResultMemo::new(env), lending }
+    }
+
+    /// Lend a Function to argument `i`, Java callable `cb` (a live local reference; `id_hash`
+    /// its identity hash, `token` its lend token or 0): see the module comment. It is held
+    /// until this is dropped.
+    pub fn lend(&mut self, i: usize, cb: jobject, id_hash: i32, token: u64) -> Result<*mut ObjectHeader> {
+        // SAFETY: `lending` was taken on this thread by `new`, within this native call.
+        let lent = lend(self.env, cb, id_hash, token, unsafe { lending_at(self.lending) })?;
+        let ptr = lent.as_object_ptr();
+        self.items[i] = Some(lent);
+        Ok(ptr)
+    }
+
+    /// Open the memo window of this call around its function (see [`MemoWindow`]).
+    pub fn window(&mut self) -> MemoWindow<'_> {
+        // SAFETY: as in `lend`.
+        match unsafe { lending_at(self.lending) } {
+            Some(tl) => {
+                MemoWindow { previous: tl.memo.replace(&mut self.memo), lending: tl, _memo: std::marker::PhantomData }
+            }
+            None => MemoWindow {
+                previous: std::ptr::null_mut(),
+                lending: std::ptr::null(),
+                _memo: std::marker::PhantomData,
+            },
+        }
     }
 }
 
 impl Drop for LentArgs<'_> {
     fn drop(&mut self) {
+        // SAFETY: as in `lend`.
+        let tl = unsafe { lending_at(self.lending) };
         for lent in self.items.iter_mut().rev() {
             if let Some(lent) = lent.take() {
-                reclaim(self.env, lent);
+                reclaim(self.env, lent, tl);
             }
         }
     }
@@ -426,7 +499,10 @@ pub fn carried_throwable(err: &Error) -> Option<jobject> {
 }
 
 unsafe extern "C" fn call_java(handle: *mut ObjectHeader, args: *const AnyView<'_>, n: i32, result: *mut Any) -> i32 {
-    let outcome = catch_panic(|| {
+    // Plain `catch_unwind`, as the call natives' `errors::guard_call`: what runs here is this
+    // crate's glue around the upcall (a panic in it is a bug, reported by the panic hook and
+    // raised as a RustPanic); `catch_panic`'s frame marker cost two calls per callback.
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<()> {
         // SAFETY: `handle` is a live Function made by `function_for`; `args` holds `n` cells.
         let (cb, args) = unsafe {
             let func = &(*(handle as *const ObjectBox<FunctionObj>)).value;
@@ -434,10 +510,43 @@ unsafe extern "C" fn call_java(handle: *mut ObjectHeader, args: *const AnyView<'
             let args = if n <= 0 { &[][..] } else { std::slice::from_raw_parts(args, n as usize) };
             (data.global(), args)
         };
-        attach::with_env(|env| invoke(env, cb, args))?
-    });
-    // SAFETY: the caller's result cell holds None and is ours to fill.
-    unsafe { tether_core::function::finish_call(outcome, result) }
+        match LENDING.try_with(|tl| {
+            // Masked for the callback's Java code (see `ThreadLending::memo`), restored for
+            // this frame after.
+            let window = tl.memo.replace(std::ptr::null_mut());
+            if window.is_null() {
+                // No window: any thread, attached if need be.
+                // SAFETY: no memo; the caller's result cell holds None and is ours to fill.
+                return attach::with_env(|env| unsafe { invoke(env, cb, args, std::ptr::null_mut(), result) })?;
+            }
+            // In a lending call's window: this thread's env is the one that call was given.
+            // SAFETY: the open window's memo, on this thread, whose `env` is this thread's.
+            let env = unsafe { Env::from_raw((*window).env) };
+            // SAFETY: `window` is the memo of the window open on this thread, whose native
+            // frame is the one the upcall returns its local reference into (no Java frame
+            // between: the window is masked while Java code runs); the caller's result cell
+            // holds None and is ours to fill.
+            let done = unsafe { invoke(env, cb, args, window, result) };
+            tl.memo.set(window);
+            done
+        }) {
+            Ok(done) => done,
+            // The thread is exiting (its thread-locals are gone): no window.
+            // SAFETY: no memo; the caller's result cell holds None and is ours to fill.
+            Err(_) => attach::with_env(|env| unsafe { invoke(env, cb, args, std::ptr::null_mut(), result) })?,
+        }
+    }));
+    match outcome {
+        Ok(Ok(())) => 0,
+        Ok(Err(e)) => {
+            tether_core::error::set_last_error(e);
+            -1
+        }
+        Err(panic) => {
+            tether_core::error::set_last_error(tether_core::error::panic_error(panic));
+            -1
+        }
+    }
 }
 
 /// Where `Callbacks` writes a callback's outcome (`Native.putResult` / `putThrown`): a cell
@@ -445,38 +554,140 @@ unsafe extern "C" fn call_java(handle: *mut ObjectHeader, args: *const AnyView<'
 /// written.
 pub type ResultSlot = Option<Result<Any>>;
 
-fn invoke(env: Env, cb: jobject, args: &[AnyView<'_>]) -> Result<Any> {
-    let c = classes::get();
-    let mut slot: ResultSlot = None;
-    let address = jvalue { j: &mut slot as *mut ResultSlot as i64 };
-    if args.is_empty() {
-        // No local reference is made here: no frame needed.
-        // SAFETY: `Callbacks.invoke0(Object, long) -> void`, resolved at init; `slot` outlives
-        // the call, and only `putResult`/`putThrown` on this thread write it, during it.
-        unsafe { env.call_static_void(c.callbacks, c.callbacks_invoke0, &[jvalue { l: cb }, address]) };
-    } else {
-        if !env.push_local_frame(args.len() as i32 + 16) {
-            env.clear_exception();
-            return Err(Error::runtime("out of JNI local references"));
-        }
-        let called = arguments_array(env, args).map(|array| {
-            // SAFETY: `Callbacks.invoke(Object, Object[], long) -> void`, resolved at init;
-            // `slot` outlives the call, and only `putResult`/`putThrown` on this thread write
-            // it, during it; `array` is a live local reference of this frame.
-            unsafe {
-                env.call_static_void(c.callbacks, c.callbacks_invoke, &[jvalue { l: cb }, jvalue { l: array }, address])
-            }
-        });
-        env.pop_local_frame(std::ptr::null_mut());
-        called?;
+/// A callback's `TetherInstance` result as the lending call whose function ran the callback
+/// saw it (see [`MemoWindow`]): the object, its wrapper (a local reference of that call's
+/// native frame, which keeps the wrapper reachable until the call returns) and the wrapper's
+/// word. When the call's result is that object, the call returns this wrapper as is: no slot
+/// revival (`Frontend::return_object`'s locked revive and `NewLocalRef`).
+pub struct ResultMemo {
+    pub obj: *mut ObjectHeader,
+    pub wrapper: jobject,
+    pub word: i64,
+    /// The lending call's env (this thread's): callbacks in its window need no `GetEnv`.
+    env: *mut jni_sys::JNIEnv,
+}
+
+impl ResultMemo {
+    pub fn new(env: Env) -> Self {
+        ResultMemo { obj: std::ptr::null_mut(), wrapper: std::ptr::null_mut(), word: 0, env: env.as_raw() }
     }
-    if let Some(t) = env.take_exception() {
+}
+
+/// While this lives, callbacks this thread runs directly (no Java frame in between) record
+/// their `TetherInstance` results in the memo of the [`LentArgs`] that opened it; the previous
+/// window (an enclosing call's, masked while its callback's Java code runs) comes back when it
+/// drops.
+pub struct MemoWindow<'m> {
+    previous: *mut ResultMemo,
+    /// Null when the thread had no state (exiting).
+    lending: *const ThreadLending,
+    _memo: std::marker::PhantomData<&'m mut ResultMemo>,
+}
+
+impl Drop for MemoWindow<'_> {
+    fn drop(&mut self) {
+        // SAFETY: this thread's `LENDING` (see `LentArgs::window`), or null.
+        if let Some(tl) = unsafe { lending_at(self.lending) } {
+            tl.memo.set(self.previous);
+        }
+    }
+}
+
+/// Run callback `cb` with `args`; write its value into `result`. Values are written in place
+/// and small results returned, never a large one copied back up (a value stored in pieces and
+/// reloaded whole is a store-forwarding stall; two of those were ~8% of a `call(cb)`).
+///
+/// # Safety
+/// `memo` is null or the memo of the window open on this thread (masked while this runs),
+/// whose native frame is the current one; `result` is a writable cell holding None.
+#[inline(always)]
+unsafe fn invoke(env: Env, cb: jobject, args: &[AnyView<'_>], memo: *mut ResultMemo, result: *mut Any) -> Result<()> {
+    let mut slot: ResultSlot = None;
+    let instance = upcall(env, cb, args, &mut slot)?;
+    let value = if !instance.is_null() {
+        // A non-null return: Java's method completed, so no exception is pending.
+        // SAFETY: a `TetherInstance` `Callbacks` returned (a local reference of this frame);
+        // `memo` as this function's contract.
+        unsafe { instance_result(env, instance, memo) }?
+    } else if let Some(t) = env.take_exception() {
         // Callbacks catches everything it can; this is an error it could not handle.
         let error = error_from_throwable(env, t, "RuntimeError", "a Java callback failed");
         env.delete_local_ref(t);
         return Err(error);
+    } else {
+        slot.take().unwrap_or_else(|| Err(Error::runtime("a Java callback returned no outcome")))?
+    };
+    // SAFETY: this function's contract.
+    unsafe { result.write(value) };
+    Ok(())
+}
+
+/// Run the callback through `Callbacks.invoke0` / `invoke`: a `TetherInstance` result (a local
+/// reference of this frame), or null with the outcome in `slot` (or an exception pending).
+fn upcall(env: Env, cb: jobject, args: &[AnyView<'_>], slot: &mut ResultSlot) -> Result<jobject> {
+    let c = classes::get();
+    let address = jvalue { j: slot as *mut ResultSlot as i64 };
+    if args.is_empty() {
+        // No local reference is made here but the result's: no frame needed.
+        // SAFETY: `Callbacks.invoke0(Object, long) -> Object`, resolved at init; `slot` outlives
+        // the call, and only `putResult`/`putThrown` on this thread write it, during it.
+        return Ok(unsafe { env.call_static_object(c.callbacks, c.callbacks_invoke0, &[jvalue { l: cb }, address]) });
     }
-    slot.unwrap_or_else(|| Err(Error::runtime("a Java callback returned no outcome")))
+    if !env.push_local_frame(args.len() as i32 + 16) {
+        env.clear_exception();
+        return Err(Error::runtime("out of JNI local references"));
+    }
+    let called = arguments_array(env, args).map(|array| {
+        // SAFETY: `Callbacks.invoke(Object, Object[], long) -> Object`, resolved at init;
+        // `slot` outlives the call, and only `putResult`/`putThrown` on this thread write it,
+        // during it; `array` is a live local reference of this frame.
+        unsafe {
+            env.call_static_object(c.callbacks, c.callbacks_invoke, &[jvalue { l: cb }, jvalue { l: array }, address])
+        }
+    });
+    // The result (null after a failure) moves to the caller's frame.
+    let instance = env.pop_local_frame(*called.as_ref().unwrap_or(&std::ptr::null_mut()));
+    called?;
+    Ok(instance)
+}
+
+/// A callback's result that is a `TetherInstance` (`wrapper`, a local reference the upcall
+/// returned; Java found it not closed): its object, owned (the thread's spare for that wrapper
+/// if it kept one, else an increment). Recorded in `memo` when there is one (the reference
+/// then lives until the lending call's frame ends), else the reference is deleted.
+///
+/// # Safety
+/// `wrapper` is a live local reference to a `TetherInstance` of this frame; `memo` is null or
+/// the memo of the window open on this thread, whose native frame is the current one.
+#[inline(always)]
+unsafe fn instance_result(env: Env, wrapper: jobject, memo: *mut ResultMemo) -> Result<Any> {
+    let c = classes::get();
+    // SAFETY: both are `long` fields of `TetherInstance`, resolved at init; `wrapper` is live.
+    let (handle, word) =
+        unsafe { (env.get_long_field(wrapper, c.instance_handle), env.get_long_field(wrapper, c.instance_word)) };
+    if handle <= 0 {
+        // Closed since Java looked (a close racing the callback's return, which docs/java.md
+        // does not support): no native reference to take.
+        env.delete_local_ref(wrapper);
+        return Err(Error::runtime("a Java callback returned a wrapper that was closed meanwhile"));
+    }
+    let obj = handle as *mut ObjectHeader;
+    // SAFETY: the wrapper is reachable (`wrapper`) and not closed, so it holds +1 on `obj`, and
+    // `word` is the word native code tied it with.
+    let owned = unsafe { crate::tie::claim_reference(obj, word) };
+    // SAFETY: the caller's guarantee: null or the open window's memo, not otherwise borrowed
+    // while this callback runs.
+    match unsafe { memo.as_mut() } {
+        Some(memo) => {
+            if !memo.wrapper.is_null() {
+                // An earlier callback of the same call: only the last result is compared.
+                env.delete_local_ref(memo.wrapper);
+            }
+            (memo.obj, memo.wrapper, memo.word) = (obj, wrapper, word);
+        }
+        None => env.delete_local_ref(wrapper),
+    }
+    Ok(Any::object(owned))
 }
 
 /// The callback's arguments as a Java `Object[]` (a local reference of the caller's frame).

@@ -21,7 +21,8 @@ pub struct Classes {
     pub wrappers_create: jmethodID,
     pub wrappers_adopt: jmethodID,
     pub callbacks: jclass,
-    /// `Callbacks.invoke0(Object, long)` and `Callbacks.invoke(Object, Object[], long)`.
+    /// `Callbacks.invoke0(Object, long) -> Object` and `Callbacks.invoke(Object, Object[], long)
+    /// -> Object` (a `TetherInstance` result itself, else null with the outcome in the slot).
     pub callbacks_invoke0: jmethodID,
     pub callbacks_invoke: jmethodID,
     pub errors: jclass,
@@ -30,7 +31,8 @@ pub struct Classes {
     pub marshal_list_items: jmethodID,
     pub marshal_map_items: jmethodID,
     /// `TetherInstance.handle` and `TetherInstance.word` (`long`s): a constructor's wrapper
-    /// made by Java before the call gets them written here (`tie::to_wrapper_preset`), no upcall.
+    /// made by Java before the call gets them written here (`tie::to_wrapper_preset`), no upcall;
+    /// a callback's `TetherInstance` result is read through them (`callback::instance_result`).
     pub instance_handle: jfieldID,
     pub instance_word: jfieldID,
     /// Global refs to `Long.valueOf(i)` for i in [`SMALL_LONG_MIN`, `SMALL_LONG_MAX`]: the very
@@ -122,8 +124,13 @@ pub fn init(env: Env) -> Result<(), String> {
         wrappers_create: static_method(env, wrappers, c"create", c"(JJ)Ljava/lang/Object;")?,
         wrappers_adopt: static_method(env, wrappers, c"adopt", c"(Ljava/lang/Object;JJ)Ljava/lang/Object;")?,
         callbacks,
-        callbacks_invoke0: static_method(env, callbacks, c"invoke0", c"(Ljava/lang/Object;J)V")?,
-        callbacks_invoke: static_method(env, callbacks, c"invoke", c"(Ljava/lang/Object;[Ljava/lang/Object;J)V")?,
+        callbacks_invoke0: static_method(env, callbacks, c"invoke0", c"(Ljava/lang/Object;J)Ljava/lang/Object;")?,
+        callbacks_invoke: static_method(
+            env,
+            callbacks,
+            c"invoke",
+            c"(Ljava/lang/Object;[Ljava/lang/Object;J)Ljava/lang/Object;",
+        )?,
         errors,
         errors_create: static_method(
             env,

@@ -95,12 +95,6 @@ impl<'local> Env<'local> {
     pub unsafe fn call_static_object(self, class: jclass, method: jmethodID, args: &[jvalue]) -> jobject {
         jcall!(self.raw, CallStaticObjectMethodA, class, method, args.as_ptr())
     }
-    /// # Safety
-    /// `method` is a static method of `class` whose parameters match `args` and which returns
-    /// nothing.
-    pub unsafe fn call_static_void(self, class: jclass, method: jmethodID, args: &[jvalue]) {
-        jcall!(self.raw, CallStaticVoidMethodA, class, method, args.as_ptr())
-    }
     pub fn array_length(self, array: jobject) -> jsize {
         jcall!(self.raw, GetArrayLength, array)
     }
@@ -142,6 +136,14 @@ impl<'local> Env<'local> {
     }
     pub fn field_id(self, class: jclass, name: &std::ffi::CStr, sig: &std::ffi::CStr) -> jfieldID {
         jcall!(self.raw, GetFieldID, class, name.as_ptr(), sig.as_ptr())
+    }
+    /// HotSpot answers this without a thread-state transition (`UseFastJNIAccessors`, on by
+    /// default: a speculative read checked against the safepoint counter).
+    ///
+    /// # Safety
+    /// `field` is a `long` field of `obj`'s class (or a superclass); `obj` is a live reference.
+    pub unsafe fn get_long_field(self, obj: jobject, field: jfieldID) -> jlong {
+        jcall!(self.raw, GetLongField, obj, field)
     }
     /// # Safety
     /// `field` is a `long` field of `obj`'s class (or a superclass).

@@ -204,19 +204,18 @@ unsafe fn call_encoded<'e>(
             // typed word is that wrapper's.
             convert::KIND_OBJECT => *view = unsafe { tie::object_argument(b as *mut ObjectHeader, k) },
             convert::KIND_INT => *view = AnyView::int(b),
-            convert::KIND_CALLABLE if lent.is_some() => match callback::lend(env, r, b as i32) {
-                Ok(f) => {
+            // A callable's word carries its lend token above the kind (`Callbacks.lendToken`).
+            convert::KIND_CALLABLE if lent.is_some() => {
+                let lent = lent.as_deref_mut().expect("checked");
+                match lent.lend(i, r, b as i32, (k as u64) >> 8) {
                     // SAFETY: `lent` holds the Function until the caller is done with the call
                     // and its result.
-                    *view = unsafe { AnyView::from_object_ptr(f.as_object_ptr()) };
-                    if let Some(lent) = lent.as_deref_mut() {
-                        lent.items[i] = Some(f);
+                    Ok(f) => *view = unsafe { AnyView::from_object_ptr(f) },
+                    Err(e) => {
+                        first_error.get_or_insert((i, e));
                     }
                 }
-                Err(e) => {
-                    first_error.get_or_insert((i, e));
-                }
-            },
+            }
             // SAFETY: Java encoded `(k, b, r)` with `Marshal` and keeps `r` reachable (this function's contract).
             kind => match unsafe { decode(env, kind, b, r, h) } {
                 Ok(v) => *view = v,
@@ -254,9 +253,13 @@ unsafe fn call_encoded<'e>(
             }
         }
     }
+    // A lending call records the `TetherInstance` its callbacks return (`callback::MemoWindow`).
+    let window = lent.as_deref_mut().map(callback::LentArgs::window);
     // SAFETY: `f` is `func`'s body and Java keeps it and every argument alive (this
     // function's contract); lent views only for an adopting `f`.
-    unsafe { invoke(func, f, &views[..args.len()], result) }?;
+    let called = unsafe { invoke(func, f, &views[..args.len()], result) };
+    drop(window);
+    called?;
     // A function returning one of its object arguments gets that argument's wrapper back
     // without a tie: a wrapper Java can still pass is strongly reachable and not closed, so
     // it is the one in the slot (a slot only moves on once its weak ref is cleared). The
@@ -273,6 +276,28 @@ unsafe fn call_encoded<'e>(
             // SAFETY: Java keeps argument i's wrapper, whose word it passed, reachable for the
             // call; `spares` is this thread's cell.
             unsafe { tie::keep_result_spare(obj, args[i].0, spares.as_ref()) };
+        }
+        // The `TetherInstance` a callback returned (`cb.call()` is `x`): its wrapper, as an
+        // argument's: a live, not closed wrapper is the one in the slot. Its handle is read
+        // again (a fast field read): a later callback of the same call may have closed it, and
+        // the object it owned may be gone and its address the result's.
+        let memo = lent.as_deref().map(|l| &l.memo).filter(|m| {
+            m.obj == ptr
+                && !m.wrapper.is_null()
+                // SAFETY: a live local reference to a `TetherInstance` (the memo's), whose
+                // `handle` field was resolved at init.
+                && unsafe { env.get_long_field(m.wrapper, classes::get().instance_handle) } == ptr as jlong
+        });
+        if let (None, Some(memo), true) = (argument, memo, keep_spare) {
+            let obj = std::mem::take(result).into_object().expect("an object kind");
+            let cell = match spares {
+                Some(cell) => Some(cell),
+                None => tie::spare_cell(),
+            };
+            // SAFETY: the memo's wrapper, of `memo.word`, is a local reference of this native
+            // frame (it stays reachable until the call returns) and holds `obj`.
+            unsafe { tie::keep_result_spare(obj, memo.word, cell.as_ref()) };
+            return Ok(Some(memo.wrapper));
         }
         return Ok(argument.map(|i| args[i].2));
     }
@@ -300,7 +325,7 @@ unsafe fn call_encoded_object(env: Env, func: jlong, args: &[(jlong, jlong, jobj
 /// Is one of the arguments a callable (`KIND_CALLABLE`, lent a Function for the call)?
 #[inline(always)]
 fn has_callable(args: &[(jlong, jlong, jobject)]) -> bool {
-    args.iter().any(|&(kind, _, _)| kind == jlong::from(convert::KIND_CALLABLE))
+    args.iter().any(|&(word, _, _)| tie::word_kind(word) == convert::KIND_CALLABLE)
 }
 
 /// [`call_encoded_object`] with callables to lend (out of line: the other calls stay small).
@@ -360,6 +385,29 @@ unsafe fn call_lending_long(env: Env, func: jlong, args: &[(jlong, jlong, jobjec
     // SAFETY: as in `call_encoded_long`: Marshal-encoded arguments, reachable refs and Function.
     unsafe { call_encoded(env, func, args, false, &mut result, Some(&mut lent)) }?;
     // A lent Function parked here escapes (registered when `lent` goes), as any kept one.
+    long_result(result)
+}
+
+/// [`call_encoded_long`] for arguments that are all ints (the `ints*` natives, `callLong`):
+/// the same outcome, without the general decoding's state (a held value per argument to drop,
+/// the first failure, wrapper arguments' spares and result): ints decode to views that cannot
+/// fail and own nothing.
+///
+/// # Safety
+/// Java keeps the Function at `func` reachable for the call.
+#[inline(always)]
+unsafe fn call_ints<const N: usize>(func: jlong, ints: [jlong; N]) -> Result<jlong> {
+    // SAFETY: a reachable Function's handle (this function's contract).
+    let f = unsafe { function_at(func) }?;
+    let views = ints.map(AnyView::int);
+    let mut result = Any::none();
+    if usize::try_from(f.arity) != Ok(N) && f.signature().is_some() {
+        // SAFETY: `f` is `func`'s body, which Java keeps alive; the views own nothing.
+        unsafe { invoke_with_defaults(func, f, &views, &mut result) }?;
+    } else {
+        // SAFETY: as above; no view is lent.
+        unsafe { invoke(func, f, &views, &mut result) }?;
+    }
     long_result(result)
 }
 
@@ -478,7 +526,7 @@ macro_rules! call_natives {
             // SAFETY: JNI passes the calling thread's live env, valid for this native call.
     let env = unsafe { Env::from_raw(env) };
             // SAFETY: Java keeps the function reachable; ints need nothing else alive.
-            guard_call(env, 0, || unsafe { call_encoded_long(env, func, &[$((convert::KIND_INT as jlong, $a, null())),*]) })
+            guard_call(env, 0, || unsafe { call_ints(func, [$($a),*]) })
         }
     )*};
 }

@@ -305,6 +305,25 @@ pub unsafe fn lend_spare<'a>(cell: &SpareCell<'_>, obj: *mut ObjectHeader, word:
     Some(unsafe { object_argument(obj, word).lent() })
 }
 
+/// An owned reference to `obj`, whose wrapper (of `word`) Java handed native code: this
+/// thread's spare for that wrapper if it kept one (no atomic instruction), else an increment.
+///
+/// # Safety
+/// As [`object_argument`]; the wrapper stays reachable until this returns.
+#[inline(always)]
+pub unsafe fn claim_reference(obj: *mut ObjectHeader, word: i64) -> ObjectRef {
+    // SAFETY: this function's contract.
+    if let (Some(generation), Some(cell)) = (unsafe { spare_generation(obj, word) }, spare_cell()) {
+        // SAFETY: the caller holds the wrapper of that generation.
+        if unsafe { cell.take(obj, generation) } {
+            // SAFETY: the entry's reference, now ours.
+            return unsafe { ObjectRef::from_raw(obj) };
+        }
+    }
+    // SAFETY: live (the wrapper holds +1); the new reference is ours.
+    unsafe { ObjectRef::from_borrowed(obj) }
+}
+
 /// A call's result `obj` is its argument passed with `word`, whose wrapper Java returns
 /// itself: keep the result's +1 as this thread's spare for that wrapper, or drop it
 /// (`Frontend::result_argument`'s step, with the generation the word carries).

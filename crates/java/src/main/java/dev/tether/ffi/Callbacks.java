@@ -1,5 +1,7 @@
 package dev.tether.ffi;
 
+import java.lang.ref.WeakReference;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 
 /** Runs Java callables for native code (called from crates/java/src/callback.rs). */
@@ -26,26 +28,60 @@ final class Callbacks {
 
     private static final Object[] NO_ARGUMENTS = new Object[0];
 
+    /** The callable this thread last passed straight to a call, and the token it got. */
+    private static final class LastLent {
+        WeakReference<Object> callable = new WeakReference<>(null);
+        long token;
+    }
+
+    private static final ThreadLocal<LastLent> LAST_LENT = ThreadLocal.withInitial(LastLent::new);
+    private static final AtomicLong TOKENS = new AtomicLong();
+
     /**
-     * Call {@code callable} with no arguments for native code, its outcome written into the
-     * native result slot at {@code slot} (see {@link #run}).
+     * The lend token of {@code callable}, passed with it to a call ({@link Marshal#callWord}):
+     * one token names one callable for the process's life (a new one from a global counter
+     * whenever this thread passes a callable other than the one it passed last). Native code
+     * keeps the token of the callable its spare Function's weak reference was checked against
+     * (crates/java/src/callback.rs, {@code lend}), so passing the same callable again needs no
+     * JNI identity check ({@code IsSameObject}). Global, not per thread: a virtual thread's
+     * calls run on whichever carrier thread, whose spare another virtual thread aimed.
      */
-    static void invoke0(Object callable, long slot) {
-        run(callable, NO_ARGUMENTS, slot);
+    static long lendToken(Object callable) {
+        LastLent last = LAST_LENT.get();
+        if (!last.callable.refersTo(callable)) {
+            last.callable = new WeakReference<>(callable);
+            last.token = TOKENS.incrementAndGet() & TOKEN_MASK;
+        }
+        return last.token;
+    }
+
+    /** Tokens take the word's bits 8-63 (0 after 2^56 tokens: no token, checked natively). */
+    private static final long TOKEN_MASK = (1L << 56) - 1;
+
+    /**
+     * Call {@code callable} with no arguments for native code (see {@link #run}).
+     */
+    static Object invoke0(Object callable, long slot) {
+        return run(callable, NO_ARGUMENTS, slot);
     }
 
     /** As {@link #invoke0}, with the arguments {@code args}. */
-    static void invoke(Object callable, Object[] args, long slot) {
-        run(callable, args, slot);
+    static Object invoke(Object callable, Object[] args, long slot) {
+        return run(callable, args, slot);
     }
 
     /**
-     * Call {@code callable} with {@code args} and hand the outcome to native code through
-     * {@link Native#putResult} (the result, encoded as an argument is) or {@link
-     * Native#putThrown} (what it threw, with its kind and message), which write it into the
-     * calling native frame's result slot {@code slot}: no arrays, no return value to decode.
+     * Call {@code callable} with {@code args} for native code. A result that is a {@link
+     * TetherInstance} not closed is returned as is: native code reads its handle and word
+     * (JNI's field reads of a returned reference, no transition) and, when the native call that
+     * runs this callback returns that same object, hands this very reference back to Java (no
+     * slot revival). Any other outcome goes to native code through {@link Native#putResult}
+     * (the result, encoded as an argument is) or {@link Native#putThrown} (what it threw, with
+     * its kind and message), which write it into the calling native frame's result slot
+     * {@code slot}, and this returns null. A non-null return also tells native code that
+     * nothing was thrown (no exception check).
      */
-    private static void run(Object callable, Object[] args, long slot) {
+    private static Object run(Object callable, Object[] args, long slot) {
         Object result;
         try {
             result = callable instanceof TetherCallback
@@ -53,7 +89,10 @@ final class Callbacks {
                     : apply(callable, args);
         } catch (Throwable t) {
             thrown(slot, t);
-            return;
+            return null;
+        }
+        if (result != null && result.getClass() == TetherInstance.class && ((TetherInstance) result).handle > 0) {
+            return result;
         }
         int kind = Marshal.fastKind(result);
         if (kind != Marshal.SLOW) {
@@ -62,10 +101,10 @@ final class Callbacks {
                 bits = Marshal.fastBits(result, kind);
             } catch (Throwable t) { // a closed wrapper
                 thrown(slot, t);
-                return;
+                return null;
             }
             Native.putResult(slot, kind, bits, Marshal.fastRef(result, kind));
-            return;
+            return null;
         }
         int[] kinds = new int[1];
         long[] bits = new long[1];
@@ -74,9 +113,10 @@ final class Callbacks {
             Marshal.encode(result, kinds, bits, refs, 0);
         } catch (Throwable t) {
             thrown(slot, t);
-            return;
+            return null;
         }
         Native.putResult(slot, kinds[0], bits[0], refs[0]);
+        return null;
     }
 
     private static void thrown(long slot, Throwable t) {

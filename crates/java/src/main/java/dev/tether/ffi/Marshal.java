@@ -69,9 +69,12 @@ final class Marshal {
         return kind == CALLABLE ? System.identityHashCode(v) : fastBits(v, kind);
     }
 
-    /** {@link #fastWord}, for {@link #callKind}'s kinds. */
+    /**
+     * {@link #fastWord}, for {@link #callKind}'s kinds; a callable's is {@link #CALLABLE} with
+     * its lend token in bits 8-63 ({@link Callbacks#lendToken}).
+     */
     static long callWord(Object v, int kind) {
-        return kind == CALLABLE ? CALLABLE : fastWord(v, kind);
+        return kind == CALLABLE ? CALLABLE | Callbacks.lendToken(v) << 8 : fastWord(v, kind);
     }
 
     /** {@link #fastRef}, and the callable itself. */

@@ -84,6 +84,17 @@ class CallPathTest {
         assertEquals(7L, t("add").callLong(3, 4), "the function still works");
     }
 
+    /** A {@code callLong} whose count is not the arity: the signature's binding, as {@code call}'s. */
+    @Test
+    void callLongBindsMissingArgumentsAsCallDoes() {
+        String viaCall = assertThrows(TetherTypeError.class, () -> t("add").call(1L)).getMessage();
+        assertEquals(viaCall, assertThrows(TetherTypeError.class, () -> t("add").callLong(1)).getMessage());
+        viaCall = assertThrows(TetherTypeError.class, () -> t("greet").call(1L)).getMessage();
+        assertEquals(viaCall, assertThrows(TetherTypeError.class, () -> t("greet").callLong(1)).getMessage(),
+                "a default filled in, then the argument's type refused");
+        assertEquals(3L, t("add").callLong(1, 2));
+    }
+
     @Test
     void everyArityOnBothPaths() {
         TetherFunction add = t("add");

@@ -112,6 +112,109 @@ class LentCallableTest {
         assertEquals(2.5, CALL.call((TetherCallback) a -> 2.5));
     }
 
+    /**
+     * A callback whose result is a {@code TetherInstance} hands it back itself (native code
+     * reads its fields, and the lending call returns that reference when its result is the
+     * same object): every way it can come back is the one wrapper, and nothing is left behind.
+     */
+    @Test
+    void callbacksReturningWrappers() throws InterruptedException {
+        lentOnce();
+        long base = settledLive();
+        TetherInstance x = (TetherInstance) t("make_pair").call(1L, 2L);
+        TetherInstance y = (TetherInstance) t("make_pair").call(3L, 4L);
+        TetherCallback returnsX = a -> x;
+        for (int i = 0; i < 100; i++) {
+            assertSame(x, CALL.call(returnsX), "the same wrapper, call after call");
+        }
+        assertSame(x, CALL.call((TetherCallback) a -> a[0], x), "its argument");
+        assertSame(y, CALL.call((TetherCallback) a -> y, x), "another wrapper than its argument");
+        assertNull(CALL.call((TetherCallback) a -> null, x));
+        assertSame(x, t("call_times").call(returnsX, 5L), "several callbacks in one call");
+        assertSame(y, t("call_times").call((TetherCallback) a -> a.length == 0 ? y : x, 3L));
+        assertSame(x, t("call_in_thread").call(returnsX), "returned on a native thread");
+        assertSame(y, CALL.call((TetherCallback) a -> CALL.call((TetherCallback) b -> y)), "nested");
+        assertSame(x, CALL.call((TetherCallback) a -> {
+            assertSame(y, CALL.call((TetherCallback) b -> y));
+            return x;
+        }), "a nested call's result is not the outer one's");
+        assertSame(x, ECHO.call(CALL.call(returnsX)));
+        TetherFunction ints = t("call");
+        for (int i = 0; i < 5; i++) {
+            assertEquals(7L, ints.call((TetherCallback) a -> 7L), "ints: the long-returning natives");
+        }
+        assertSame(x, ints.call(returnsX), "a wrapper through the long-returning natives");
+        RuntimeException planted = new IllegalArgumentException("planted");
+        assertSame(planted, assertThrows(RuntimeException.class, () -> CALL.call((TetherCallback) a -> {
+            if (a.length == 0) {
+                throw planted;
+            }
+            return x;
+        })));
+        TetherInstance z = (TetherInstance) t("make_pair").call(5L, 6L);
+        assertThrows(IllegalStateException.class, () -> CALL.call((TetherCallback) a -> {
+            z.close();
+            return z;
+        }), "closed inside the callback");
+        TetherInstance w = (TetherInstance) t("make_pair").call(7L, 8L);
+        int[] calls = {0};
+        Object last = t("call_times").call((TetherCallback) a -> {
+            switch (calls[0]++) {
+                case 0: return w;
+                case 1: w.close(); return null; // the call drops the first result: w's object goes
+                default: return List.of(1L, 2L); // a new object, maybe at w's object's address
+            }
+        }, 3L);
+        assertEquals(List.of(1L, 2L), new ArrayList<>((TetherList) last), "not the wrapper closed meanwhile");
+        last = null;
+        assertEquals(1L, x.get("first"));
+        x.close();
+        y.close();
+        assertBackTo(base);
+    }
+
+    /**
+     * Lend tokens ({@link Callbacks#lendToken}): the spare Function is aimed at the right
+     * callable whichever callables threads pass in turn, the same one again, or one that was
+     * collected meanwhile.
+     */
+    @Test
+    void alternatingCallablesAcrossThreads() throws InterruptedException {
+        TetherCallback a = args -> "a";
+        TetherCallback b = args -> "b";
+        for (int i = 0; i < 50; i++) {
+            assertEquals("a", CALL.call(a));
+            assertEquals("a", CALL.call(a));
+            assertEquals("b", CALL.call(b));
+            long n = i;
+            assertEquals(n, CALL.call((TetherCallback) args -> n), "a new callable, then collectable");
+        }
+        System.gc();
+        assertEquals("b", CALL.call(b));
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        List<Thread> threads = new ArrayList<>();
+        for (int t = 0; t < 3; t++) {
+            int id = t;
+            Thread thread = new Thread(() -> {
+                try {
+                    for (int k = 0; k < 300; k++) {
+                        TetherCallback mine = (k + id) % 3 == 0 ? a : b;
+                        assertEquals(mine == a ? "a" : "b", CALL.call(mine));
+                        assertSame(mine, ECHO.call(mine));
+                    }
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                }
+            });
+            threads.add(thread);
+            thread.start();
+        }
+        for (Thread thread : threads) {
+            thread.join();
+        }
+        assertNull(failure.get());
+    }
+
     @Test
     void callablesFromManyThreads() throws InterruptedException {
         lentOnce();
