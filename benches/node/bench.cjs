@@ -47,6 +47,12 @@ const SCALE_BODIES = {
 // caused by its own peer's objects, instead of a repeat (the rounds interleave) paying for
 // the previous peer's garbage whenever V8 happens to collect.
 const COLLECTS = new Set(['W4']);
+// Workloads whose cost per op depends on how many ops a repeat holds (construction: the
+// garbage collections a repeat pays for grow with it) run the same count for every peer
+// instead of a count calibrated to a time: calibrated counts differed up to 7x between peers
+// (raw Node-API 8,010 objects per repeat against tether's 53,590 in one run), which moved a
+// peer's figure 3x between runs.
+const FIXED_COUNTS = { W4: quick ? 2_000 : 100_000 };
 
 function makeLoop(body, peer) {
   // A fresh function per (peer, workload): its own type feedback. The peer's name goes into
@@ -278,8 +284,12 @@ async function main() {
       let n = 1000;
       while (Date.now() < end) loop(n);
       let dt;
-      while ((dt = loop(n)) < TARGET_NS / 4 && n < 2 ** 28) n *= 2;
-      n = Math.max(1, Math.min(2 ** 28, Math.round((n * TARGET_NS) / Math.max(dt, 1))));
+      if (FIXED_COUNTS[w] !== undefined) {
+        n = FIXED_COUNTS[w];
+      } else {
+        while ((dt = loop(n)) < TARGET_NS / 4 && n < 2 ** 28) n *= 2;
+        n = Math.max(1, Math.min(2 ** 28, Math.round((n * TARGET_NS) / Math.max(dt, 1))));
+      }
       runs.push({ name, loop, n, samples: [] });
     }
     for (let r = 0; r < REPEATS; r++) {
