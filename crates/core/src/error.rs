@@ -304,10 +304,12 @@ pub fn catch_panic<R>(f: impl FnOnce() -> Result<R>) -> Result<R> {
     }
 }
 
-/// [`catch_panic`] for the body of a `safe_call` registered with `catch_frame::register`
-/// (which installs the hook): no per-call mark at all.
+/// [`catch_panic`] for the body of a `safe_call` registered as a catching frame
+/// ([`register_catching_safe_call`], or core's own when it makes a Function): no per-call
+/// mark at all. Elsewhere a panic is still caught, but the panic hook, seeing no catching
+/// frame, also prints it.
 #[inline]
-pub(crate) fn catch_panic_registered<R>(f: impl FnOnce() -> Result<R>) -> Result<R> {
+pub fn catch_panic_registered<R>(f: impl FnOnce() -> Result<R>) -> Result<R> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| catch_frame::run_in_registered(f))) {
         Ok(r) => r,
         Err(panic) => Err(panic_error(panic)),
@@ -319,6 +321,13 @@ pub(crate) fn catch_panic_registered<R>(f: impl FnOnce() -> Result<R>) -> Result
 pub(crate) fn register_catching_frame(start: usize) {
     install_panic_hook();
     catch_frame::register(start);
+}
+
+/// Make a frontend's own `safe_call` (one whose body runs under [`catch_panic_registered`]) a
+/// frame whose panics are caught quietly, as core's Function bodies are: a callback's glue
+/// then pays no per-call mark (two calls, [`catch_panic`]'s cost). Idempotent.
+pub fn register_catching_safe_call(safe_call: crate::function::SafeCallFn) {
+    register_catching_frame(safe_call as usize);
 }
 
 /// The error for a caught panic: the MemoryError for a failed allocation ([`OutOfMemory`]),

@@ -498,11 +498,16 @@ pub fn carried_throwable(err: &Error) -> Option<jobject> {
     (opaque.owner == JVM_OWNER && !opaque.ptr.is_null()).then_some(opaque.ptr as jobject)
 }
 
+/// Make [`call_java`] a catching frame (once, at load), so its body runs under
+/// `catch_panic_registered`: no per-call mark (`catch_panic`'s cost two calls per callback).
+pub fn register_safe_call() {
+    tether_core::error::register_catching_safe_call(call_java);
+}
+
 unsafe extern "C" fn call_java(handle: *mut ObjectHeader, args: *const AnyView<'_>, n: i32, result: *mut Any) -> i32 {
-    // Plain `catch_unwind`, as the call natives' `errors::guard_call`: what runs here is this
-    // crate's glue around the upcall (a panic in it is a bug, reported by the panic hook and
-    // raised as a RustPanic); `catch_panic`'s frame marker cost two calls per callback.
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<()> {
+    // A registered catching frame (`register_safe_call`): a panic in this glue (a bug) is
+    // raised as a RustPanic.
+    let outcome = tether_core::error::catch_panic_registered(|| -> Result<()> {
         // SAFETY: `handle` is a live Function made by `function_for`; `args` holds `n` cells.
         let (cb, args) = unsafe {
             let func = &(*(handle as *const ObjectBox<FunctionObj>)).value;
@@ -535,15 +540,11 @@ unsafe extern "C" fn call_java(handle: *mut ObjectHeader, args: *const AnyView<'
             // SAFETY: no memo; the caller's result cell holds None and is ours to fill.
             Err(_) => attach::with_env(|env| unsafe { invoke(env, cb, args, std::ptr::null_mut(), result) })?,
         }
-    }));
+    });
     match outcome {
-        Ok(Ok(())) => 0,
-        Ok(Err(e)) => {
+        Ok(()) => 0,
+        Err(e) => {
             tether_core::error::set_last_error(e);
-            -1
-        }
-        Err(panic) => {
-            tether_core::error::set_last_error(tether_core::error::panic_error(panic));
             -1
         }
     }

@@ -30,6 +30,7 @@ use jni_sys::{jint, JavaVM, JNI_ERR, JNI_VERSION_1_8};
 pub extern "system" fn JNI_OnLoad(vm: *mut JavaVM, _reserved: *mut std::ffi::c_void) -> jint {
     let loaded = std::panic::catch_unwind(|| {
         attach::set_vm(vm);
+        callback::register_safe_call();
         // Another frontend's tether-core runs this process (Python started this JVM through
         // JPype): this copy becomes its guest (objects, types and modules shared; every object
         // tied through the side table, no allocator of ours). One of another ABI version cannot

@@ -405,7 +405,7 @@ unsafe fn call_ints<const N: usize>(func: jlong, ints: [jlong; N]) -> Result<jlo
         // SAFETY: `f` is `func`'s body, which Java keeps alive; the views own nothing.
         unsafe { invoke_with_defaults(func, f, &views, &mut result) }?;
     } else {
-        // SAFETY: as above; no view is lent.
+        // SAFETY: `f` is `func`'s body, which Java keeps alive; the int views own and lend nothing.
         unsafe { invoke(func, f, &views, &mut result) }?;
     }
     long_result(result)

@@ -296,7 +296,12 @@ impl Drop for LentCallable {
 /// the stack in 16-byte moves that straddled the 8-byte stores which made it, each a failed
 /// store forwarding (a stall of a dozen cycles; 8% of W7 under perf).
 #[inline]
-pub fn for_call(state: &EnvState, f: Value, link: &'static Link, lent: &mut Option<LentCallable>) -> JsResult<Option<Function>> {
+pub fn for_call(
+    state: &EnvState,
+    f: Value,
+    link: &'static Link,
+    lent: &mut Option<LentCallable>,
+) -> JsResult<Option<Function>> {
     if lent.is_some() {
         return registered(state, f, Some(link)).map(Some);
     }
@@ -314,14 +319,20 @@ pub fn for_call(state: &EnvState, f: Value, link: &'static Link, lent: &mut Opti
     Ok(None)
 }
 
-/// The `safe_call` of Functions made from JS functions.
+/// Make [`js_callback_call`] a catching frame (once per process; `init_env` calls it), so its
+/// body runs under `catch_panic_registered`, with no per-call mark.
+pub fn register_safe_call() {
+    tether_core::error::register_catching_safe_call(js_callback_call);
+}
+
+/// The `safe_call` of Functions made from JS functions (a registered catching frame).
 unsafe extern "C" fn js_callback_call(
     handle: *mut ObjectHeader,
     args: *const AnyView<'_>,
     n: i32,
     result: *mut Any,
 ) -> i32 {
-    let outcome = catch_panic(|| {
+    let outcome = tether_core::error::catch_panic_registered(|| {
         let cb = js_callable_of(handle).expect("our safe_call");
         let args = if n <= 0 {
             &[][..]

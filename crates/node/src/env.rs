@@ -295,6 +295,7 @@ unsafe extern "C" fn cleanup_env(arg: *mut c_void) {
 pub fn init_env(env: Env) -> JsResult<Arc<EnvState>> {
     tether_core::init();
     let tag = *FRONTEND_TAG.get_or_init(|| {
+        crate::callback::register_safe_call();
         tether_core::alloc::install_frontend_allocator(
             <EnvState as TieHost>::LAYOUT,
             <EnvState as TieHost>::RESERVE,

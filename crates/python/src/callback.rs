@@ -18,7 +18,7 @@ use tether_core::any::{Any, AnyView, TypeIndex};
 use tether_core::arc::{ObjectBox, ObjectRef};
 pub use tether_core::boundary::Lent;
 use tether_core::boundary::{CallableRegistry, LentFunctions};
-use tether_core::error::{catch_panic, set_last_error};
+use tether_core::error::set_last_error;
 use tether_core::function::{Function, FunctionObj, FUNC_LEAF, FUNC_NONBLOCKING};
 use tether_core::object::ObjectHeader;
 use tether_core::Error;
@@ -192,6 +192,12 @@ unsafe extern "C" fn drop_callable(data: *mut c_void) {
     pending::release(Release::Decref(data as *mut ffi::PyObject));
 }
 
+/// Make [`call_callable`] a catching frame (once, at module init), so its body runs under
+/// `catch_panic_registered`, with no per-call mark (two calls per callback under `catch_panic`).
+pub fn register_safe_call() {
+    tether_core::error::register_catching_safe_call(call_callable);
+}
+
 unsafe extern "C" fn call_callable(
     handle: *mut ObjectHeader,
     args: *const AnyView<'_>,
@@ -208,7 +214,7 @@ unsafe extern "C" fn call_callable(
     // SAFETY: both only read this thread's and the runtime's thread state.
     let gstate = (!unsafe { holds_gil() }).then(|| unsafe { ffi::PyGILState_Ensure() });
     // SAFETY: `handle` is a live Function made by `function_for`; `args` holds `n` cells.
-    let outcome = catch_panic(|| unsafe {
+    let outcome = tether_core::error::catch_panic_registered(|| unsafe {
         pending::drain();
         let callable = (*(handle as *const ObjectBox<FunctionObj>)).value.data as *mut ffi::PyObject;
         let args = if n <= 0 { &[][..] } else { std::slice::from_raw_parts(args, n as usize) };

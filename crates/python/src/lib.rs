@@ -48,6 +48,7 @@ static ALLOCATOR: OnceLock<Result<u32, String>> = OnceLock::new();
 fn install_allocator() -> PyResult<u32> {
     let r = ALLOCATOR.get_or_init(|| {
         tether_core::init();
+        callback::register_safe_call();
         state::frontend().install_allocator(Some(pending::on_native_free)).map_err(|e| e.to_string())
     });
     r.clone().map_err(pyo3::exceptions::PyRuntimeError::new_err)
