@@ -223,7 +223,7 @@ unsafe extern "C" fn native_function_callback(raw_env: sys::napi_env, info: sys:
     // `EnvState::unscoped_callbacks`); the caller's budget is back when it returns.
     let caller_budget = state.unscoped_callbacks.replace(crate::env::UNSCOPED_CALLBACKS);
     // SAFETY: the frame is this env's and the shim just filled it in; `info` is this call's.
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || unsafe {
         call_counted(state, wrapper, frame, env, info, mask, count, any_count)
     }));
     state.unscoped_callbacks.set(caller_budget);
