@@ -207,42 +207,48 @@ unsafe extern "C" fn native_function_callback(raw_env: sys::napi_env, info: sys:
     // SAFETY: called by Node on this env's JS thread after init.
     let state = unsafe { crate::env::state_of(env) };
     let frame = state.frame;
-    // SAFETY: the frame is this env's and the shim just filled it in; the function handle is
-    // that of the shim's own wrapper, alive while the shim runs.
-    let (wrapper, mask, count, any_count) = unsafe {
-        let f = &*frame;
-        match wrapper_of_handle(f.function) {
-            Some(w) => (w, f.mask, (f.count & !FRAME_ANY_COUNT) as usize, f.count & FRAME_ANY_COUNT != 0),
-            None => {
-                throw(state, Fail::Native(Error::runtime("a native function was called without its call frame")));
-                return ptr::null_mut();
-            }
-        }
-    };
     // This call's own V8 handle scope takes its first callbacks' handles (see
     // `EnvState::unscoped_callbacks`); the caller's budget is back when it returns.
     let caller_budget = state.unscoped_callbacks.replace(crate::env::UNSCOPED_CALLBACKS);
-    // SAFETY: the frame is this env's and the shim just filled it in; `info` is this call's.
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || unsafe {
-        call_counted(state, wrapper, frame, env, info, mask, count, any_count)
+    // The closure captures four values and returns the call's JS value (an error thrown,
+    // an argument result written to the frame, inside): what crosses `catch_unwind` is small.
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        // SAFETY: the frame is this env's and the shim just filled it in; the function handle
+        // is that of the shim's own wrapper, alive while the shim runs; `info` is this call's.
+        let called = unsafe {
+            let f = &*frame;
+            match wrapper_of_handle(f.function) {
+                Some(w) => call_counted(
+                    state,
+                    w,
+                    frame,
+                    env,
+                    info,
+                    f.mask,
+                    (f.count & !FRAME_ANY_COUNT) as usize,
+                    f.count & FRAME_ANY_COUNT != 0,
+                ),
+                None => Err(Fail::Native(Error::runtime("a native function was called without its call frame"))),
+            }
+        };
+        match called {
+            Ok(Outcome::Value(v)) => v,
+            Ok(Outcome::Argument(i)) => {
+                // SAFETY: the env's frame, on its JS thread; the shim reads it right after.
+                unsafe { (*frame).returned = i as i32 };
+                ptr::null_mut()
+            }
+            Err(fail) => {
+                throw(state, fail);
+                ptr::null_mut()
+            }
+        }
     }));
     state.unscoped_callbacks.set(caller_budget);
-    match outcome {
-        Ok(Ok(Outcome::Value(v))) => v,
-        Ok(Ok(Outcome::Argument(i))) => {
-            // SAFETY: the env's frame, on its JS thread; the shim reads it right after.
-            unsafe { (*frame).returned = i as i32 };
-            ptr::null_mut()
-        }
-        Ok(Err(fail)) => {
-            throw(state, fail);
-            ptr::null_mut()
-        }
-        Err(panic) => {
-            throw(state, Fail::Native(tether_core::error::panic_error(panic)));
-            ptr::null_mut()
-        }
-    }
+    outcome.unwrap_or_else(|panic| {
+        throw(state, Fail::Native(tether_core::error::panic_error(panic)));
+        ptr::null_mut()
+    })
 }
 
 /// Read the JS arguments (none when the frame carries them all) and call; exact small counts
