@@ -1,6 +1,7 @@
 package dev.tether.ffi;
 
 import static dev.tether.ffi.TestSupport.assertBackTo;
+import static dev.tether.ffi.TestSupport.onThreads;
 import static dev.tether.ffi.TestSupport.settledLive;
 import static dev.tether.ffi.TestSupport.t;
 import static org.junit.jupiter.api.Assertions.*;
@@ -191,55 +192,26 @@ class LentCallableTest {
         }
         System.gc();
         assertEquals("b", CALL.call(b));
-        AtomicReference<Throwable> failure = new AtomicReference<>();
-        List<Thread> threads = new ArrayList<>();
-        for (int t = 0; t < 3; t++) {
-            int id = t;
-            Thread thread = new Thread(() -> {
-                try {
-                    for (int k = 0; k < 300; k++) {
-                        TetherCallback mine = (k + id) % 3 == 0 ? a : b;
-                        assertEquals(mine == a ? "a" : "b", CALL.call(mine));
-                        assertSame(mine, ECHO.call(mine));
-                    }
-                } catch (Throwable e) {
-                    failure.compareAndSet(null, e);
-                }
-            });
-            threads.add(thread);
-            thread.start();
-        }
-        for (Thread thread : threads) {
-            thread.join();
-        }
-        assertNull(failure.get());
+        onThreads(3, id -> {
+            for (int k = 0; k < 300; k++) {
+                TetherCallback mine = (k + id) % 3 == 0 ? a : b;
+                assertEquals(mine == a ? "a" : "b", CALL.call(mine));
+                assertSame(mine, ECHO.call(mine));
+            }
+        });
     }
 
     @Test
     void callablesFromManyThreads() throws InterruptedException {
         lentOnce();
         long base = settledLive();
-        List<Thread> threads = new ArrayList<>();
-        AtomicReference<Throwable> failure = new AtomicReference<>();
-        for (int i = 0; i < 4; i++) {
-            Thread thread = new Thread(() -> {
-                try {
-                    TetherCallback shared = a -> 7L;
-                    for (int k = 0; k < 500; k++) {
-                        assertEquals(7L, CALL.call(shared));
-                        assertSame(shared, ECHO.call(shared));
-                    }
-                } catch (Throwable e) {
-                    failure.compareAndSet(null, e);
-                }
-            });
-            threads.add(thread);
-            thread.start();
-        }
-        for (Thread thread : threads) {
-            thread.join();
-        }
-        assertNull(failure.get());
+        onThreads(4, id -> {
+            TetherCallback shared = a -> 7L;
+            for (int k = 0; k < 500; k++) {
+                assertEquals(7L, CALL.call(shared));
+                assertSame(shared, ECHO.call(shared));
+            }
+        });
         assertBackTo(base); // each thread's spare went when it exited
     }
 

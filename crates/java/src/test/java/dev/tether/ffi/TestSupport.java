@@ -1,9 +1,13 @@
 package dev.tether.ffi;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
 
 /** Helpers shared by the conformance tests. */
 final class TestSupport {
@@ -11,6 +15,36 @@ final class TestSupport {
 
     static TetherFunction t(String name) {
         return Tether.getGlobalFunc("testing." + name);
+    }
+
+    /** A test body run on one thread (its index given); it may throw anything. */
+    interface ThreadBody {
+        void run(int index) throws Throwable;
+    }
+
+    /**
+     * Run {@code body} on {@code count} threads at once, join them all, and fail with the first
+     * thing any of them threw.
+     */
+    static void onThreads(int count, ThreadBody body) throws InterruptedException {
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        List<Thread> threads = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            int index = i;
+            Thread thread = new Thread(() -> {
+                try {
+                    body.run(index);
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                }
+            });
+            threads.add(thread);
+            thread.start();
+        }
+        for (Thread thread : threads) {
+            thread.join();
+        }
+        assertNull(failure.get());
     }
 
     static long live() {
