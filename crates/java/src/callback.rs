@@ -426,6 +426,7 @@ impl<'e> LentArgs<'e> {
 }
 
 impl Drop for LentArgs<'_> {
+    #[inline(always)]
     fn drop(&mut self) {
         // SAFETY: as in `lend`.
         let tl = unsafe { lending_at(self.lending) };
