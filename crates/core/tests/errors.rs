@@ -104,3 +104,38 @@ fn errors_returned_as_values_are_objects() {
     let e = Error::from_object(v.into_object().unwrap()).unwrap();
     assert_eq!(e.kind(), "KeyError");
 }
+
+/// A frontend's own `safe_call`, registered as a catching frame, whose body panics.
+unsafe extern "C" fn panicking_safe_call(
+    _handle: *mut tether_core::object::ObjectHeader,
+    args: *const AnyView<'_>,
+    n: i32,
+    result: *mut Any,
+) -> i32 {
+    let outcome = tether_core::error::catch_panic_registered(|| {
+        // SAFETY: the caller passes `n` live cells.
+        let args = if n <= 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(args, n as usize) } };
+        match args.first().and_then(|a| a.as_int()) {
+            Some(v) if v >= 0 => Ok(Any::int(v)),
+            _ => panic!("negative argument in a frontend's glue"),
+        }
+    });
+    // SAFETY: the caller's result cell holds None and is ours to fill.
+    unsafe { tether_core::function::finish_call(outcome, result) }
+}
+
+#[test]
+fn a_registered_frontend_safe_call_turns_its_panics_into_rust_panic_errors() {
+    let _g = common::serial();
+    tether_core::error::register_catching_safe_call(panicking_safe_call);
+    tether_core::error::register_catching_safe_call(panicking_safe_call); // idempotent
+                                                                          // SAFETY: `panicking_safe_call` follows the call ABI and has no data to free.
+    let f = unsafe {
+        Function::from_raw_parts(panicking_safe_call, std::ptr::null_mut(), None, "tests.frontend_glue", 1, 0)
+    };
+    assert_eq!(f.call(&[AnyView::int(3)]).unwrap().view().as_int(), Some(3));
+    let e = f.call(&[AnyView::int(-1)]).unwrap_err();
+    assert_eq!((e.kind(), e.message()), ("RustPanic", "negative argument in a frontend's glue"));
+    assert!(e.backtrace().contains("tests/errors.rs"), "the hook recorded where: {:?}", e.backtrace());
+    assert_eq!(f.call(&[AnyView::int(4)]).unwrap().view().as_int(), Some(4), "still callable after a panic");
+}
