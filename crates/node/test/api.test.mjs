@@ -343,6 +343,25 @@ test('a function keeps its native side across calls however it is made: frozen, 
   await expectLiveBackTo(baseline, 'the functions\' native sides went with them');
 });
 
+test('a revoked proxy callback and a callback recursing through native code until the stack runs out are errors, and the env goes on', async () => {
+  const baseline = await settledBaseline();
+  (() => {
+    const { proxy, revoke } = Proxy.revocable(() => 5, {});
+    assert.equal(testing.call(proxy), 5); // linked, then lent
+    revoke();
+    for (let i = 0; i < 3; i++) {
+      assert.throws(() => testing.call(proxy), (e) => e instanceof TypeError && /revoked/.test(e.message));
+    }
+    assert.equal(testing.echo(proxy), proxy, 'still the same function to native code');
+    const deep = (n) => (n > 0 ? testing.call(deep, n - 1) + 1 : 0);
+    assert.equal(testing.call(deep, 50), 50);
+    assert.throws(() => testing.call(deep, 1_000_000), RangeError);
+    assert.equal(testing.call(deep, 10), 10, 'calls go on after the overflow');
+    assert.equal(testing.add3(1, 2, 3), 6);
+  })();
+  await expectLiveBackTo(baseline, 'nothing left behind by the failed calls');
+});
+
 test('a lent Function the callee keeps becomes the function\'s registered Function', async () => {
   const baseline = await settledBaseline();
   await (async () => {
