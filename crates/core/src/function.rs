@@ -160,11 +160,16 @@ pub unsafe fn finish_call(outcome: Result<Any>, result: *mut Any) -> i32 {
             unsafe { result.write(value) };
             0
         }
-        Err(e) => {
-            set_last_error(e);
-            -1
-        }
+        Err(e) => failed_call(e),
     }
+}
+
+/// [`finish_call`]'s error arm, out of line: the successful path then saves no registers.
+#[cold]
+#[inline(never)]
+fn failed_call(error: Error) -> i32 {
+    set_last_error(error);
+    -1
 }
 
 /// The body of every Rust-closure `safe_call`: the closure `F` boxed in the function's `data`
@@ -514,10 +519,12 @@ pub fn arity_error(name: &str, expected: usize, given: usize) -> Error {
     Error::type_error(crate::signature::arity_message(name, None, expected, given))
 }
 
+/// A typed call given `args` where it takes `expected`: what was lent is released.
 #[cold]
 #[inline(never)]
-fn arity_error_of(func: &FunctionObj, expected: usize, given: usize) -> Error {
-    Error::type_error(crate::signature::arity_message(func.name_str(), func.signature(), expected, given))
+fn arity_mismatch(func: &FunctionObj, expected: usize, args: &[AnyView<'_>]) -> Error {
+    args.iter().for_each(AnyView::release_if_lent);
+    Error::type_error(crate::signature::arity_message(func.name_str(), func.signature(), expected, args.len()))
 }
 
 macro_rules! typed_fn {
@@ -535,8 +542,7 @@ macro_rules! typed_fn {
             #[inline]
             fn call_packed(&self, func: &FunctionObj, args: &[AnyView<'_>]) -> Result<Any> {
                 if args.len() != $n {
-                    args.iter().for_each(AnyView::release_if_lent);
-                    return Err(arity_error_of(func, $n, args.len()));
+                    return Err(arity_mismatch(func, $n, args));
                 }
                 // Every argument is converted before the first error is reported, so each
                 // lent argument is consumed exactly once (see `FUNC_ADOPTS_LENT`); the branch
