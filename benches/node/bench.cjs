@@ -1,6 +1,7 @@
 // Node workloads for `cargo xtask bench`: tether-ffi against napi-rs and raw Node-API.
 // usage: node --expose-gc bench.cjs --out FILE --peers DIR --tether DIR [--quick] [--only W4]
-// (--only: workloads by hand, e.g. W3 or W1,W3; W5, W8 and W9 run only without it)
+// (--only: workloads by hand, e.g. W3 or W1,W3; W5, W8, W9 and the instruction counts run only
+// without it)
 // Each (peer, workload) gets its own loop function (new Function), so every call site sees one
 // callee and stays monomorphic, as in hand-written code. Loops are warmed, then timed with
 // process.hrtime.bigint; rounds interleave the peers so drift hits all of them alike.
@@ -255,6 +256,67 @@ async function runW9(names) {
   return records;
 }
 
+// Instruction counts (`valgrind --tool=callgrind`, which counts what the CPU is asked to run,
+// the same on every CPU model): one process per peer and workload warms the workload's loop,
+// then runs it at two iteration counts, each between two marker calls (`process.ppid`, whose
+// getppid() is where callgrind dumps its counts); (Ir(high) - Ir(low)) / (high - low) is one
+// iteration's cost, the loop's own step included for every peer alike. V8 runs single-threaded
+// there, so a background compile or marking thread cannot land in one part and not the other.
+const COUNTED = quick ? ['W1'] : ['W1', 'W2', 'W3', 'W4', 'W7'];
+const COUNT_WARMUP = quick ? 20_000 : 200_000;
+const [COUNT_LOW, COUNT_HIGH] = quick ? [2_000, 12_000] : [20_000, 120_000];
+const MARKER = 'getppid';
+
+function countChild(peerName, w, low, high) {
+  const { peers } = loadPeers(peerName);
+  const args = peers[peerName]?.[w];
+  if (!args) throw new Error(`${peerName} cannot run ${w}`);
+  const loop = makeLoop(BODIES[w], peerName)(...args);
+  loop(COUNT_WARMUP);
+  void process.ppid;
+  loop(low);
+  void process.ppid;
+  loop(high);
+  void process.ppid;
+}
+
+function runCounts(peers) {
+  const { spawnSync } = require('child_process');
+  if (spawnSync('valgrind', ['--version']).status !== 0) {
+    console.log('node instruction counts skipped: valgrind is not installed');
+    return [];
+  }
+  const os = require('os');
+  const records = [];
+  for (const w of COUNTED) {
+    for (const name of Object.keys(peers).filter((n) => peers[n][w])) {
+      const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tether-count-'));
+      const cg = path.join(tmp, 'callgrind.out');
+      const child = spawnSync('valgrind', ['--tool=callgrind', `--dump-before=${MARKER}`, `--callgrind-out-file=${cg}`,
+        process.execPath, '--single-threaded', __filename, '--peers', peersDir, '--tether', tetherDir,
+        '--count', name, w, String(COUNT_LOW), String(COUNT_HIGH)], { encoding: 'utf8' });
+      // Part 1 is the start-up and warm-up, parts 2 and 3 the two loops, the last file the exit.
+      const totals = [2, 3].map((part) => {
+        try {
+          return Number(/^totals: (\d+)/m.exec(fs.readFileSync(`${cg}.${part}`, 'utf8'))?.[1]);
+        } catch {
+          return NaN;
+        }
+      });
+      fs.rmSync(tmp, { recursive: true, force: true });
+      if (child.status !== 0 || totals.some(Number.isNaN)) {
+        console.log(`node ${w} instr ${name.padEnd(8)} failed: ${(child.stderr ?? '').slice(-300)}`);
+        continue;
+      }
+      const value = (totals[1] - totals[0]) / (COUNT_HIGH - COUNT_LOW);
+      console.log(`node ${w} instr ${name.padEnd(8)} ${value.toFixed(2).padStart(9)} instr/op  (n=${COUNT_HIGH - COUNT_LOW})`);
+      records.push({ lang: 'node', workload: `${w} instr`, peer: name, value, unit: 'instr/op',
+        n: COUNT_HIGH - COUNT_LOW, repeats: 1, min: value, max: value });
+    }
+  }
+  return records;
+}
+
 function median(xs) {
   const s = [...xs].sort((a, b) => a - b);
   return s[s.length >> 1];
@@ -263,6 +325,12 @@ function median(xs) {
 async function main() {
   if (opt('--w5')) {
     w5Child(opt('--w5'), Number(opt('--w5-count')));
+    return;
+  }
+  const count = args.indexOf('--count');
+  if (count >= 0) {
+    const [peer, w, low, high] = args.slice(count + 1, count + 5);
+    countChild(peer, w, Number(low), Number(high));
     return;
   }
   const { peers, skipped } = loadPeers();
@@ -310,6 +378,7 @@ async function main() {
   if (!only) {
     records.push(...runW5(Object.keys(peers).filter((name) => peers[name].fresh)));
     records.push(...(await runW9(Object.keys(peers).filter((name) => peers[name].W2))));
+    records.push(...runCounts(peers));
   }
   const versions = { node: process.version, 'node-api': process.versions.napi };
   fs.writeFileSync(out, JSON.stringify({ records, versions, skipped }, null, 1));

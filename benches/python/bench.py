@@ -2,6 +2,7 @@
 
 usage: python bench.py --peers DIR --out FILE [--quick]
        python bench.py --peers DIR --w5 PEER      (one W5 measurement, run in a fresh process)
+       python bench.py --peers DIR --count PEER WORKLOAD LOW HIGH   (two loops, for callgrind)
 
 Timing is timeit's: a statement compiled into a `for` loop, the loop's time divided by its
 count; repeats are interleaved across the peers (round r runs repeat r of every peer), and the
@@ -15,8 +16,11 @@ import json
 import os
 import platform
 import random
+import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import timeit
@@ -236,6 +240,71 @@ def record(workload, peer, value, n, samples, unit="ns/op"):
                 repeats=len(samples), min=min(samples), max=max(samples))
 
 
+# Instruction counts (`valgrind --tool=callgrind`, which counts what the CPU is asked to run,
+# the same on every CPU model): one process per peer and workload runs the workload's timeit
+# loop at two iteration counts, each between two marker calls (`os.getppid`, at which callgrind
+# dumps its counts); (Ir(high) - Ir(low)) / (high - low) is the cost of one iteration, timeit's
+# loop step included for every peer alike.
+COUNTED = ["W1", "W2", "W3", "W4", "W7"]
+COUNTED_QUICK = ["W1"]
+COUNT_WARMUP = 20_000
+COUNT_LOW, COUNT_HIGH = 20_000, 120_000
+COUNT_LOW_QUICK, COUNT_HIGH_QUICK = 2_000, 12_000
+MARKER = "getppid"
+
+
+def count_child(peers_dir, peer, workload, low, high):
+    """Run `workload`'s statement low, then high times, each between two markers."""
+    loaded, skipped = load_peers(peers_dir, only=peer)
+    if peer not in loaded:
+        raise SystemExit(f"{peer} not loaded: {skipped[0][1] if skipped else '?'}")
+    timer = timer_for(workload, loaded[peer])
+    timer.timeit(COUNT_WARMUP)
+    os.getppid()
+    timer.timeit(low)
+    os.getppid()
+    timer.timeit(high)
+    os.getppid()
+
+
+def instructions_per_iteration(peers_dir, peer, workload, low, high):
+    """Instructions per iteration of `workload`'s loop for `peer` (None if the run failed)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "callgrind.out")
+        run = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--dump-before={MARKER}", f"--callgrind-out-file={out}",
+             sys.executable, os.path.abspath(__file__), "--peers", peers_dir,
+             "--count", peer, workload, str(low), str(high)],
+            capture_output=True, text=True, check=False)
+        totals = []
+        # Part 1 is the start-up, parts 2 and 3 the two loops, the last file the exit.
+        for part in (2, 3):
+            try:
+                with open(f"{out}.{part}") as f:
+                    totals += [int(m.group(1)) for m in re.finditer(r"^totals: (\d+)", f.read(), re.M)]
+            except OSError:
+                pass
+    if run.returncode != 0 or len(totals) != 2:
+        print(f"python {workload} instr {peer:<8} failed: {run.stderr.strip()[-300:]}")
+        return None
+    return (totals[1] - totals[0]) / (high - low)
+
+
+def run_counts(peers_dir, names, quick):
+    """`<workload> instr` records: instructions per iteration of each workload's loop."""
+    if shutil.which("valgrind") is None:
+        print("python instruction counts skipped: valgrind is not installed")
+        return []
+    low, high = (COUNT_LOW_QUICK, COUNT_HIGH_QUICK) if quick else (COUNT_LOW, COUNT_HIGH)
+    records = []
+    for workload in COUNTED_QUICK if quick else COUNTED:
+        for name in names:
+            value = instructions_per_iteration(peers_dir, name, workload, low, high)
+            if value is not None:
+                records.append(record(f"{workload} instr", name, value, high - low, [value], unit="instr/op"))
+    return records
+
+
 def rss_bytes():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -304,8 +373,12 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--w5")
     ap.add_argument("--w5-count", type=int, default=W5_OBJECTS)
+    ap.add_argument("--count", nargs=4, metavar=("PEER", "WORKLOAD", "LOW", "HIGH"))
     a = ap.parse_args()
     peers_dir = os.path.abspath(a.peers)
+    if a.count:
+        count_child(peers_dir, a.count[0], a.count[1], int(a.count[2]), int(a.count[3]))
+        return
     if a.w5:
         w5_child(peers_dir, a.w5, a.w5_count)
         return
@@ -314,6 +387,7 @@ def main():
         print(f"python skipped: {name}: {why}")
     records = run_timed(loaded, a.quick)
     records += run_w5(peers_dir, list(loaded), a.quick)
+    records += run_counts(peers_dir, list(loaded), a.quick)
     with open(a.out, "w") as f:
         json.dump({"records": records, "versions": versions(), "skipped": skipped}, f, indent=1)
 

@@ -20,7 +20,7 @@ pub struct Record {
     pub repeats: f64,
 }
 
-const WORKLOADS: [(&str, &str); 12] = [
+const WORKLOADS: [(&str, &str); 17] = [
     ("W1", "return an existing object: `echo(x)`"),
     ("W2", "read an object-typed field: `p.first`"),
     ("W3", "3-int call returning an int: `add3(1, 2, 3)`"),
@@ -33,6 +33,11 @@ const WORKLOADS: [(&str, &str); 12] = [
     ("W8 field 1k", "W2 over random members of 2^10 live objects"),
     ("W8 field 1M", "W2 over random members of 2^20 live objects"),
     ("W9", "threaded churn: construct, store, fetch, drop, refetch (per round, over all threads)"),
+    ("W1 instr", "W1 in instructions per loop iteration (callgrind: the same on every CPU model)"),
+    ("W2 instr", "W2 in instructions per loop iteration"),
+    ("W3 instr", "W3 in instructions per loop iteration"),
+    ("W4 instr", "W4 in instructions per loop iteration"),
+    ("W7 instr", "W7 in instructions per loop iteration"),
 ];
 
 const DOC: &str = "docs/benchmarks.md";
@@ -399,6 +404,7 @@ fn markdown(run: &Run, targets: &[Target], machine: &[(String, String)], date: &
                 .iter()
                 .map(|p| match run.records.iter().find(|r| r.lang == lang && r.workload == w && &r.peer == p) {
                     Some(r) if r.unit == "ns/op" => format!("{:.1} ns ({:.2}x)", r.value, run.ratio(r)),
+                    Some(r) if r.unit == "instr/op" => format!("{:.0} instr ({:.2}x)", r.value, run.ratio(r)),
                     Some(r) => format!("{:.0} B ({:.2}x)", r.value, run.ratio(r)),
                     None => "–".into(),
                 })
