@@ -304,11 +304,28 @@ unsafe fn call_counted(
     unsafe {
         match count {
             1 => call_native::<1>(state, wrapper, frame, mask, &argv[..1]),
-            2 => call_native::<2>(state, wrapper, frame, mask, &argv[..2]),
-            3 => call_native::<3>(state, wrapper, frame, mask, &argv[..3]),
-            _ => call_native::<STACK_ARGS>(state, wrapper, frame, mask, &argv[..count]),
+            2 => call_native_out_of_line::<2>(state, wrapper, frame, mask, &argv[..2]),
+            3 => call_native_out_of_line::<3>(state, wrapper, frame, mask, &argv[..3]),
+            _ => call_native_out_of_line::<STACK_ARGS>(state, wrapper, frame, mask, &argv[..count]),
         }
     }
+}
+
+/// [`call_native`] in a function of its own: calls of one argument run inline in the
+/// callback, the others here (inline too, they made the callback spill its registers).
+///
+/// # Safety
+/// As [`call_native`].
+#[inline(never)]
+unsafe fn call_native_out_of_line<const N: usize>(
+    state: &EnvState,
+    wrapper: &Wrapper,
+    frame: *const CallFrame,
+    mask: u32,
+    argv: &[Value],
+) -> JsResult<Outcome> {
+    // SAFETY: the caller's guarantees, passed on.
+    unsafe { call_native::<N>(state, wrapper, frame, mask, argv) }
 }
 
 /// A call whose argument count is not the function's arity: the defaults the caller left out
