@@ -54,28 +54,31 @@ unsafe fn call_native_inline(func: *mut ObjectHeader, args: &[*mut ffi::PyObject
             // made this one's registers spill onto the stack: W1 +1 ns).
             match args.len() {
                 1 => call_with::<true, 1>(func, f, std::slice::from_raw_parts(args.as_ptr(), 1)),
-                2 => leaf_call_of::<2>(func, f, args.as_ptr()),
-                3 => leaf_call_of::<3>(func, f, args.as_ptr()),
+                2 => call_of::<true, 2>(func, f, args.as_ptr()),
+                3 => call_of::<true, 3>(func, f, args.as_ptr()),
                 _ => call_with::<true, STACK_ARGS>(func, f, args),
             }
+        } else if args.len() == 1 {
+            // A non-leaf call of one argument (`call(cb)`): unrolled too, out of line.
+            call_of::<false, 1>(func, f, args.as_ptr())
         } else {
             call_with::<false, STACK_ARGS>(func, f, args)
         }
     }
 }
 
-/// A leaf call of exactly `N` arguments, out of line (see [`call_native_inline`]).
+/// A call of exactly `N` arguments, out of line (see [`call_native_inline`]).
 ///
 /// # Safety
-/// As [`call_native`], for a leaf `f`; `args` holds `N` arguments.
+/// As [`call_native`]; `LEAF` only for a leaf `f`; `args` holds `N` arguments.
 #[inline(never)]
-unsafe fn leaf_call_of<const N: usize>(
+unsafe fn call_of<const LEAF: bool, const N: usize>(
     func: *mut ObjectHeader,
     f: &FunctionObj,
     args: *const *mut ffi::PyObject,
 ) -> *mut ffi::PyObject {
     // SAFETY: the caller's guarantees; a slice of constant length unrolls the driver's loop.
-    unsafe { call_with::<true, N>(func, f, std::slice::from_raw_parts(args, N)) }
+    unsafe { call_with::<LEAF, N>(func, f, std::slice::from_raw_parts(args, N)) }
 }
 
 /// [`call_native`] for leaf calls (`LEAF`: the GIL stays held, wrapper arguments are
