@@ -278,6 +278,23 @@ impl LentFunctions {
         Lent(f)
     }
 
+    /// [`LentFunctions::lend_with`] when it allocates nothing (the spare shell is there and the
+    /// in-flight list has room: nearly every call), else `None`, and the caller lends with
+    /// [`LentFunctions::lend_with`] under its allocation-failure guard.
+    ///
+    /// # Safety
+    /// As [`LentFunctions::lend_with`].
+    #[inline]
+    pub unsafe fn lend_without_allocating(&self, key: usize, aim: impl FnOnce(&mut FunctionObj)) -> Option<Lent> {
+        // SAFETY: under the host's lock (this method's contract).
+        let state = unsafe { &mut *self.state.get() };
+        if state.spare.is_none() || state.in_flight.len() == state.in_flight.capacity() {
+            return None;
+        }
+        // SAFETY: the same contract; with a spare and room in the list, nothing allocates.
+        Some(unsafe { self.lend_with(key, aim, || unreachable!("a spare shell is there")) })
+    }
+
     /// The call `lent` was made for is over. `Ok(())`: nothing else held it; it is the spare
     /// again (or dropped, `data` cleared, when there is one). `Err(f)`: it escaped (something
     /// still holds it): the host takes its own reference to the callable for `f` and registers
