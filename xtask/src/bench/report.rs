@@ -33,11 +33,11 @@ const WORKLOADS: [(&str, &str); 17] = [
     ("W8 field 1k", "W2 over random members of 2^10 live objects"),
     ("W8 field 1M", "W2 over random members of 2^20 live objects"),
     ("W9", "threaded churn: construct, store, fetch, drop, refetch (per round, over all threads)"),
-    ("W1 instr", "W1 in instructions per loop iteration (callgrind: the same on every CPU model)"),
-    ("W2 instr", "W2 in instructions per loop iteration"),
-    ("W3 instr", "W3 in instructions per loop iteration"),
-    ("W4 instr", "W4 in instructions per loop iteration"),
-    ("W7 instr", "W7 in instructions per loop iteration"),
+    ("W1 instr", "(instructions per loop iteration; callgrind, nearly the same on every CPU model)"),
+    ("W2 instr", "(instructions per loop iteration)"),
+    ("W3 instr", "(instructions per loop iteration)"),
+    ("W4 instr", "(instructions per loop iteration)"),
+    ("W7 instr", "(instructions per loop iteration)"),
 ];
 
 const DOC: &str = "docs/benchmarks.md";
