@@ -324,6 +324,32 @@ def test_callback_functions_keep_no_spares(testing, baseline):
     assert live_now() == baseline
 
 
+def test_nested_and_recursive_callbacks_are_errors_and_the_interpreter_goes_on(testing, baseline):
+    # Each nested `call(cb)` lends a Function while the outer one still holds the spare shell
+    # (the lend that allocates); recursion to the interpreter's limit is a RecursionError, an
+    # error raised three callbacks deep reaches the caller, and nothing is left behind.
+    x = testing.Pair(None, None)
+    depth = 0
+
+    def recurse():
+        nonlocal depth
+        depth += 1
+        return testing.call(recurse)
+
+    with pytest.raises(RecursionError):
+        testing.call(recurse)
+    assert depth > 10
+
+    def inner():
+        raise ValueError("inner")
+
+    with pytest.raises(ValueError, match="inner"):
+        testing.call(lambda: testing.call(lambda: testing.call(inner)))
+    assert testing.call(lambda: testing.call(lambda: x)) is x
+    del x, recurse
+    assert live_now() == baseline
+
+
 def test_callback_results_take_the_slots_spares(testing, baseline):
     # A callback returning a wrapper hands native code one of its slot's spare references,
     # which the return to Python keeps as a spare again: counts must balance however often
