@@ -622,32 +622,31 @@ fn a_lent_function_comes_back_unless_kept() {
 /// has room, and otherwise leaves the lend to `lend` (which may allocate); what it lends
 /// comes back as any lent Function does.
 #[test]
-fn a_lend_without_allocating_uses_only_the_spare() {
+fn a_try_lend_makes_a_shell_only_without_a_spare_and_turns_allocation_failure_into_a_memory_error() {
     let _g = common::serial();
     let made = Cell::new(0);
     // SAFETY: this test is the mock host; the serial guard is its lock.
     unsafe { LENT.prepare(|| lent_shell(&made)) };
     let base = live_objects();
-    let (cb, other) = (0x3000usize, 0x4000usize);
+    let (cb, other, third) = (0x3000usize, 0x4000usize, 0x5000usize);
+    let no_memory = || -> Function { std::panic::panic_any(tether_core::alloc::OutOfMemory { size: 64, align: 8 }) };
     // SAFETY: as above, for every step below; the callables are numbers that stay "alive".
     unsafe {
-        // The first lend of a process grows the in-flight list: `lend`'s part.
-        let warm = LENT.lend(cb, cb as *mut _, || lent_shell(&made));
-        assert_eq!(LENT.reclaim(warm).map_err(drop), Ok(()));
-        let first = LENT.lend_without_allocating(cb, |body| body.data = cb as *mut _).expect("the spare is there");
+        let first = LENT.try_lend(cb, cb as *mut _, || lent_shell(&made)).expect("lent");
         assert_eq!(first.function().0.data as usize, cb, "aimed at the callable");
         assert!(LENT.in_flight(cb).is_some_and(|f| f.as_object_ptr() == first.function().as_object_ptr()));
-        assert!(
-            LENT.lend_without_allocating(other, |body| body.data = other as *mut _).is_none(),
-            "no spare while the first is out: left to `lend`"
-        );
         let shells = made.get();
-        let nested = LENT.lend(other, other as *mut _, || lent_shell(&made));
-        assert_eq!(made.get(), shells + 1, "`lend` made the shell");
+        let nested = LENT.try_lend(other, other as *mut _, || lent_shell(&made)).expect("lent");
+        assert_eq!(made.get(), shells + 1, "no spare while the first is out: a new shell");
+        let e = LENT.try_lend(third, third as *mut _, no_memory).map(drop).unwrap_err();
+        assert_eq!(e.kind(), "MemoryError", "{e}");
+        assert!(LENT.in_flight(third).is_none(), "nothing lent when the shell could not be made");
         assert_eq!(LENT.reclaim(nested).map_err(drop), Ok(()));
         assert_eq!(LENT.reclaim(first).map_err(drop), Ok(()), "nothing kept it");
         assert!(LENT.in_flight(cb).is_none());
-        let again = LENT.lend_without_allocating(cb, |body| body.data = cb as *mut _).expect("the spare is back");
+        let shells = made.get();
+        let again = LENT.try_lend(cb, cb as *mut _, no_memory).expect("the spare is back: nothing to allocate");
+        assert_eq!(made.get(), shells, "the spare was used");
         assert_eq!(LENT.reclaim(again).map_err(drop), Ok(()));
     }
     assert_eq!(live_objects(), base, "one spare at rest");

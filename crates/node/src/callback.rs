@@ -311,10 +311,8 @@ pub fn for_call(
     let key = link as *const Link as usize;
     // SAFETY: on the env's JS thread; `f` is an argument of the running call, so its handle
     // stays valid until the call gives the Function back (after converting its result).
-    let shell = tether_core::error::catch_out_of_memory(|| unsafe {
-        state.lent.lend_with(key, |body| callable_in(body).lent.set(f), || new_shell(state))
-    })
-    .map_err(crate::raw::Fail::Native)?;
+    let shell = unsafe { state.lent.try_lend_with(key, |body| callable_in(body).lent.set(f), || new_shell(state)) }
+        .map_err(crate::raw::Fail::Native)?;
     *lent = Some(LentCallable { lent: Some(shell), link, f });
     Ok(None)
 }

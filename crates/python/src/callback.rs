@@ -84,11 +84,8 @@ pub unsafe fn for_call(callable: *mut ffi::PyObject) -> Result<ForCall, PyErrSet
         if let Some(f) = LENT.in_flight(key) {
             return Ok(ForCall::Live(f.0.into()));
         }
-        if let Some(lent) = LENT.lend_without_allocating(key, |body| body.data = callable as *mut c_void) {
-            return Ok(ForCall::Lent(lent));
-        }
         // A new shell is an allocation when there is no spare: a MemoryError, not a panic.
-        match tether_core::error::catch_out_of_memory(|| LENT.lend(key, callable as *mut c_void, shell)) {
+        match LENT.try_lend(key, callable as *mut c_void, shell) {
             Ok(lent) => Ok(ForCall::Lent(lent)),
             Err(e) => Err(errors::raised(e)),
         }

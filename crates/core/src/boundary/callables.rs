@@ -278,21 +278,53 @@ impl LentFunctions {
         Lent(f)
     }
 
-    /// [`LentFunctions::lend_with`] when it allocates nothing (the spare shell is there and the
-    /// in-flight list has room: nearly every call), else `None`, and the caller lends with
-    /// [`LentFunctions::lend_with`] under its allocation-failure guard.
+    /// [`LentFunctions::lend`], with an allocation failure (a new shell, a longer in-flight
+    /// list) as the MemoryError instead of a panic: the hosts' entry. Nearly every call
+    /// allocates nothing and skips the guard.
+    ///
+    /// # Safety
+    /// As [`LentFunctions::lend`].
+    #[inline]
+    pub unsafe fn try_lend(
+        &self,
+        key: usize,
+        data: *mut c_void,
+        make: impl FnOnce() -> Function,
+    ) -> crate::Result<Lent> {
+        // SAFETY: this method's contract, passed on.
+        unsafe { self.try_lend_with(key, |body| body.data = data, make) }
+    }
+
+    /// [`LentFunctions::try_lend`] for shells with data of their own, as
+    /// [`LentFunctions::lend_with`].
     ///
     /// # Safety
     /// As [`LentFunctions::lend_with`].
     #[inline]
-    pub unsafe fn lend_without_allocating(&self, key: usize, aim: impl FnOnce(&mut FunctionObj)) -> Option<Lent> {
-        // SAFETY: under the host's lock (this method's contract).
-        let state = unsafe { &mut *self.state.get() };
-        if state.spare.is_none() || state.in_flight.len() == state.in_flight.capacity() {
-            return None;
+    pub unsafe fn try_lend_with(
+        &self,
+        key: usize,
+        aim: impl FnOnce(&mut FunctionObj),
+        make: impl FnOnce() -> Function,
+    ) -> crate::Result<Lent> {
+        // SAFETY: this method's contract, passed on.
+        unsafe {
+            if self.lends_without_allocating() {
+                return Ok(self.lend_with(key, aim, || unreachable!("a spare shell is there")));
+            }
+            crate::error::catch_out_of_memory(|| self.lend_with(key, aim, make))
         }
-        // SAFETY: the same contract; with a spare and room in the list, nothing allocates.
-        Some(unsafe { self.lend_with(key, aim, || unreachable!("a spare shell is there")) })
+    }
+
+    /// Is the spare shell there, and room in the in-flight list?
+    ///
+    /// # Safety
+    /// The host's lock is held.
+    #[inline]
+    unsafe fn lends_without_allocating(&self) -> bool {
+        // SAFETY: under the host's lock (this method's contract).
+        let state = unsafe { &*self.state.get() };
+        state.spare.is_some() && state.in_flight.len() < state.in_flight.capacity()
     }
 
     /// The call `lent` was made for is over. `Ok(())`: nothing else held it; it is the spare
