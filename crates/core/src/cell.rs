@@ -153,8 +153,7 @@ pub(crate) struct CellField {
     /// in the copy that made it. Another copy (a plugin's) reads this field alone, sees that it
     /// is not its own, and takes the getter's slow path.
     magic: *const u8,
-    pub(crate) owner: i32,
-    pub(crate) offset: usize,
+    access: CellAccess,
     pub(crate) name: String,
 }
 
@@ -173,27 +172,40 @@ impl CellField {
     pub(crate) fn of<T: crate::Object>(offset: usize, name: String) -> CellField {
         CellField {
             magic: &CELL_FIELD_MAGIC,
-            owner: T::type_index(),
-            offset: std::mem::offset_of!(ObjectBox<T>, value) + offset,
+            access: CellAccess { owner: T::type_index(), offset: std::mem::offset_of!(ObjectBox<T>, value) + offset },
             name,
         }
     }
 
     /// The cell in `this`, if it is an instance of the declaring type.
+    #[inline]
     fn cell_in<'a>(&self, this: &AnyView<'a>) -> Result<&'a AnyCell> {
         match this.as_object_ptr() {
-            Some(obj) if crate::types::is_instance(this.type_index(), self.owner) => {
-                // SAFETY: an instance of `owner` has an `AnyCell` at `offset` (the
-                // `cell_field_rw!` contract); the view keeps the object alive for `'a`.
-                Ok(unsafe { &*((obj as *const u8).add(self.offset) as *const AnyCell) })
-            }
-            _ => Err(Error::type_error(format!(
-                "{}() argument 'self' must be {}, not {}",
-                self.name,
-                crate::types::type_info(self.owner).map(|i| i.key()).unwrap_or("?"),
-                this.kind_name()
-            ))),
+            // SAFETY: the view keeps its object alive for `'a`.
+            Some(obj) => unsafe { self.cell_of(obj) }.ok_or_else(|| self.not_an_instance(this)),
+            None => Err(self.not_an_instance(this)),
         }
+    }
+
+    /// The cell in `obj`, if it is an instance of the declaring type.
+    ///
+    /// # Safety
+    /// As [`CellAccess::cell_in`].
+    #[inline]
+    unsafe fn cell_of<'a>(&self, obj: *mut ObjectHeader) -> Option<&'a AnyCell> {
+        // SAFETY: the caller's guarantee.
+        unsafe { self.access.cell_in(obj) }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn not_an_instance(&self, this: &AnyView<'_>) -> Error {
+        Error::type_error(format!(
+            "{}() argument 'self' must be {}, not {}",
+            self.name,
+            crate::types::type_info(self.access.owner).map(|i| i.key()).unwrap_or("?"),
+            this.kind_name()
+        ))
     }
 }
 
@@ -232,29 +244,69 @@ pub(crate) unsafe extern "C" fn cell_set_safe_call(
     }
 }
 
+/// Where a cell field lives in the instances of its type: found once from the field's getter
+/// ([`CellAccess::of`]), then used for every read without touching the getter. Inline, with no
+/// error built, so that a frontend's field read is a type check and an add: a Python
+/// `p.first` ran ~100 native instructions through the getter's Function (the cell check out
+/// of line, its error's formatting inside), 68 this way (callgrind).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CellAccess {
+    owner: i32,
+    offset: usize,
+}
+
+impl CellAccess {
+    /// The access of field getter `getter`, when it is a cell field's of this copy of the
+    /// core; `None` for any other getter (call it instead).
+    ///
+    /// # Safety
+    /// `getter` is a live Function.
+    #[inline]
+    pub unsafe fn of(getter: *mut ObjectHeader) -> Option<CellAccess> {
+        // SAFETY: the caller's guarantee; `data` is a CellField when the flag is set by this
+        // copy of the core (checked by its mark).
+        unsafe {
+            let f = &(*(getter as *const ObjectBox<FunctionObj>)).value;
+            if f.flags & FUNC_CELL_GETTER == 0 {
+                return None;
+            }
+            // Every core copy's cell getters start their data with their mark: read it alone,
+            // the rest of another copy's data may be laid out differently.
+            if !std::ptr::eq(*(f.data as *const *const u8), &CELL_FIELD_MAGIC) {
+                return None;
+            }
+            Some((*(f.data as *const CellField)).access)
+        }
+    }
+
+    /// The cell in `obj`, if `obj` is an instance of the field's type (else `None`: the
+    /// caller calls the getter, which words the error).
+    ///
+    /// # Safety
+    /// `obj` is a live object, and stays alive for `'a`.
+    #[inline]
+    pub unsafe fn cell_in<'a>(self, obj: *mut ObjectHeader) -> Option<&'a AnyCell> {
+        // SAFETY: a live object (this function's contract): its header is readable.
+        if !crate::types::is_instance(unsafe { (*obj).type_index }, self.owner) {
+            return None;
+        }
+        // SAFETY: an instance of `owner` has an `AnyCell` at `offset` (the `cell_field_rw!`
+        // contract); the caller keeps the object alive for `'a`.
+        Some(unsafe { &*((obj as *const u8).add(self.offset) as *const AnyCell) })
+    }
+}
+
 /// The cell that field getter `getter` would read in `obj`, when `getter` is a cell field's
 /// (of this copy of the core) and `obj` an instance of its type. A frontend may then read the
-/// cell itself with [`AnyCell::with_view`] instead of calling the getter.
+/// cell itself with [`AnyCell::with_view`] instead of calling the getter; one that reads the
+/// same field often finds its [`CellAccess`] once instead.
 ///
 /// # Safety
 /// `getter` is a live Function and `obj` a live object; the cell lives as long as `obj`.
 #[inline]
 pub unsafe fn direct_cell<'a>(getter: *mut ObjectHeader, obj: *mut ObjectHeader) -> Option<&'a AnyCell> {
-    // SAFETY: the caller's guarantees; `data` is a CellField when `safe_call` is ours.
-    unsafe {
-        let f = &(*(getter as *const ObjectBox<FunctionObj>)).value;
-        if f.flags & FUNC_CELL_GETTER == 0 {
-            return None;
-        }
-        // Every core copy's cell getters start their data with their mark: read it alone,
-        // the rest of another copy's data may be laid out differently.
-        if !std::ptr::eq(*(f.data as *const *const u8), &CELL_FIELD_MAGIC) {
-            return None;
-        }
-        let field = &*(f.data as *const CellField);
-        let this = AnyView::from_raw_parts((*obj).type_index, 0, obj as u64);
-        field.cell_in(&this).ok()
-    }
+    // SAFETY: the caller's guarantees.
+    unsafe { CellAccess::of(getter)?.cell_in(obj) }
 }
 
 /// Add a read-write [`AnyCell`] field to a [`TypeBuilder`](crate::types::TypeBuilder):

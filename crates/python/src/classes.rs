@@ -15,6 +15,7 @@ use tether_core::address_map::AddressMap;
 use pyo3::ffi;
 use tether_core::any::{Any, AnyView, TypeIndex};
 use tether_core::arc::ObjectBox;
+use tether_core::cell::CellAccess;
 use tether_core::error::take_last_error;
 use tether_core::function::FunctionObj;
 use tether_core::types::{self, FieldInfo};
@@ -296,7 +297,9 @@ unsafe fn add_fields(cls: *mut ffi::PyTypeObject, info: &'static types::TypeInfo
             get: Some(field_get),
             set: if field.setter.is_null() { None } else { Some(field_set) },
             doc: if field.doc().is_empty() { std::ptr::null() } else { keep_cstring(field.doc()) },
-            closure: field as *const FieldInfo as *mut c_void,
+            // SAFETY: the registry's getters are live Functions, never freed.
+            closure: Box::leak(Box::new(FieldClosure { field, cell: unsafe { CellAccess::of(field.getter) } }))
+                as *const FieldClosure as *mut c_void,
         }));
         // SAFETY: GIL held; `def` is leaked so it outlives the descriptor.
         unsafe {
@@ -314,21 +317,29 @@ unsafe fn add_fields(cls: *mut ffi::PyTypeObject, info: &'static types::TypeInfo
     Ok(())
 }
 
-/// Field getter: calls the native getter function directly, with the GIL held.
+/// A field descriptor's closure: the registry's field (never freed), and where its cell is
+/// when the getter is a cell field's, so that a read touches neither the getter nor its data.
+struct FieldClosure {
+    field: &'static FieldInfo,
+    cell: Option<CellAccess>,
+}
+
+/// Field getter: reads a cell field itself, else calls the native getter, with the GIL held.
 unsafe extern "C" fn field_get(slf: *mut ffi::PyObject, closure: *mut c_void) -> *mut ffi::PyObject {
     wrapper::prefetch_object_of(slf);
-    // SAFETY: the descriptor checked `slf`'s type; `closure` is a registry FieldInfo (never
-    // freed) whose getter is a live Function; the view borrows the wrapper's +1.
+    // SAFETY: the descriptor checked `slf`'s type; `closure` is a leaked FieldClosure whose
+    // getter is a live Function; the view borrows the wrapper's +1.
     unsafe {
         let Ok(obj) = wrapper::native_of(slf) else { return null_mut() };
-        let field = &*(closure as *const FieldInfo);
-        if let Some(cell) = tether_core::cell::direct_cell(field.getter, obj) {
+        let closure = &*(closure as *const FieldClosure);
+        if let Some(cell) = closure.cell.and_then(|access| access.cell_in(obj)) {
             return read_cell(cell);
         }
+        let getter = closure.field.getter;
         let view = AnyView::from_raw_parts((*obj).type_index, 0, obj as u64);
-        let getter = &(*(field.getter as *const ObjectBox<FunctionObj>)).value;
+        let body = &(*(getter as *const ObjectBox<FunctionObj>)).value;
         let mut result = Any::none();
-        if (getter.safe_call)(field.getter, &view, 1, &mut result) != 0 {
+        if (body.safe_call)(getter, &view, 1, &mut result) != 0 {
             errors::raise(take_last_error());
             return null_mut();
         }
@@ -360,7 +371,7 @@ unsafe extern "C" fn field_set(
 ) -> std::ffi::c_int {
     // SAFETY: as in `field_get`; the setter is non-null (only then is `set` installed).
     unsafe {
-        let field = &*(closure as *const FieldInfo);
+        let field = (*(closure as *const FieldClosure)).field;
         if value.is_null() {
             errors::raise(Error::attribute(format!("field {:?} cannot be deleted", field.name())));
             return -1;
