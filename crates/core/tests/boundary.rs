@@ -618,8 +618,8 @@ fn a_lent_function_comes_back_unless_kept() {
     assert_eq!(live_objects(), base);
 }
 
-/// The allocation-free lend takes the spare shell when there is one and the in-flight list
-/// has room, and otherwise leaves the lend to `lend` (which may allocate); what it lends
+/// `try_lend` takes the spare shell when there is one and the in-flight list has room, makes a
+/// shell otherwise, and turns a shell it cannot make into the MemoryError; what it lends
 /// comes back as any lent Function does.
 #[test]
 fn a_try_lend_makes_a_shell_only_without_a_spare_and_turns_allocation_failure_into_a_memory_error() {

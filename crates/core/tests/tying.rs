@@ -265,6 +265,7 @@ fn spares_are_lent_to_adopting_functions_and_consumed_exactly_once() {
     let echo = Function::from_typed("t.echo", |x: ObjectRef| x);
     let want_int = Function::from_typed("t.want_int", |_: ObjectRef, i: i64| i);
     let read_str = Function::from_typed("t.read_str", |s: String| s.len() as i64);
+    let add_ints = Function::from_typed("t.add_ints", |a: i64, b: i64| a + b);
     assert_ne!(echo.flags() & FUNC_ADOPTS_LENT, 0, "every typed closure takes lent arguments");
     assert_ne!(want_int.flags() & FUNC_ADOPTS_LENT, 0);
 
@@ -285,6 +286,13 @@ fn spares_are_lent_to_adopting_functions_and_consumed_exactly_once() {
     assert!(read_str.call(&[lend()]).is_err());
     assert_eq!(obj.header().strong_count(), base - 3);
     drop(w_again);
+    // Plain parameters (ints) given a lent object: the fast path declines, the general path
+    // converts again, words the error and releases the lent reference exactly once.
+    let w_more = tying::tie_any(&s, &(), h.tag, &h.side, obj.clone()).unwrap().into_handle();
+    let e = add_ints.call(&[AnyView::int(1), lend()]).unwrap_err();
+    assert!(e.message().contains("t.add_ints() argument 2 must be int"), "{e}");
+    assert_eq!(obj.header().strong_count(), base - 3, "released once");
+    drop(w_more);
     // SAFETY: as above.
     assert!(!unsafe { tying::take_spare::<MockHost>(ptr, h.tag) }, "no spares left");
     drop(w);

@@ -616,3 +616,30 @@ def test_a_wrapper_that_is_its_objects_only_owner_frees_it(testing, baseline):
     assert id(again) == before and again.first == 3
     del again
     assert live_now() == baseline
+
+
+def test_field_reads_and_int_calls_refuse_what_does_not_fit_and_leak_nothing(testing):
+    # Field descriptors read cells through the place found once per field (`CellAccess`), and
+    # typed calls of int parameters take a fast path that declines on a mismatch: neither may
+    # read what is not there, and a wrapper given to an int parameter is released.
+    x = testing.Pair(None, None)
+    p = testing.Pair(x, None)
+    base = live_now()
+    for _ in range(100):
+        with pytest.raises(tether_ffi.TypeError, match="argument 'a' must be int, not testing.Pair"):
+            testing.add3(x, 2, 3)
+        with pytest.raises(tether_ffi.TypeError, match="argument 'c' must be int, not testing.Pair"):
+            testing.add3(1, 2, p)
+    assert live_now() == base
+    q = testing.Pair(p, p)
+    q.first = q  # a cycle through a cell field
+    assert q.first is q and q.first.first is q
+    q.first = None
+    descriptor = next(c.__dict__["first"] for c in type(x).__mro__ if "first" in c.__dict__)
+    with pytest.raises(TypeError, match="doesn't apply"):
+        descriptor.__get__(object())
+    moved = testing.Pair(x, None)
+    moved._move()
+    with pytest.raises(ValueError, match="was moved"):
+        moved.first
+    assert p.first is x
