@@ -30,7 +30,7 @@
 //! probe; a thread that finds no free cell simply keeps no spares. A thread hands its cell
 //! back when it exits (a thread-local destructor drops the entry and clears the owner).
 
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use crate::arc::ObjectRef;
 use crate::object::{dec_ref, ObjectHeader};
@@ -49,13 +49,20 @@ struct Cell {
     obj: AtomicPtr<ObjectHeader>,
     /// The generation of the wrapper the entry was kept for.
     generation: AtomicU64,
+    /// The owner's own flag ([`SpareCell::mark`]); only the owner reads or writes it.
+    marked: AtomicBool,
 }
 
 const _: () = assert!(std::mem::size_of::<Cell>() == 64);
 
 impl Cell {
     const fn new() -> Cell {
-        Cell { owner: AtomicUsize::new(0), obj: AtomicPtr::new(std::ptr::null_mut()), generation: AtomicU64::new(0) }
+        Cell {
+            owner: AtomicUsize::new(0),
+            obj: AtomicPtr::new(std::ptr::null_mut()),
+            generation: AtomicU64::new(0),
+            marked: AtomicBool::new(false),
+        }
     }
 }
 
@@ -90,6 +97,17 @@ impl ThreadSpares {
             }
         }
         self.claim(start, token)
+    }
+
+    /// [`ThreadSpares::cell`] without claiming one: `None` for a thread that has none.
+    #[inline]
+    pub fn claimed_cell(&'static self) -> Option<SpareCell<'static>> {
+        let token = thread_token();
+        let start = (token >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - CELLS.trailing_zeros());
+        (0..PROBES)
+            .map(|i| &self.cells[(start + i) % CELLS])
+            .find(|cell| cell.owner.load(Ordering::Relaxed) == token)
+            .map(|cell| SpareCell { cell, _owner_thread: std::marker::PhantomData })
     }
 
     /// Claim the first free cell of the calling thread's probe run (from `start`; `token` is
@@ -166,6 +184,7 @@ impl Drop for OwnedCells {
                 unsafe { dec_ref(obj) };
             }
             // Release: the next owner sees the cell empty.
+            cell.marked.store(false, Ordering::Relaxed);
             cell.owner.store(0, Ordering::Release);
         }
     }
@@ -243,5 +262,19 @@ impl SpareCell<'_> {
         // Release: a steal that sees the object sees its generation.
         self.cell.obj.store(obj.into_raw(), Ordering::Release);
         None
+    }
+
+    /// Set or clear the owning thread's flag, which lives here because the cell is the one
+    /// per-thread place a frontend finds without a thread-local access (a `__tls_get_addr`
+    /// call in a shared library). The JVM marks a thread inside a critical downcall with it.
+    #[inline]
+    pub fn mark(&self, on: bool) {
+        self.cell.marked.store(on, Ordering::Relaxed);
+    }
+
+    /// The flag [`SpareCell::mark`] set.
+    #[inline]
+    pub fn marked(&self) -> bool {
+        self.cell.marked.load(Ordering::Relaxed)
     }
 }

@@ -95,6 +95,28 @@ fn a_thread_finds_its_own_cell_again_and_others_do_not() {
 }
 
 #[test]
+fn a_cell_is_found_without_claiming_only_once_claimed_and_its_mark_is_its_threads_own() {
+    let spares = table!();
+    assert!(spares.claimed_cell().is_none(), "a thread that never claimed has no cell to find");
+    let cell = spares.cell().unwrap();
+    assert!(!cell.marked());
+    cell.mark(true);
+    assert!(spares.claimed_cell().expect("claimed now").marked(), "the same cell, marked");
+    let seen_elsewhere = std::thread::scope(|s| {
+        s.spawn(|| {
+            let none_yet = spares.claimed_cell().is_none();
+            let other = spares.cell().unwrap();
+            (none_yet, other.marked())
+        })
+        .join()
+        .unwrap()
+    });
+    assert_eq!(seen_elsewhere, (true, false), "another thread has no claimed cell, then an unmarked one");
+    cell.mark(false);
+    assert!(!spares.claimed_cell().unwrap().marked());
+}
+
+#[test]
 fn keep_then_take_moves_one_reference_and_leaves_the_count_alone() {
     let spares = table!();
     let obj = pair();
