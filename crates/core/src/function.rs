@@ -24,7 +24,9 @@ pub type SafeCallFn =
 pub type DataDropFn = unsafe extern "C" fn(data: *mut c_void);
 
 /// Flag: the function neither blocks nor calls back into any language, so a frontend may keep
-/// its interpreter lock (the GIL) held across the call. Getters and tiny leaf functions.
+/// its interpreter lock (the GIL) held across the call. Getters and tiny leaf functions. The JVM
+/// (JDK 22+) calls a leaf through a critical foreign downcall, where a broken promise is refused
+/// with an error (crates/java/src/critical.rs), so a leaf must be short as well.
 pub const FUNC_LEAF: u32 = 1;
 
 /// Flag: the function accepts lent object arguments (`AnyView::lent_object`): it converts

@@ -327,6 +327,16 @@ pub(crate) fn register() {
     })
     .with_params(&["key"])
     .with_doc("Return and remove the value stashed under key."));
+    reg(Function::from_typed("testing.call_stashed_as_leaf", |key: i64| -> Result<Any> {
+        let stashed = with_stash(|s| s.get(&key.to_string()).cloned())
+            .ok_or_else(|| Error::key(format!("nothing stashed under \"{key}\"")))?;
+        crate::function::convert_arg::<Function>("testing.call_stashed_as_leaf", 1, &stashed.view())?.call(&[])
+    })
+    // Deliberately wrong: it calls back, so it is no leaf. A frontend that trusts the flag
+    // further than Python's GIL (the JVM's critical downcalls) must refuse the callback cleanly.
+    .leaf()
+    .with_params(&["key"])
+    .with_doc("Call the Function stashed under str(key), though flagged a leaf (a broken promise, for the frontends' guards)."));
     reg(Function::from_typed("testing.stash_clear", || {
         let drained: Vec<Any> = with_stash(|s| s.drain().map(|(_, v)| v).collect());
         drop(drained); // released outside the stash lock: destructors may re-enter
