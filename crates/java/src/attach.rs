@@ -48,7 +48,15 @@ thread_local!(static ATTACHED: Attached = const { Attached(Cell::new(std::ptr::n
 /// attached as a daemon: a thread that keeps calling Java (a native worker looping over
 /// callbacks) must not keep the VM from exiting when `main` returns (`DestroyJavaVM` waits
 /// for every non-daemon thread, so the VM hung).
+///
+/// Refused inside a critical downcall (`critical.rs`): that thread is in the Java state, where
+/// no JNI function may run (a leaf Function that calls back breaks its promise).
 pub fn with_env<R>(f: impl FnOnce(Env) -> R) -> Result<R> {
+    if crate::critical::in_critical_call() {
+        return Err(Error::runtime(
+            "a leaf Function called into the JVM (a callback, or releasing a Java reference) from a critical downcall; a leaf must not",
+        ));
+    }
     let vm = VM.load(Ordering::Acquire);
     if vm.is_null() {
         return Err(Error::runtime("the JVM is not available (tether_java was not loaded by a JVM)"));

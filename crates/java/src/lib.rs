@@ -10,11 +10,13 @@
 //! - [`host_value`]: any other Java object held by native code, coming back as itself
 //! - [`errors`]: native Errors to Java exceptions
 //! - [`natives`]: the `native` methods of `dev.tether.ffi.Native`
+//! - [`critical`]: the entries of `java.lang.foreign` critical downcalls (JDK 22+), for leaf Functions
 
 mod attach;
 mod callback;
 mod classes;
 mod convert;
+mod critical;
 mod errors;
 mod host_value;
 mod jenv;

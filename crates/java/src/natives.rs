@@ -13,6 +13,7 @@ use tether_core::function::FunctionObj;
 use tether_core::object::ObjectHeader;
 use tether_core::plugin::{self, ModuleObj};
 use tether_core::signature::{language_name, render_signature, render_type, Language};
+use tether_core::thread_spares::SpareCell;
 use tether_core::types::{self, FieldInfo, MethodInfo, TypeInfo};
 use tether_core::{function, Any, AnyView, Error, ObjectRef, Result, TypeIndex};
 
@@ -120,13 +121,23 @@ unsafe impl ArgumentSource<tie::JavaHost> for DecodedArguments<'_> {
 /// # Safety
 /// `func` is null or a live object's handle that Java keeps reachable for the call.
 #[inline(always)]
-unsafe fn function_at<'a>(func: jlong) -> Result<&'a FunctionObj> {
+pub(crate) unsafe fn function_at<'a>(func: jlong) -> Result<&'a FunctionObj> {
+    // SAFETY: this function's contract.
+    unsafe { function_if_any(func) }.ok_or_else(|| Error::type_error("not a tether Function handle"))
+}
+
+/// [`function_at`], `None` for a handle that is not a Function's.
+///
+/// # Safety
+/// As [`function_at`].
+#[inline(always)]
+pub(crate) unsafe fn function_if_any<'a>(func: jlong) -> Option<&'a FunctionObj> {
     let handle = func as *mut ObjectHeader;
     if handle.is_null() || !convert::is_function(handle) {
-        return Err(Error::type_error("not a tether Function handle"));
+        return None;
     }
     // SAFETY: checked type; the caller keeps the Function alive.
-    Ok(unsafe { &(*(handle as *const ObjectBox<FunctionObj>)).value })
+    Some(unsafe { &(*(handle as *const ObjectBox<FunctionObj>)).value })
 }
 
 /// `views` followed by the defaults the call leaves out (kept alive in `defaults`).
@@ -304,6 +315,69 @@ unsafe fn call_encoded<'e>(
     Ok(None)
 }
 
+/// Is `word` (a call native's kind word) one [`call_plain`] takes: a wrapper's word, an int or
+/// null?
+#[inline(always)]
+pub(crate) fn is_plain(word: jlong) -> bool {
+    matches!(tie::word_kind(word), convert::KIND_OBJECT | convert::KIND_INT | convert::KIND_NONE)
+}
+
+/// [`call_encoded`] for arguments that are all [`is_plain`], as many as `f`'s arity, with no
+/// JNI: nothing to decode or hold, no callable to lend, no defaults. A wrapper argument gets
+/// this thread's spare lent (when `f` adopts lent arguments); a result that is a wrapper
+/// argument keeps its +1 as the next spare and comes back as that argument's position. The
+/// critical downcalls take this path (`critical.rs`); it is not shared with `call_encoded`,
+/// whose code came out ~30 instructions longer per `call(cb)` when its spare steps were
+/// factored out into functions both could call.
+///
+/// # Safety
+/// `f` is the live Function at `func`, which Java keeps reachable with every wrapper argument,
+/// whose word it passed; every word is plain; `cell` is the calling thread's spare cell.
+#[inline(always)]
+pub(crate) unsafe fn call_plain<const N: usize>(
+    func: jlong,
+    f: &FunctionObj,
+    args: &[(jlong, jlong); N],
+    cell: &SpareCell<'_>,
+    result: &mut Any,
+) -> Result<Option<usize>> {
+    let is_object = |word: jlong| tie::word_kind(word) == convert::KIND_OBJECT;
+    let mut views = [AnyView::none(); N];
+    for (view, &(word, bits)) in views.iter_mut().zip(args) {
+        if is_object(word) {
+            // SAFETY: Java keeps the wrapper, and so its object, alive for the call; its word.
+            *view = unsafe { tie::object_argument(bits as *mut ObjectHeader, word) };
+        } else if tie::word_kind(word) == convert::KIND_INT {
+            *view = AnyView::int(bits);
+        }
+    }
+    if f.flags & function::FUNC_ADOPTS_LENT != 0 {
+        // The first argument that matches the cell's one entry takes it.
+        for (view, &(word, bits)) in views.iter_mut().zip(args) {
+            if !is_object(word) {
+                continue;
+            }
+            // SAFETY: Java keeps the wrapper reachable and passed its word; `f` adopts lent views.
+            if let Some(lent) = unsafe { tie::lend_spare(cell, bits as *mut ObjectHeader, word) } {
+                *view = lent;
+                break;
+            }
+        }
+    }
+    // SAFETY: `f` is `func`'s body and Java keeps it and every argument alive; lent views only
+    // for an adopting `f`.
+    unsafe { invoke(func, f, &views, result) }?;
+    let Some(ptr) = result.view().as_object_ptr() else { return Ok(None) };
+    let Some(i) = args.iter().position(|&(word, bits)| is_object(word) && bits as *mut ObjectHeader == ptr) else {
+        return Ok(None);
+    };
+    let obj = std::mem::take(result).into_object().expect("an object kind");
+    // SAFETY: Java keeps argument i's wrapper, whose word it passed, reachable for the call;
+    // `spares` is this thread's cell.
+    unsafe { tie::keep_result_spare(obj, args[i].0, Some(cell)) };
+    Ok(Some(i))
+}
+
 /// [`call_encoded`], its result as a Java object.
 ///
 /// # Safety
@@ -352,8 +426,16 @@ unsafe fn call_lending_object(env: Env, func: jlong, args: &[(jlong, jlong, jobj
 pub const PENDING_RESULT: jlong = i64::MIN + 0x7e7e;
 
 thread_local! {
-    /// A result a `call*L` native could not return as a `long`; taken at once by Java.
-    static PENDING: std::cell::Cell<Option<Any>> = const { std::cell::Cell::new(None) };
+    /// A result a `call*L` native could not return as a `long`, or a critical downcall's
+    /// result or error (`critical.rs`); taken at once by Java (`Native.takePending`).
+    static PENDING: std::cell::Cell<Option<Result<Any>>> = const { std::cell::Cell::new(None) };
+}
+
+/// Park `outcome` for `Native.takePending` (see [`PENDING`]); returns [`PENDING_RESULT`].
+pub(crate) fn park(outcome: Result<Any>) -> jlong {
+    // A thread that is exiting runs no more Java to take it.
+    let _ = PENDING.try_with(|p| p.set(Some(outcome)));
+    PENDING_RESULT
 }
 
 /// [`call_encoded`] for a call site whose results have been ints: an int result comes back as
@@ -399,7 +481,7 @@ unsafe fn call_lending_long(env: Env, func: jlong, args: &[(jlong, jlong, jobjec
 /// # Safety
 /// Java keeps the Function at `func` reachable for the call.
 #[inline(always)]
-unsafe fn call_ints<const N: usize>(func: jlong, ints: [jlong; N]) -> Result<jlong> {
+pub(crate) unsafe fn call_ints<const N: usize>(func: jlong, ints: [jlong; N]) -> Result<jlong> {
     // SAFETY: a reachable Function's handle (this function's contract).
     let f = unsafe { function_at(func) }?;
     let views = ints.map(AnyView::int);
@@ -422,8 +504,7 @@ fn long_result(result: Any) -> Result<jlong> {
             return Ok(i);
         }
     }
-    PENDING.with(|p| p.set(Some(result)));
-    Ok(PENDING_RESULT)
+    Ok(park(Ok(result)))
 }
 
 fn string_array(env: Env, items: &[&str]) -> Result<jobjectArray> {
@@ -550,13 +631,14 @@ call_natives! { ints:
     Java_dev_tether_ffi_Native_ints3(a, b, c);
 }
 
-/// The result a `call*L` native parked (see [`call_encoded_long`]), as a Java object.
+/// The result a `call*L` native or a critical downcall parked (see [`PENDING`]), as a Java
+/// object, or its error thrown.
 #[no_mangle]
 pub extern "system" fn Java_dev_tether_ffi_Native_takePending(env: *mut JNIEnv, _c: jclass) -> jobject {
     // SAFETY: JNI passes the calling thread's live env, valid for this native call.
     let env = unsafe { Env::from_raw(env) };
     guard(env, null(), || match PENDING.with(|p| p.take()) {
-        Some(v) => to_java(env, v),
+        Some(outcome) => to_java(env, outcome?),
         None => Err(Error::runtime("no pending call result on this thread")),
     })
 }
@@ -1495,7 +1577,11 @@ pub extern "system" fn Java_dev_tether_ffi_Native_constant<'l>(
     let env = unsafe { Env::from_raw(jenv.as_raw()) };
     guard(env, 0, || {
         let name = rust_string(&mut jenv, &name, "constant name")?;
-        let java = [("PENDING_RESULT", PENDING_RESULT)];
+        let java = [
+            ("PENDING_RESULT", PENDING_RESULT),
+            ("ARGUMENT_RESULT", crate::critical::ARGUMENT_RESULT),
+            ("FALLBACK_RESULT", crate::critical::FALLBACK_RESULT),
+        ];
         tether_core::constants::SHARED
             .iter()
             .chain(convert::KINDS)
@@ -1523,4 +1609,20 @@ pub extern "system" fn Java_dev_tether_ffi_Native_sideTableSize(_env: *mut JNIEn
 #[no_mangle]
 pub extern "system" fn Java_dev_tether_ffi_Native_sparesHeld(_env: *mut JNIEnv, _c: jclass) -> jint {
     tie::spares_held() as jint
+}
+
+/// `Native.criticalEntry(i)`: the address of critical downcall entry `i` (`critical.rs`), 0
+/// past the last.
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_criticalEntry(_env: *mut JNIEnv, _c: jclass, index: jint) -> jlong {
+    crate::critical::entry(index)
+}
+
+/// `Native.functionFlags(fn)`: the `FUNC_*` flags of the Function at `fn`.
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_functionFlags(env: *mut JNIEnv, _c: jclass, func: jlong) -> jint {
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
+    // SAFETY: Java passes the handle of a reachable TetherFunction.
+    guard(env, 0, || Ok(unsafe { function_at(func) }?.flags as jint))
 }

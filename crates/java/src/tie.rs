@@ -263,6 +263,12 @@ pub fn spare_cell() -> Option<SpareCell<'static>> {
     SPARES.cell()
 }
 
+/// [`spare_cell`] without claiming one for a thread that has none (a native thread).
+#[inline(always)]
+pub fn claimed_spare_cell() -> Option<SpareCell<'static>> {
+    SPARES.claimed_cell()
+}
+
 /// The generation to keep or lend spares of `obj`'s wrapper under, which Java passed with
 /// `word`; `None` when no spares are kept for it.
 ///

@@ -89,6 +89,12 @@ final class Native {
 
     static native long call0L(long function);
 
+    /** The address of critical downcall entry {@code index} ({@link Critical}), 0 past the last. */
+    static native long criticalEntry(int index);
+
+    /** The {@code FUNC_*} flags of the Function at {@code function}. */
+    static native int functionFlags(long function);
+
     static native long call1L(long function, long kind, long bits, Object ref);
 
     static native long call2L(long function, long k0, long b0, Object r0, long k1, long b1, Object r1);

@@ -25,6 +25,9 @@ public final class TetherFunction implements TetherObject, Tied {
      * design; a non-int result on that path costs one more native call and clears it.
      */
     private boolean intResults;
+    /** {@link #critical()}'s answer: 0 not known yet, 1 yes, -1 no. */
+    private byte critical;
+    private static final long LEAF = Native.constant("FUNC_LEAF");
 
     TetherFunction(long handle, long word) {
         this.handle = handle;
@@ -82,6 +85,15 @@ public final class TetherFunction implements TetherObject, Tied {
             if (ka != Marshal.SLOW) {
                 long ba = Marshal.fastBits(a, ka);
                 long wa = Marshal.fastWord(a, ka);
+                if (!intResults && Critical.CALL1 != null && critical()) {
+                    long r = Critical.call1(fn, wa, ba);
+                    if (r == Critical.ARGUMENT) {
+                        return a; // a wrapper: nothing for learn to see
+                    }
+                    if (r != Critical.FALLBACK) {
+                        return learn(Native.takePending());
+                    }
+                }
                 Object ra = Marshal.fastRef(a, ka);
                 return intResults ? fromLong(Native.call1L(fn, wa, ba, ra)) : learn(Native.call1(fn, wa, ba, ra));
             }
@@ -300,6 +312,19 @@ public final class TetherFunction implements TetherObject, Tied {
             Reference.reachabilityFence(this);
             Reference.reachabilityFence(args);
         }
+    }
+
+    /**
+     * Whether this Function's {@code call(x)} goes through {@link Critical}: it is a leaf and
+     * this JDK has critical downcalls (found once; a race finds the same answer twice).
+     */
+    private boolean critical() {
+        byte known = critical;
+        if (known == 0) {
+            known = Critical.CALL1 != null && (Native.functionFlags(handle()) & LEAF) != 0 ? (byte) 1 : (byte) -1;
+            critical = known;
+        }
+        return known > 0;
     }
 
     /** A {@code Long} or an {@code Integer} (final classes: one klass compare each). */

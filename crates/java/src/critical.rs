@@ -1,0 +1,104 @@
+//! Entry points for `java.lang.foreign` critical downcalls (JDK 22+; `dev.tether.ffi.Critical`).
+//!
+//! A critical downcall (`Linker.Option.critical`) skips the JNI transition: the thread stays in
+//! the Java state, so the callee must be short and must not call into the JVM. That is what
+//! `FUNC_LEAF` promises ("neither blocks nor calls back into any language"), so Java calls a
+//! leaf Function through this entry when its argument is plain (a wrapper, an int, null; see
+//! `natives::call_plain`), and through the JNI natives otherwise.
+//!
+//! The entry takes and returns `long`s only: no JNI, no local references. A result that is the
+//! wrapper argument ([`ARGUMENT_RESULT`]) comes back as such; anything else, and every error,
+//! is parked for `Native.takePending` (JNI, after the call).
+//!
+//! Only `call(x)` of one plain argument goes this way: measured on the AMD EPYC under Temurin
+//! 25, `echo(x)` takes 11.1 ns against 14.5-15.4 through JNI, while int calls (`add3`) read
+//! 9.6-10.0 against JNI's 9.0-9.2 (the thread's mark costs more than the transition saves
+//! there), so they stay on JNI.
+//!
+//! A leaf that breaks its promise cannot enter the JVM from here: the thread is marked for the
+//! call ([`in_critical_call`]), and `attach::with_env`, through which native code reaches the
+//! JVM, refuses with a typed error instead. (Nested marks cannot happen: no Java code, so no
+//! other downcall, runs inside one.)
+
+use jni_sys::jlong;
+use tether_core::function::FUNC_LEAF;
+use tether_core::thread_spares::SpareCell;
+use tether_core::{Any, Result};
+
+use crate::natives::{self, PENDING_RESULT};
+use crate::tie;
+
+/// What `tether_java_critical_call1` returns when the result is its wrapper argument; Java
+/// reads it as `Critical.ARGUMENT` (`Native.constant("ARGUMENT_RESULT")`).
+pub const ARGUMENT_RESULT: jlong = PENDING_RESULT + 1;
+
+/// What the entry returns, having done nothing, for a call it does not take (not a leaf, an
+/// argument that is not plain, another count than the arity, a thread with no spare cell to
+/// mark): Java makes it through JNI, which
+/// words its errors and fills in defaults (`Native.constant("FALLBACK_RESULT")`).
+pub const FALLBACK_RESULT: jlong = PENDING_RESULT + 2;
+
+/// Is this thread inside a critical downcall (where it must not call into the JVM)? The
+/// mark is kept in the thread's spare cell (`SpareCell::mark`), found without a thread-local
+/// access: a thread-local's `__tls_get_addr` cost the `add3` downcall ~2 ns.
+pub fn in_critical_call() -> bool {
+    tie::claimed_spare_cell().is_some_and(|cell| cell.marked())
+}
+
+/// Run `call` with the thread marked, its outcome as the entry's `long`: `Ok` values as they
+/// are, errors and panics parked. A thread without a spare cell (all taken) cannot be marked:
+/// [`FALLBACK_RESULT`], and Java calls through JNI.
+#[inline(always)]
+fn critical(call: impl FnOnce(&SpareCell<'static>) -> Result<jlong>) -> jlong {
+    let Some(cell) = tie::spare_cell() else { return FALLBACK_RESULT };
+    cell.mark(true);
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call(&cell)));
+    cell.mark(false);
+    match outcome {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => natives::park(Err(e)),
+        Err(panic) => natives::park(Err(tether_core::error::panic_error(panic))),
+    }
+}
+
+/// The Function at `func` if it is a leaf (Java checks the flag before it takes this path;
+/// this keeps a wrong handle from running here).
+///
+/// # Safety
+/// As `natives::function_at`.
+#[inline(always)]
+unsafe fn leaf_at<'a>(func: jlong) -> Option<&'a tether_core::function::FunctionObj> {
+    // SAFETY: this function's contract.
+    unsafe { natives::function_if_any(func) }.filter(|f| f.flags & FUNC_LEAF != 0)
+}
+
+/// `Critical.call1`: a leaf Function with one plain argument (`word`: `Marshal.fastWord`,
+/// `bits`: `Marshal.fastBits`). [`ARGUMENT_RESULT`] when the result is that wrapper argument,
+/// [`FALLBACK_RESULT`] for a call this does not take, else [`PENDING_RESULT`] with the result
+/// or error parked.
+#[no_mangle]
+pub extern "C" fn tether_java_critical_call1(func: jlong, word: jlong, bits: jlong) -> jlong {
+    // SAFETY: Java keeps the Function reachable for the call.
+    let Some(f) = (unsafe { leaf_at(func) }) else { return FALLBACK_RESULT };
+    if f.arity != 1 || !natives::is_plain(word) {
+        return FALLBACK_RESULT;
+    }
+    critical(|cell| {
+        let mut result = Any::none();
+        // SAFETY: Java keeps the Function and the argument's wrapper, whose word it passed,
+        // reachable for the call; the word is plain and the count is the arity; `cell` is
+        // this thread's.
+        match unsafe { natives::call_plain(func, f, &[(word, bits)], cell, &mut result) }? {
+            Some(_) => Ok(ARGUMENT_RESULT),
+            None => Ok(natives::park(Ok(result))),
+        }
+    })
+}
+
+/// Entry `index`'s address, in the order `Critical` binds them (call1), 0 past the end.
+pub fn entry(index: i32) -> jlong {
+    match index {
+        0 => tether_java_critical_call1 as *const () as usize as jlong,
+        _ => 0,
+    }
+}

@@ -1,0 +1,116 @@
+package dev.tether.ffi;
+
+import java.lang.invoke.MethodHandle;
+import java.lang.reflect.Array;
+import java.lang.reflect.Method;
+
+/**
+ * Calls of leaf Functions through {@code java.lang.foreign} critical downcalls (JDK 22+), which
+ * skip the JNI transition (crates/java/src/critical.rs). A leaf ({@code FUNC_LEAF}) neither
+ * blocks nor calls back into any language: the condition {@code Linker.Option.critical}
+ * states. Only {@code call(x)} with a plain argument (a wrapper, an int, null) takes this path,
+ * where it measured faster (docs/java.md); the rest, and every JDK before 22, use the JNI
+ * natives.
+ *
+ * <p>The handles are built reflectively, so this class compiles for Java 17 and the jar is one
+ * for every JDK: on 17-21, or when the frontend's module has no native access (JEP 472: the
+ * foreign linker is restricted too, and would print its own warning), they stay null.
+ * {@code static final}, so {@code invokeExact} compiles to the downcall itself.
+ */
+final class Critical {
+    private Critical() {}
+
+    /** {@code -Dtether.critical=false} keeps every call on JNI. */
+    static final String PROPERTY = "tether.critical";
+
+    /** An entry's answer for "the result is the wrapper argument": return it. */
+    static final long ARGUMENT = Native.constant("ARGUMENT_RESULT");
+    /** An entry's answer for "not a call I take" (nothing was done): call through JNI. */
+    static final long FALLBACK = Native.constant("FALLBACK_RESULT");
+
+    /** {@code long call1(long fn, long word, long bits)}, or null. */
+    static final MethodHandle CALL1;
+
+    /** Why the handles are null, for {@link #status()} (null when they are not). */
+    private static final String UNAVAILABLE;
+
+    static {
+        MethodHandle[] handles = new MethodHandle[1];
+        String why = null;
+        try {
+            why = bind(handles);
+        } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
+            why = "the foreign linker refused: " + e;
+            handles = new MethodHandle[1];
+        }
+        CALL1 = handles[0];
+        UNAVAILABLE = why;
+    }
+
+    // The downcall (CALL1 non-null: the caller checked). A critical downcall throws nothing;
+    // invokeExact's signature says Throwable.
+
+    static long call1(long fn, long word, long bits) {
+        try {
+            return (long) CALL1.invokeExact(fn, word, bits);
+        } catch (Throwable t) {
+            throw rethrown(t);
+        }
+    }
+
+    private static RuntimeException rethrown(Throwable t) {
+        if (t instanceof RuntimeException) {
+            return (RuntimeException) t;
+        }
+        if (t instanceof Error) {
+            throw (Error) t;
+        }
+        return new IllegalStateException("a critical downcall failed", t);
+    }
+
+    /** "critical downcalls" or why not (tests and diagnostics). */
+    static String status() {
+        return UNAVAILABLE == null ? "critical downcalls" : "JNI only: " + UNAVAILABLE;
+    }
+
+    /** Fills {@code out} with the downcall handles of the entries; returns why not instead. */
+    private static String bind(MethodHandle[] out) throws ReflectiveOperationException {
+        if ("false".equals(System.getProperty(PROPERTY))) {
+            return "-D" + PROPERTY + "=false";
+        }
+        if (Runtime.version().feature() < 22) {
+            return "JDK " + Runtime.version().feature() + " has no critical downcalls";
+        }
+        Module module = Critical.class.getModule();
+        if (!(boolean) Module.class.getMethod("isNativeAccessEnabled").invoke(module)) {
+            return "native access is not enabled for " + (module.isNamed() ? module.getName() : "the class path");
+        }
+        Class<?> linkerClass = Class.forName("java.lang.foreign.Linker");
+        Class<?> optionClass = Class.forName("java.lang.foreign.Linker$Option");
+        Class<?> layoutClass = Class.forName("java.lang.foreign.MemoryLayout");
+        Class<?> descriptorClass = Class.forName("java.lang.foreign.FunctionDescriptor");
+        Class<?> segmentClass = Class.forName("java.lang.foreign.MemorySegment");
+        Object linker = linkerClass.getMethod("nativeLinker").invoke(null);
+        Object critical = optionClass.getMethod("critical", boolean.class).invoke(null, false);
+        Object options = Array.newInstance(optionClass, 1);
+        Array.set(options, 0, critical);
+        Object jlong = Class.forName("java.lang.foreign.ValueLayout").getField("JAVA_LONG").get(null);
+        Method descriptorOf = descriptorClass.getMethod("of", layoutClass, layoutClass.arrayType());
+        Method ofAddress = segmentClass.getMethod("ofAddress", long.class);
+        Method downcall = linkerClass.getMethod("downcallHandle", segmentClass, descriptorClass, options.getClass());
+        int[] longParameters = {3}; // call1: fn, word, bits
+        for (int i = 0; i < out.length; i++) {
+            long address = Native.criticalEntry(i);
+            if (address == 0) {
+                return "libtether_java has no critical entry " + i;
+            }
+            Object parameters = Array.newInstance(layoutClass, longParameters[i]);
+            for (int p = 0; p < longParameters[i]; p++) {
+                Array.set(parameters, p, jlong);
+            }
+            Object descriptor = descriptorOf.invoke(null, jlong, parameters);
+            out[i] = (MethodHandle) downcall.invoke(linker, ofAddress.invoke(null, address), descriptor, options);
+        }
+        return null;
+    }
+}

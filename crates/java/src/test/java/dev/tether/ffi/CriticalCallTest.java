@@ -1,0 +1,81 @@
+package dev.tether.ffi;
+
+import static dev.tether.ffi.TestSupport.settledLive;
+import static dev.tether.ffi.TestSupport.t;
+import static org.junit.jupiter.api.Assertions.*;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * Leaf calls through {@code java.lang.foreign} critical downcalls ({@link Critical}): on JDK
+ * 22+ (this suite also runs on Temurin 25, with native access enabled) {@code call(x)} of a
+ * leaf with a plain argument takes them; on 17 the same calls take JNI. Either way the
+ * outcomes must be the same: the argument's own wrapper back, other results and errors as
+ * JNI gives them, nothing leaked, and a leaf that calls back anyway refused with a typed
+ * error instead of entering the JVM from a thread in the Java state.
+ */
+class CriticalCallTest {
+    private static final TetherFunction ECHO = t("echo");
+
+    @Test
+    void criticalDowncallsAreUsedExactlyWhereTheJdkHasThem() {
+        if (Runtime.version().feature() >= 22 && !"false".equals(System.getProperty(Critical.PROPERTY))) {
+            assertEquals("critical downcalls", Critical.status());
+            assertNotNull(Critical.CALL1);
+        } else {
+            assertTrue(Critical.status().startsWith("JNI only"), Critical.status());
+            assertNull(Critical.CALL1);
+        }
+    }
+
+    @Test
+    void aLeafEchoReturnsTheArgumentsOwnWrapperAndLeaksNothing() throws InterruptedException {
+        long base = settledLive();
+        TetherInstance p = (TetherInstance) t("make_pair").call(1L, 2L);
+        for (int i = 0; i < 1000; i++) {
+            assertSame(p, ECHO.call(p));
+        }
+        assertEquals(5L, ECHO.call(5L));
+        assertEquals(5, ((Number) ECHO.call(5)).intValue());
+        assertNull(ECHO.call((Object) null));
+        p.close();
+        assertEquals(base, settledLive(), "the pair and the spares kept for it are gone");
+    }
+
+    @Test
+    void otherResultsAndErrorsOfALeafComeBackAsThroughJni() {
+        TetherFunction isAligned = t("is_aligned");
+        Object aligned = t("make_aligned").call(64L);
+        assertEquals(Boolean.TRUE, isAligned.call(aligned), "a result that is not the argument");
+        TetherTypeError e = assertThrows(TetherTypeError.class, () -> isAligned.call(7L));
+        assertTrue(e.getMessage().contains("argument 'x' must be an object"), e.getMessage());
+        // Another count than the arity: the entry takes nothing, JNI words the error.
+        TetherTypeError arity = assertThrows(TetherTypeError.class, () -> t("add3").call(1L));
+        assertTrue(arity.getMessage().contains("add3"), arity.getMessage());
+        // The thread goes on calling through the entry.
+        TetherInstance p = (TetherInstance) t("make_pair").call(1L, 2L);
+        assertSame(p, ECHO.call(p));
+        p.close();
+    }
+
+    @Test
+    void aLeafThatCallsBackIsRefusedWithATypedErrorAndTheThreadGoesOn() {
+        TetherCallback callback = args -> "called";
+        t("stash").call("41", callback);
+        try {
+            TetherFunction broken = t("call_stashed_as_leaf");
+            if (Critical.CALL1 != null) {
+                Exception e = assertThrows(RuntimeException.class, () -> broken.call(41L));
+                assertTrue(e instanceof TetherError, e.toString());
+                assertTrue(e.getMessage().contains("leaf Function called into the JVM"), e.getMessage());
+            } else {
+                assertEquals("called", broken.call(41L), "through JNI the callback runs");
+            }
+            TetherInstance p = (TetherInstance) t("make_pair").call(1L, 2L);
+            assertSame(p, ECHO.call(p));
+            p.close();
+        } finally {
+            t("take").call("41");
+        }
+    }
+}
