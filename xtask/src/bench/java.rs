@@ -1,6 +1,6 @@
 //! Java: the jni 0.22 and raw jni-sys peers built with cargo, tether's Java frontend compiled
 //! with Maven, the harness (benches/java) compiled with javac, then one JVM per peer, fork and
-//! workload, as JMH forks per benchmark: a fork measures one peer only, so every call site in
+//! workload (on the system's JDK, then on Temurin 25 where installed: [`jvms`]), as JMH forks per benchmark: a fork measures one peer only, so every call site in
 //! the harness stays monomorphic, and one workload only, so none inherits another's garbage,
 //! threads or JIT state (W7 ran 2.7x slower after W4 and W6 in the same JVM).
 
@@ -59,43 +59,83 @@ pub fn run(b: &Bench) -> Result<PathBuf> {
     let forks = if b.quick { 1 } else { FORKS };
     let mut records: Vec<Record> = Vec::new();
     let mut versions = Json::Obj(vec![]);
-    for (peer, props, extra_cp) in &peers {
-        let mut per_fork = Vec::new();
-        'forks: for fork in 0..forks {
-            let mut fork_records = Vec::new();
-            for workload in WORKLOADS {
-                let out = dir.join(format!("{peer}-{fork}-{workload}.json"));
-                step(LANG, format!("java Bench {peer} {workload} (fork {}/{forks})", fork + 1));
-                let cp = std::env::join_paths(std::iter::once(classes.clone()).chain(extra_cp.iter().cloned()))
-                    .map_err(|e| fail(format!("bad classpath: {e}")))?;
-                let mut cmd = Cmd::new("java")
-                    .args(props)
-                    .args(if workload == "W5" { &W5_HEAP[..] } else { &[] })
-                    .arg(format!("-Dbench.only={workload}"))
-                    .arg("-cp")
-                    .arg(cp)
-                    .args(["dev.tether.bench.Bench", peer])
-                    .arg(&out)
-                    .cwd(&b.ctx.root);
-                if b.quick {
-                    cmd = cmd.arg("--quick");
+    for jvm in jvms() {
+        for (peer, props, extra_cp) in &peers {
+            let mut per_fork = Vec::new();
+            'forks: for fork in 0..forks {
+                let mut fork_records = Vec::new();
+                for workload in WORKLOADS {
+                    let out = dir.join(format!("{}{peer}-{fork}-{workload}.json", jvm.file_prefix));
+                    step(LANG, format!("{} Bench {peer} {workload} (fork {}/{forks})", jvm.label, fork + 1));
+                    let cp = std::env::join_paths(std::iter::once(classes.clone()).chain(extra_cp.iter().cloned()))
+                        .map_err(|e| fail(format!("bad classpath: {e}")))?;
+                    let mut cmd = Cmd::new(jvm.java)
+                        .args(jvm.args)
+                        .args(props)
+                        .args(if workload == "W5" { &W5_HEAP[..] } else { &[] })
+                        .arg(format!("-Dbench.only={workload}"))
+                        .arg("-cp")
+                        .arg(cp)
+                        .args(["dev.tether.bench.Bench", peer])
+                        .arg(&out)
+                        .cwd(&b.ctx.root);
+                    if b.quick {
+                        cmd = cmd.arg("--quick");
+                    }
+                    if b.attempt(&format!("{} peer {peer}", jvm.label), || cmd.run()).is_none() {
+                        break 'forks;
+                    }
+                    let json = report::read_json(&out)?;
+                    if let (Some(Json::Obj(fields)), Json::Obj(all)) = (json.get("versions"), &mut versions) {
+                        for (k, v) in fields {
+                            let key = format!("{}{k}", jvm.version_prefix);
+                            all.retain(|(existing, _)| existing != &key);
+                            all.push((key, v.clone()));
+                        }
+                    }
+                    let mut read = report::records(&json)?;
+                    for r in &mut read {
+                        r.lang = jvm.lang.to_string();
+                    }
+                    fork_records.extend(read);
                 }
-                if b.attempt(&format!("java peer {peer}"), || cmd.run()).is_none() {
-                    break 'forks;
-                }
-                let json = report::read_json(&out)?;
-                if let Some(v) = json.get("versions") {
-                    versions = v.clone();
-                }
-                fork_records.extend(report::records(&json)?);
+                per_fork.push(fork_records);
             }
-            per_fork.push(fork_records);
+            records.extend(report::median_of_forks(&per_fork));
         }
-        records.extend(report::median_of_forks(&per_fork));
     }
     let out = dir.join("java.json");
     report::write_language_file(&out, &records, versions)?;
     Ok(out)
+}
+
+/// A JVM the harness runs on: the system's (JDK 17 on these machines), and Temurin 25 beside
+/// it where installed, where tether's leaf calls take critical foreign downcalls
+/// (crates/java/src/critical.rs): the issue of that route asks for both JDKs' figures.
+struct Jvm {
+    java: &'static str,
+    args: &'static [&'static str],
+    /// The records' language: the report's section ("java": JVM, "java25": JVM on Temurin 25).
+    lang: &'static str,
+    label: &'static str,
+    file_prefix: &'static str,
+    version_prefix: &'static str,
+}
+
+fn jvms() -> Vec<Jvm> {
+    let mut out =
+        vec![Jvm { java: "java", args: &[], lang: "java", label: "java", file_prefix: "", version_prefix: "" }];
+    if Path::new(crate::java::TEMURIN_25).is_file() {
+        out.push(Jvm {
+            java: crate::java::TEMURIN_25,
+            args: &[crate::java::NATIVE_ACCESS],
+            lang: "java25",
+            label: "java25",
+            file_prefix: "jdk25-",
+            version_prefix: "temurin25 ",
+        });
+    }
+    out
 }
 
 /// Builds libtether_java and the dev.tether.ffi classes (Maven), compiles the tether workloads

@@ -262,6 +262,11 @@ fn targets(run: &Run) -> Vec<Target> {
         ("JVM W4 within 1.0x of jni 0.22", "java", "W4", "jni", 1.0),
         ("JVM W6 within 2.0x of raw JNI", "java", "W6", "jni_raw", 2.0),
         ("JVM W7 within 1.5x of raw JNI", "java", "W7", "jni_raw", 1.5),
+        ("JVM on Temurin 25: W1 within 2.0x of raw JNI", "java25", "W1", "jni_raw", 2.0),
+        ("JVM on Temurin 25: W3 within 1.5x of raw JNI", "java25", "W3", "jni_raw", 1.5),
+        ("JVM on Temurin 25: W4 within 1.0x of jni 0.22", "java25", "W4", "jni", 1.0),
+        ("JVM on Temurin 25: W6 within 2.0x of raw JNI", "java25", "W6", "jni_raw", 2.0),
+        ("JVM on Temurin 25: W7 within 1.5x of raw JNI", "java25", "W7", "jni_raw", 1.5),
     ] {
         out.push(within(what, lang, workload, floor, factor));
     }
@@ -305,7 +310,7 @@ pub fn write(b: &Bench, outputs: &[PathBuf]) -> Result {
         "==> bench results ({}; ratio = value / best peer on that row)",
         if b.quick { "quick smoke run, not meaningful" } else { "full run" }
     );
-    for lang in ["python", "node", "java"] {
+    for lang in ["python", "node", "java", "java25"] {
         let peers = run.peers(lang);
         if peers.is_empty() {
             continue;
@@ -387,7 +392,7 @@ fn markdown(run: &Run, targets: &[Target], machine: &[(String, String)], date: &
         s,
         "Each cell: median, and in parentheses its ratio to the best peer on that row (1.00x = fastest).\n"
     );
-    for (lang, title) in [("python", "Python"), ("node", "Node"), ("java", "JVM")] {
+    for (lang, title) in [("python", "Python"), ("node", "Node"), ("java", "JVM"), ("java25", "JVM on Temurin 25")] {
         let peers = run.peers(lang);
         if peers.is_empty() {
             let _ = writeln!(s, "### {title}\n\nNot measured in this run.\n");
