@@ -59,6 +59,14 @@ class CriticalCallTest {
     }
 
     @Test
+    void theJvmExitsWhileThreadsAreInsideCriticalDowncalls() throws Exception {
+        ProcessResult r = Subprocess.runJava(CriticalExitMain.class, true);
+        assertEquals(0, r.exitCode, r.output);
+        assertTrue(r.output.contains("critical-exit: "), r.output);
+        assertFalse(r.output.contains("wrong wrapper") || r.output.contains("hs_err"), r.output);
+    }
+
+    @Test
     void aLeafThatCallsBackIsRefusedWithATypedErrorAndTheThreadGoesOn() {
         TetherCallback callback = args -> "called";
         t("stash").call("41", callback);
