@@ -89,25 +89,30 @@ impl ThreadSpares {
     #[inline]
     pub fn cell(&'static self) -> Option<SpareCell<'static>> {
         let token = thread_token();
-        let start = (token >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - CELLS.trailing_zeros());
-        for i in 0..PROBES {
-            let cell = &self.cells[(start + i) % CELLS];
-            if cell.owner.load(Ordering::Relaxed) == token {
-                return Some(SpareCell { cell, _owner_thread: std::marker::PhantomData });
-            }
+        let start = probe_start(token);
+        match self.owned_cell(token, start) {
+            Some(cell) => Some(cell),
+            None => self.claim(start, token),
         }
-        self.claim(start, token)
     }
 
     /// [`ThreadSpares::cell`] without claiming one: `None` for a thread that has none.
     #[inline]
     pub fn claimed_cell(&'static self) -> Option<SpareCell<'static>> {
         let token = thread_token();
-        let start = (token >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - CELLS.trailing_zeros());
-        (0..PROBES)
-            .map(|i| &self.cells[(start + i) % CELLS])
-            .find(|cell| cell.owner.load(Ordering::Relaxed) == token)
-            .map(|cell| SpareCell { cell, _owner_thread: std::marker::PhantomData })
+        self.owned_cell(token, probe_start(token))
+    }
+
+    /// The cell of the thread `token` names in its probe run from `start`, if it owns one.
+    #[inline(always)]
+    fn owned_cell(&'static self, token: usize, start: usize) -> Option<SpareCell<'static>> {
+        for i in 0..PROBES {
+            let cell = &self.cells[(start + i) % CELLS];
+            if cell.owner.load(Ordering::Relaxed) == token {
+                return Some(SpareCell { cell, _owner_thread: std::marker::PhantomData });
+            }
+        }
+        None
     }
 
     /// Claim the first free cell of the calling thread's probe run (from `start`; `token` is
@@ -188,6 +193,12 @@ impl Drop for OwnedCells {
             cell.owner.store(0, Ordering::Release);
         }
     }
+}
+
+/// The first cell a thread (`token`) tries: a multiplicative hash of its token.
+#[inline(always)]
+fn probe_start(token: usize) -> usize {
+    (token >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - CELLS.trailing_zeros())
 }
 
 /// A number that names the calling thread among the live ones: its thread pointer (the TLS

@@ -94,11 +94,3 @@ pub extern "C" fn tether_java_critical_call1(func: jlong, word: jlong, bits: jlo
         }
     })
 }
-
-/// Entry `index`'s address, in the order `Critical` binds them (call1), 0 past the end.
-pub fn entry(index: i32) -> jlong {
-    match index {
-        0 => tether_java_critical_call1 as *const () as usize as jlong,
-        _ => 0,
-    }
-}

@@ -1611,11 +1611,10 @@ pub extern "system" fn Java_dev_tether_ffi_Native_sparesHeld(_env: *mut JNIEnv, 
     tie::spares_held() as jint
 }
 
-/// `Native.criticalEntry(i)`: the address of critical downcall entry `i` (`critical.rs`), 0
-/// past the last.
+/// `Native.criticalCall1Entry()`: the address of `critical::tether_java_critical_call1`.
 #[no_mangle]
-pub extern "system" fn Java_dev_tether_ffi_Native_criticalEntry(_env: *mut JNIEnv, _c: jclass, index: jint) -> jlong {
-    crate::critical::entry(index)
+pub extern "system" fn Java_dev_tether_ffi_Native_criticalCall1Entry(_env: *mut JNIEnv, _c: jclass) -> jlong {
+    crate::critical::tether_java_critical_call1 as *const () as usize as jlong
 }
 
 /// `Native.functionFlags(fn)`: the `FUNC_*` flags of the Function at `fn`.

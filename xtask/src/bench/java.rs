@@ -66,7 +66,7 @@ pub fn run(b: &Bench) -> Result<PathBuf> {
                 let mut fork_records = Vec::new();
                 for workload in WORKLOADS {
                     let out = dir.join(format!("{}{peer}-{fork}-{workload}.json", jvm.file_prefix));
-                    step(LANG, format!("{} Bench {peer} {workload} (fork {}/{forks})", jvm.label, fork + 1));
+                    step(LANG, format!("{} Bench {peer} {workload} (fork {}/{forks})", jvm.lang, fork + 1));
                     let cp = std::env::join_paths(std::iter::once(classes.clone()).chain(extra_cp.iter().cloned()))
                         .map_err(|e| fail(format!("bad classpath: {e}")))?;
                     let mut cmd = Cmd::new(jvm.java)
@@ -82,7 +82,7 @@ pub fn run(b: &Bench) -> Result<PathBuf> {
                     if b.quick {
                         cmd = cmd.arg("--quick");
                     }
-                    if b.attempt(&format!("{} peer {peer}", jvm.label), || cmd.run()).is_none() {
+                    if b.attempt(&format!("{} peer {peer}", jvm.lang), || cmd.run()).is_none() {
                         break 'forks;
                     }
                     let json = report::read_json(&out)?;
@@ -117,20 +117,17 @@ struct Jvm {
     args: &'static [&'static str],
     /// The records' language: the report's section ("java": JVM, "java25": JVM on Temurin 25).
     lang: &'static str,
-    label: &'static str,
     file_prefix: &'static str,
     version_prefix: &'static str,
 }
 
 fn jvms() -> Vec<Jvm> {
-    let mut out =
-        vec![Jvm { java: "java", args: &[], lang: "java", label: "java", file_prefix: "", version_prefix: "" }];
+    let mut out = vec![Jvm { java: "java", args: &[], lang: "java", file_prefix: "", version_prefix: "" }];
     if Path::new(crate::java::TEMURIN_25).is_file() {
         out.push(Jvm {
             java: crate::java::TEMURIN_25,
             args: &[crate::java::NATIVE_ACCESS],
             lang: "java25",
-            label: "java25",
             file_prefix: "jdk25-",
             version_prefix: "temurin25 ",
         });

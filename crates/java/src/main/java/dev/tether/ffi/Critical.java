@@ -35,15 +35,17 @@ final class Critical {
     private static final String UNAVAILABLE;
 
     static {
-        MethodHandle[] handles = new MethodHandle[1];
-        String why = null;
+        MethodHandle call1 = null;
+        String why;
         try {
-            why = bind(handles);
+            why = unavailable();
+            if (why == null) {
+                call1 = bindCall1();
+            }
         } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
             why = "the foreign linker refused: " + e;
-            handles = new MethodHandle[1];
         }
-        CALL1 = handles[0];
+        CALL1 = call1;
         UNAVAILABLE = why;
     }
 
@@ -73,8 +75,8 @@ final class Critical {
         return UNAVAILABLE == null ? "critical downcalls" : "JNI only: " + UNAVAILABLE;
     }
 
-    /** Fills {@code out} with the downcall handles of the entries; returns why not instead. */
-    private static String bind(MethodHandle[] out) throws ReflectiveOperationException {
+    /** Why this JVM takes no critical downcalls, or null if it does. */
+    private static String unavailable() throws ReflectiveOperationException {
         if ("false".equals(System.getProperty(PROPERTY))) {
             return "-D" + PROPERTY + "=false";
         }
@@ -85,32 +87,32 @@ final class Critical {
         if (!(boolean) Module.class.getMethod("isNativeAccessEnabled").invoke(module)) {
             return "native access is not enabled for " + (module.isNamed() ? module.getName() : "the class path");
         }
+        return null;
+    }
+
+    /**
+     * {@code Linker.nativeLinker().downcallHandle(MemorySegment.ofAddress(entry),
+     * FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG),
+     * Linker.Option.critical(false))} for the call1 entry, through reflection.
+     */
+    private static MethodHandle bindCall1() throws ReflectiveOperationException {
         Class<?> linkerClass = Class.forName("java.lang.foreign.Linker");
         Class<?> optionClass = Class.forName("java.lang.foreign.Linker$Option");
         Class<?> layoutClass = Class.forName("java.lang.foreign.MemoryLayout");
         Class<?> descriptorClass = Class.forName("java.lang.foreign.FunctionDescriptor");
         Class<?> segmentClass = Class.forName("java.lang.foreign.MemorySegment");
         Object linker = linkerClass.getMethod("nativeLinker").invoke(null);
-        Object critical = optionClass.getMethod("critical", boolean.class).invoke(null, false);
         Object options = Array.newInstance(optionClass, 1);
-        Array.set(options, 0, critical);
+        Array.set(options, 0, optionClass.getMethod("critical", boolean.class).invoke(null, false));
         Object jlong = Class.forName("java.lang.foreign.ValueLayout").getField("JAVA_LONG").get(null);
-        Method descriptorOf = descriptorClass.getMethod("of", layoutClass, layoutClass.arrayType());
-        Method ofAddress = segmentClass.getMethod("ofAddress", long.class);
-        Method downcall = linkerClass.getMethod("downcallHandle", segmentClass, descriptorClass, options.getClass());
-        int[] longParameters = {3}; // call1: fn, word, bits
-        for (int i = 0; i < out.length; i++) {
-            long address = Native.criticalEntry(i);
-            if (address == 0) {
-                return "libtether_java has no critical entry " + i;
-            }
-            Object parameters = Array.newInstance(layoutClass, longParameters[i]);
-            for (int p = 0; p < longParameters[i]; p++) {
-                Array.set(parameters, p, jlong);
-            }
-            Object descriptor = descriptorOf.invoke(null, jlong, parameters);
-            out[i] = (MethodHandle) downcall.invoke(linker, ofAddress.invoke(null, address), descriptor, options);
+        Object parameters = Array.newInstance(layoutClass, 3); // fn, word, bits
+        for (int p = 0; p < 3; p++) {
+            Array.set(parameters, p, jlong);
         }
-        return null;
+        Object descriptor =
+                descriptorClass.getMethod("of", layoutClass, layoutClass.arrayType()).invoke(null, jlong, parameters);
+        Object address = segmentClass.getMethod("ofAddress", long.class).invoke(null, Native.criticalCall1Entry());
+        Method downcall = linkerClass.getMethod("downcallHandle", segmentClass, descriptorClass, options.getClass());
+        return (MethodHandle) downcall.invoke(linker, address, descriptor, options);
     }
 }

@@ -89,8 +89,8 @@ final class Native {
 
     static native long call0L(long function);
 
-    /** The address of critical downcall entry {@code index} ({@link Critical}), 0 past the last. */
-    static native long criticalEntry(int index);
+    /** The address of the critical downcall entry of {@code call(x)} ({@link Critical}). */
+    static native long criticalCall1Entry();
 
     /** The {@code FUNC_*} flags of the Function at {@code function}. */
     static native int functionFlags(long function);
