@@ -275,6 +275,25 @@ impl SpareCell<'_> {
         None
     }
 
+    /// Put back the entry [`SpareCell::take`] took for `obj`'s wrapper of `generation`, when
+    /// the call it was lent to returned `obj` (a strong reference). `take` leaves the
+    /// generation in place, so this is one store where [`SpareCell::keep`] writes both; gives
+    /// `obj` back when the cell holds another entry or generation now (a nested call kept one).
+    ///
+    /// # Safety
+    /// As [`SpareCell::keep`].
+    #[inline]
+    pub unsafe fn restore(&self, obj: ObjectRef, generation: u64) -> Option<ObjectRef> {
+        if !self.cell.obj.load(Ordering::Relaxed).is_null()
+            || self.cell.generation.load(Ordering::Relaxed) != generation
+        {
+            return Some(obj);
+        }
+        // Release: as in `keep` (the generation, this thread's own earlier write, comes first).
+        self.cell.obj.store(obj.into_raw(), Ordering::Release);
+        None
+    }
+
     /// Set or clear the owning thread's flag, which lives here because the cell is the one
     /// per-thread place a frontend finds without a thread-local access (a `__tls_get_addr`
     /// call in a shared library). The JVM marks a thread inside a critical downcall with it.

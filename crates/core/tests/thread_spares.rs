@@ -136,6 +136,43 @@ fn keep_then_take_moves_one_reference_and_leaves_the_count_alone() {
     assert_eq!(strong(&obj), 1);
 }
 
+fn restore(cell: &SpareCell<'_>, obj: ObjectRef, generation: u64) -> Option<ObjectRef> {
+    // SAFETY: see above.
+    unsafe { cell.restore(obj, generation) }
+}
+
+#[test]
+fn restore_puts_back_only_what_take_left_room_for() {
+    let spares = table!();
+    let obj = pair();
+    let cell = spares.cell().unwrap();
+    // `obj` stands for generation 7's wrapper, held throughout; the taken reference is lent
+    // to a call that returns `obj` (a reference of its own: any +1 of `obj` will do).
+    assert!(keep(&cell, obj.clone(), 7).is_none());
+    assert!(take(&cell, &obj, 7));
+    drop_taken(&obj);
+    assert!(restore(&cell, obj.clone(), 7).is_none(), "the taken entry's room");
+    assert_eq!((spares.held(), strong(&obj)), (1, 2));
+    assert!(restore(&cell, obj.clone(), 7).is_some(), "a full cell gives the reference back");
+    // A nested call kept another generation's spare meanwhile, then took it: the room left is
+    // that generation's, so `obj` of generation 7 goes back to the caller.
+    assert!(take(&cell, &obj, 7));
+    drop_taken(&obj);
+    let stranger = pair();
+    assert!(keep(&cell, stranger.clone(), 9).is_none());
+    assert!(take(&cell, &stranger, 9));
+    drop_taken(&stranger);
+    assert!(restore(&cell, obj.clone(), 7).is_some(), "another generation's room");
+    assert_eq!((spares.held(), strong(&obj), strong(&stranger)), (0, 1, 1));
+    // What restore put back is stolen like any kept entry.
+    assert!(keep(&cell, obj.clone(), 7).is_none());
+    assert!(take(&cell, &obj, 7));
+    drop_taken(&obj);
+    assert!(restore(&cell, obj.clone(), 7).is_none());
+    assert_eq!(steal(spares, &obj, 7), 1);
+    assert_eq!((spares.held(), strong(&obj)), (0, 1));
+}
+
 #[test]
 fn generation_zero_is_never_kept_or_stolen() {
     let spares = table!();

@@ -23,7 +23,7 @@
 use jni_sys::jlong;
 use tether_core::function::FUNC_LEAF;
 use tether_core::thread_spares::SpareCell;
-use tether_core::{Any, Result};
+use tether_core::Result;
 
 use crate::natives::{self, PENDING_RESULT};
 use crate::tie;
@@ -84,13 +84,15 @@ pub extern "C" fn tether_java_critical_call1(func: jlong, word: jlong, bits: jlo
         return FALLBACK_RESULT;
     }
     critical(|cell| {
-        let mut result = Any::none();
         // SAFETY: Java keeps the Function and the argument's wrapper, whose word it passed,
         // reachable for the call; the word is plain and the count is the arity; `cell` is
         // this thread's.
-        match unsafe { natives::call_plain(func, f, &[(word, bits)], cell, &mut result) }? {
-            Some(_) => Ok(ARGUMENT_RESULT),
-            None => Ok(natives::park(Ok(result))),
+        match unsafe { natives::call_plain(func, f, &[(word, bits)], cell) }? {
+            natives::Plain::Argument(i) => {
+                debug_assert_eq!(i, 0, "one argument");
+                Ok(ARGUMENT_RESULT)
+            }
+            natives::Plain::Value(result) => Ok(natives::park(Ok(result))),
         }
     })
 }

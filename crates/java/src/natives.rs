@@ -251,14 +251,18 @@ unsafe fn call_encoded<'e>(
     // the kinds are constants and this folds away).
     let is_object = |word: jlong| tie::word_kind(word) == convert::KIND_OBJECT;
     let spares = args.iter().any(|&(word, _, _)| is_object(word)).then(tie::spare_cell).flatten();
+    // The object whose spare was lent, and its generation.
+    let mut lent_spare = None;
     if let (Some(cell), true) = (&spares, f.flags & function::FUNC_ADOPTS_LENT != 0) {
         // The cell holds one entry: the first argument that matches it takes it.
         for (view, &(word, bits, r)) in views.iter_mut().zip(args) {
             if is_object(word) && !r.is_null() {
-                // SAFETY: Java keeps the wrapper reachable and passed its word; `f` adopts
-                // lent views.
-                if let Some(lent) = unsafe { tie::lend_spare(cell, bits as *mut ObjectHeader, word) } {
+                let obj = bits as *mut ObjectHeader;
+                // SAFETY: Java keeps the wrapper reachable and passed its word, from which the
+                // view was made; `f` adopts lent views.
+                if let Some((lent, generation)) = unsafe { tie::lend_spare(cell, obj, *view, word) } {
                     *view = lent;
+                    lent_spare = Some((obj, generation));
                     break;
                 }
             }
@@ -285,8 +289,8 @@ unsafe fn call_encoded<'e>(
         if let (Some(i), true) = (argument, keep_spare) {
             let obj = std::mem::take(result).into_object().expect("an object kind");
             // SAFETY: Java keeps argument i's wrapper, whose word it passed, reachable for the
-            // call; `spares` is this thread's cell.
-            unsafe { tie::keep_result_spare(obj, args[i].0, spares.as_ref()) };
+            // call; `spares` is this thread's cell, the one a lent spare came from.
+            unsafe { return_argument_spare(obj, args[i].0, lent_spare, spares.as_ref()) };
         }
         // The `TetherInstance` a callback returned (`cb.call()` is `x`): its wrapper, as an
         // argument's: a live, not closed wrapper is the one in the slot. Its handle is read
@@ -322,6 +326,12 @@ pub(crate) fn is_plain(word: jlong) -> bool {
     matches!(tie::word_kind(word), convert::KIND_OBJECT | convert::KIND_INT | convert::KIND_NONE)
 }
 
+/// What [`call_plain`] did: the result is argument `i`'s wrapper, or a value.
+pub(crate) enum Plain {
+    Argument(usize),
+    Value(Any),
+}
+
 /// [`call_encoded`] for arguments that are all [`is_plain`], as many as `f`'s arity, with no
 /// JNI: nothing to decode or hold, no callable to lend, no defaults. A wrapper argument gets
 /// this thread's spare lent (when `f` adopts lent arguments); a result that is a wrapper
@@ -339,43 +349,80 @@ pub(crate) unsafe fn call_plain<const N: usize>(
     f: &FunctionObj,
     args: &[(jlong, jlong); N],
     cell: &SpareCell<'_>,
-    result: &mut Any,
-) -> Result<Option<usize>> {
+) -> Result<Plain> {
     let is_object = |word: jlong| tie::word_kind(word) == convert::KIND_OBJECT;
+    let adopts = f.flags & function::FUNC_ADOPTS_LENT != 0;
     let mut views = [AnyView::none(); N];
-    for (view, &(word, bits)) in views.iter_mut().zip(args) {
+    // The argument lent this thread's spare (the cell's one entry: the first that matches
+    // takes it), and the generation it was kept under.
+    let mut lent_spare = None;
+    for (i, (view, &(word, bits))) in views.iter_mut().zip(args).enumerate() {
         if is_object(word) {
+            let obj = bits as *mut ObjectHeader;
             // SAFETY: Java keeps the wrapper, and so its object, alive for the call; its word.
-            *view = unsafe { tie::object_argument(bits as *mut ObjectHeader, word) };
+            *view = unsafe { tie::object_argument(obj, word) };
+            if adopts && lent_spare.is_none() {
+                // SAFETY: as above, and the view was made from that word; `f` adopts lent views.
+                if let Some((lent, generation)) = unsafe { tie::lend_spare(cell, obj, *view, word) } {
+                    *view = lent;
+                    lent_spare = Some((i, generation));
+                }
+            }
         } else if tie::word_kind(word) == convert::KIND_INT {
             *view = AnyView::int(bits);
         }
     }
-    if f.flags & function::FUNC_ADOPTS_LENT != 0 {
-        // The first argument that matches the cell's one entry takes it.
-        for (view, &(word, bits)) in views.iter_mut().zip(args) {
-            if !is_object(word) {
-                continue;
-            }
-            // SAFETY: Java keeps the wrapper reachable and passed its word; `f` adopts lent views.
-            if let Some(lent) = unsafe { tie::lend_spare(cell, bits as *mut ObjectHeader, word) } {
-                *view = lent;
-                break;
-            }
-        }
-    }
+    let mut result = Any::none();
     // SAFETY: `f` is `func`'s body and Java keeps it and every argument alive; lent views only
     // for an adopting `f`.
-    unsafe { invoke(func, f, &views, result) }?;
-    let Some(ptr) = result.view().as_object_ptr() else { return Ok(None) };
+    unsafe { invoke(func, f, &views, &mut result) }?;
+    let Some(ptr) = result.view().as_object_ptr() else { return Ok(Plain::Value(result)) };
+    // The lent argument came back (`echo`): its +1 is the spare again.
+    if let Some((i, generation)) = lent_spare {
+        if args[i].1 as *mut ObjectHeader == ptr {
+            // SAFETY: the result's strong reference, moved out of `result`, which is forgotten.
+            let obj = unsafe { ObjectRef::from_raw(ptr) };
+            std::mem::forget(result);
+            // SAFETY: Java keeps argument i's wrapper, of that generation, reachable for the
+            // call; `cell` is this thread's, the one the spare was lent from.
+            unsafe { tie::restore_result_spare(obj, generation, cell) };
+            return Ok(Plain::Argument(i));
+        }
+    }
     let Some(i) = args.iter().position(|&(word, bits)| is_object(word) && bits as *mut ObjectHeader == ptr) else {
-        return Ok(None);
+        return Ok(Plain::Value(result));
     };
-    let obj = std::mem::take(result).into_object().expect("an object kind");
+    // SAFETY: as above.
+    let obj = unsafe { ObjectRef::from_raw(ptr) };
+    std::mem::forget(result);
     // SAFETY: Java keeps argument i's wrapper, whose word it passed, reachable for the call;
-    // `spares` is this thread's cell.
+    // `cell` is this thread's.
     unsafe { tie::keep_result_spare(obj, args[i].0, Some(cell)) };
-    Ok(Some(i))
+    Ok(Plain::Argument(i))
+}
+
+/// A call's result `obj` is an argument (passed with `word`): its +1 back to the spare it
+/// was lent from when it is that argument's (`lent_spare`: the object and generation), else
+/// kept as a spare under the word's generation.
+///
+/// # Safety
+/// As `tie::keep_result_spare`; `lent_spare` is what `tie::lend_spare` lent from `cell` for
+/// this call.
+#[inline(always)]
+unsafe fn return_argument_spare(
+    obj: ObjectRef,
+    word: jlong,
+    lent_spare: Option<(*mut ObjectHeader, u64)>,
+    cell: Option<&SpareCell<'_>>,
+) {
+    match (lent_spare, cell) {
+        // SAFETY: the caller's guarantee; the lent argument's wrapper is held for the call.
+        (Some((lent, generation)), Some(cell)) if lent == obj.as_ptr() => unsafe {
+            tie::restore_result_spare(obj, generation, cell)
+        },
+        // SAFETY: the caller's guarantee.
+        _ => unsafe { tie::keep_result_spare(obj, word, cell) },
+    }
 }
 
 /// [`call_encoded`], its result as a Java object.

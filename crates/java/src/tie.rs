@@ -292,23 +292,41 @@ unsafe fn spare_generation(obj: *mut ObjectHeader, word: i64) -> Option<u64> {
     }
 }
 
-/// A lent view of `obj` (passed with `word`, see [`object_argument`]) carrying this thread's
-/// spare of its wrapper, if the thread kept one.
+/// The lent form of `view`, argument `obj` passed with `word` (see [`object_argument`]),
+/// carrying this thread's spare of its wrapper if the thread kept one; with the generation
+/// the spare was kept under, for [`restore_result_spare`].
 ///
 /// # Safety
 /// `obj` is the handle of a wrapper Java keeps reachable for the call, `word` as in
-/// [`object_argument`], and the view goes to a function flagged `FUNC_ADOPTS_LENT`.
+/// [`object_argument`], `view` is `object_argument(obj, word)`, and the lent view goes to a
+/// function flagged `FUNC_ADOPTS_LENT`.
 #[inline(always)]
-pub unsafe fn lend_spare<'a>(cell: &SpareCell<'_>, obj: *mut ObjectHeader, word: i64) -> Option<AnyView<'a>> {
+pub unsafe fn lend_spare<'a>(
+    cell: &SpareCell<'_>,
+    obj: *mut ObjectHeader,
+    view: AnyView<'a>,
+    word: i64,
+) -> Option<(AnyView<'a>, u64)> {
     // SAFETY: this function's contract.
     let generation = unsafe { spare_generation(obj, word) }?;
     // SAFETY: the caller holds the wrapper of that generation for the call.
     if !unsafe { cell.take(obj, generation) } {
         return None;
     }
-    // SAFETY: the reference just taken is the one the view carries; the header is read only
-    // for an untyped word.
-    Some(unsafe { object_argument(obj, word).lent() })
+    // SAFETY: the reference just taken is the one the view carries.
+    Some((unsafe { view.lent() }, generation))
+}
+
+/// A call's result `obj` is the argument [`lend_spare`] lent this thread's spare to (of
+/// `generation`): its +1 becomes the spare again, in the room the lend left (no word decoded,
+/// one store), or is dropped when a nested call filled the cell meanwhile.
+///
+/// # Safety
+/// As [`keep_result_spare`], for the lent argument.
+#[inline(always)]
+pub unsafe fn restore_result_spare(obj: ObjectRef, generation: u64, cell: &SpareCell<'_>) {
+    // SAFETY: the calling thread holds the wrapper of that generation for the call.
+    drop(unsafe { cell.restore(obj, generation) });
 }
 
 /// An owned reference to `obj`, whose wrapper (of `word`) Java handed native code: this
