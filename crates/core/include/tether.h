@@ -26,7 +26,7 @@ extern "C" {
 /* ---- versioning ------------------------------------------------------------------------ */
 
 #define TETHER_ABI_MAJOR 1u
-#define TETHER_ABI_MINOR 5u
+#define TETHER_ABI_MINOR 6u
 /* The value a plugin exports as `tether_module_abi`: major << 16 | minor. */
 #define TETHER_MODULE_ABI_WORD ((TETHER_ABI_MAJOR << 16) | TETHER_ABI_MINOR)
 
@@ -169,6 +169,16 @@ typedef void (*TetherDataDropFn)(void *data);
  * language code may run during the call. A function that calls a Function it was given is
  * nonblocking only if that Function is. */
 #define TETHER_FUNC_NONBLOCKING 16u
+/* Flag (ABI 1.6): set by the core on typed closures whose parameters and result are all ints:
+ * the function's data starts with a TetherIntEntry, which takes its `arity` arguments and
+ * gives its result as int64s, with no cells (the value and error safe_call would give; status
+ * 0, or -1 with the error raised). Never set it yourself. */
+#define TETHER_FUNC_INT_ENTRY 32u
+typedef struct TetherIntOutcome {
+    int64_t value;
+    int64_t status;
+} TetherIntOutcome;
+typedef TetherIntOutcome (*TetherIntEntry)(TetherObjectHeader *handle, const int64_t *args);
 #define TETHER_LENT_MARK 1u
 
 /* ---- signatures (ABI 1.4) ----------------------------------------------------------------
@@ -466,6 +476,9 @@ TETHER_ASSERT_LAYOUT(TETHER_ALIGNOF(TetherAny) == 8, "Any is 8-aligned");
 TETHER_ASSERT_LAYOUT(offsetof(TetherAny, type_index) == 0, "Any.type_index");
 TETHER_ASSERT_LAYOUT(offsetof(TetherAny, small_len) == 4, "Any.small_len");
 TETHER_ASSERT_LAYOUT(offsetof(TetherAny, payload) == 8, "Any.payload");
+
+TETHER_ASSERT_LAYOUT(sizeof(TetherIntOutcome) == 16, "IntOutcome is two words");
+TETHER_ASSERT_LAYOUT(offsetof(TetherIntOutcome, status) == 8, "IntOutcome.status");
 
 TETHER_ASSERT_LAYOUT(sizeof(TetherByteSlice) == 16, "ByteSlice is 16 bytes");
 TETHER_ASSERT_LAYOUT(sizeof(TetherSlotPrefix) == 16, "SlotPrefix is 16 bytes");

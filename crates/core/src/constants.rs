@@ -9,7 +9,7 @@
 
 use crate::any::TypeIndex;
 use crate::error::ErrorKind;
-use crate::function::{FUNC_ADOPTS_LENT, FUNC_CELL_GETTER, FUNC_LEAF, FUNC_NONBLOCKING, FUNC_SIGNED};
+use crate::function::{FUNC_ADOPTS_LENT, FUNC_CELL_GETTER, FUNC_INT_ENTRY, FUNC_LEAF, FUNC_NONBLOCKING, FUNC_SIGNED};
 use crate::plugin::{ABI_MAJOR, ABI_MINOR};
 use crate::signature::{TypeKind, PARAM_HAS_DEFAULT, PARAM_KEYWORD, SIG_RECEIVER};
 
@@ -51,6 +51,7 @@ pub const SHARED: &[(&str, i64)] = &[
     ("FUNC_CELL_GETTER", FUNC_CELL_GETTER as i64),
     ("FUNC_SIGNED", FUNC_SIGNED as i64),
     ("FUNC_NONBLOCKING", FUNC_NONBLOCKING as i64),
+    ("FUNC_INT_ENTRY", FUNC_INT_ENTRY as i64),
     ("TYPE_DESC_ANY", TypeKind::Any as i64),
     ("TYPE_DESC_NONE", TypeKind::None as i64),
     ("TYPE_DESC_BOOL", TypeKind::Bool as i64),

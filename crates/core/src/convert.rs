@@ -48,6 +48,9 @@ pub trait FromArg: Sized {
     const FROM_OBJECTS: bool = true;
     /// The parameter's type descriptor in signatures (Any unless the type says more).
     const TYPE: Ty = Ty::Any;
+    /// True for int parameters (`i64`, `i32`, ...): converted from an int alone, so a typed
+    /// closure of int parameters and result gets an int entry (`FUNC_INT_ENTRY`).
+    const INT: bool = false;
 }
 
 /// A Rust result type.
@@ -61,6 +64,8 @@ pub trait IntoRet {
     fn into_ret(self) -> Result<Any>;
     /// The result's type descriptor in signatures (Any unless the type says more).
     const TYPE: Ty = Ty::Any;
+    /// True when the result is always an int (or an error): see [`FromArg::INT`].
+    const INT: bool = false;
 }
 
 /// Convert argument `position` (1-based) of `func`, or a TypeError naming it.
@@ -111,6 +116,7 @@ macro_rules! int_arg {
         impl FromArg for $t {
             const FROM_OBJECTS: bool = false;
             const TYPE: Ty = Ty::Int;
+            const INT: bool = true;
             fn from_arg(v: &AnyView<'_>) -> Option<Self> {
                 v.as_int().and_then(|i| <$t>::try_from(i).ok())
             }
@@ -120,6 +126,7 @@ macro_rules! int_arg {
         }
         impl IntoRet for $t {
             const TYPE: Ty = Ty::Int;
+            const INT: bool = true;
             fn into_ret(self) -> Result<Any> {
                 i64::try_from(self)
                     .map(Any::int)
@@ -303,6 +310,7 @@ impl IntoRet for () {
 /// over every error type would leave closures' `Ok(..)` without an inferable error type.)
 impl<T: IntoRet> IntoRet for Result<T> {
     const TYPE: Ty = T::TYPE;
+    const INT: bool = T::INT;
     fn into_ret(self) -> Result<Any> {
         self.and_then(T::into_ret)
     }

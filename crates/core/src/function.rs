@@ -57,6 +57,32 @@ pub const FUNC_SIGNED: u32 = 8;
 /// nonblocking. Set by the plugin author (`Function::nonblocking`, `#[tether(nonblocking)]`).
 pub const FUNC_NONBLOCKING: u32 = 16;
 
+/// Flag (ABI 1.6): besides `safe_call`, the function has an [`IntEntryFn`] that takes its
+/// `arity` arguments and gives its result as plain 64-bit ints, with no cells: its `data`
+/// starts with that entry (a function pointer). Set by the core for typed closures whose
+/// parameters and result are ints ([`Function::from_typed`]); a frontend whose call is all ints
+/// may use it instead of `safe_call` (the JVM's critical downcalls of `callLong`). Its value
+/// and error are the ones `safe_call` would give.
+pub const FUNC_INT_ENTRY: u32 = 32;
+
+/// What an [`IntEntryFn`] returns: `status` 0 with the result in `value`, or -1 with the error
+/// in the thread's raised slot (as `safe_call`). Two words: returned in registers.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IntOutcome {
+    pub value: i64,
+    pub status: i64,
+}
+
+/// The int entry of a [`FUNC_INT_ENTRY`] function: `handle` is the function object, `args`
+/// holds `arity` ints. Never unwinds.
+pub type IntEntryFn = unsafe extern "C" fn(handle: *mut ObjectHeader, args: *const i64) -> IntOutcome;
+
+const _: () = {
+    assert!(std::mem::size_of::<IntOutcome>() == 16);
+    assert!(std::mem::offset_of!(IntOutcome, status) == 8);
+};
+
 /// The body of a Function object. `#[repr(C)]`; C and plugins build these too.
 #[repr(C)]
 pub struct FunctionObj {
@@ -100,6 +126,16 @@ unsafe impl Send for FunctionObj {}
 unsafe impl Sync for FunctionObj {}
 
 impl FunctionObj {
+    /// The int entry, when the flags say there is one ([`FUNC_INT_ENTRY`]).
+    #[inline(always)]
+    pub fn int_entry(&self) -> Option<IntEntryFn> {
+        if self.flags & FUNC_INT_ENTRY == 0 {
+            return None;
+        }
+        // SAFETY: the flag says `data` starts with the entry (a function pointer, non-null).
+        Some(unsafe { *(self.data as *const IntEntryFn) })
+    }
+
     /// The signature, when the function has one.
     #[inline]
     pub fn signature(&self) -> Option<&'static SignatureInfo> {
@@ -214,6 +250,14 @@ where
     unsafe { run_closure::<F>(handle, args, n, result, |f, _, args| f(args)) }
 }
 
+/// The `data` of a typed closure: the int entry first (what [`FUNC_INT_ENTRY`] promises when
+/// it is set), then the closure.
+#[repr(C)]
+struct TypedClosure<F> {
+    int_entry: Option<IntEntryFn>,
+    f: F,
+}
+
 /// `safe_call` of [`Function::from_typed`].
 unsafe extern "C" fn typed_safe_call<Marker, F: TypedFn<Marker>>(
     handle: *mut ObjectHeader,
@@ -222,7 +266,26 @@ unsafe extern "C" fn typed_safe_call<Marker, F: TypedFn<Marker>>(
     result: *mut Any,
 ) -> i32 {
     // SAFETY: `handle` is a Function made by `from_typed::<Marker, F>`; the rest is the ABI's.
-    unsafe { run_closure::<F>(handle, args, n, result, |f, func, args| f.call_packed(func, args)) }
+    unsafe { run_closure::<TypedClosure<F>>(handle, args, n, result, |c, func, args| c.f.call_packed(func, args)) }
+}
+
+/// The [`IntEntryFn`] of [`Function::from_typed`], for closures of int parameters and result:
+/// the typed call without cells, under the same panic guard as `typed_safe_call`.
+unsafe extern "C" fn typed_int_entry<Marker, F: TypedFn<Marker>>(
+    handle: *mut ObjectHeader,
+    args: *const i64,
+) -> IntOutcome {
+    // SAFETY: `handle` is a Function made by `from_typed::<Marker, F>` (its `data` is this
+    // `TypedClosure`); `args` holds `arity` ints (the entry's contract).
+    let outcome = catch_panic_registered(|| unsafe {
+        let func = &(*(handle as *const crate::arc::ObjectBox<FunctionObj>)).value;
+        let closure = &*(func.data as *const TypedClosure<F>);
+        closure.f.call_ints(func, std::slice::from_raw_parts(args, F::ARITY))
+    });
+    match outcome {
+        Ok(value) => IntOutcome { value, status: 0 },
+        Err(e) => IntOutcome { value: 0, status: failed_call(e) as i64 },
+    }
 }
 
 pub(crate) unsafe extern "C" fn drop_closure<F>(data: *mut c_void) {
@@ -250,17 +313,23 @@ impl Function {
     /// and no parameter names; [`Function::with_params`] names them.
     pub fn from_typed<Marker, F: TypedFn<Marker>>(name: &str, f: F) -> Function {
         register_catching_frame(typed_safe_call::<Marker, F> as SafeCallFn as usize);
-        let data = Box::into_raw(Box::new(f)) as *mut c_void;
-        // SAFETY: `typed_safe_call::<Marker, F>` reads exactly this payload; `drop_closure::<F>`
-        // frees it.
+        let int_entry = F::INTS.then_some(typed_int_entry::<Marker, F> as IntEntryFn);
+        let mut flags = FUNC_ADOPTS_LENT;
+        if let Some(entry) = int_entry {
+            register_catching_frame(entry as usize);
+            flags |= FUNC_INT_ENTRY;
+        }
+        let data = Box::into_raw(Box::new(TypedClosure { int_entry, f })) as *mut c_void;
+        // SAFETY: `typed_safe_call::<Marker, F>` and the int entry read exactly this payload
+        // (the entry first, as `FUNC_INT_ENTRY` says); `drop_closure` frees it.
         let function = unsafe {
             Function::from_raw_parts(
                 typed_safe_call::<Marker, F>,
                 data,
-                Some(drop_closure::<F>),
+                Some(drop_closure::<TypedClosure<F>>),
                 name,
                 F::ARITY as i32,
-                FUNC_ADOPTS_LENT,
+                flags,
             )
         };
         let signature = Signature::of_types(F::PARAMS, F::RESULT).intern().expect("unnamed signatures are valid");
@@ -511,8 +580,15 @@ pub trait TypedFn<Marker>: Send + Sync + 'static {
     /// The parameter types, in order.
     const PARAMS: &'static [Ty];
     const RESULT: Ty;
+    /// Every parameter and the result are ints ([`FromArg::INT`], [`IntoRet::INT`]): the
+    /// function gets an int entry ([`FUNC_INT_ENTRY`]).
+    const INTS: bool;
     /// `func` is the function object itself, read only for error messages.
     fn call_packed(&self, func: &FunctionObj, args: &[AnyView<'_>]) -> Result<Any>;
+    /// The call with `ARITY` int arguments, for [`TypedFn::INTS`] closures: the errors
+    /// `call_packed` gives for those ints (a value out of a parameter's range, the closure's
+    /// own), and a result that is an int.
+    fn call_ints(&self, func: &FunctionObj, args: &[i64]) -> Result<i64>;
 }
 
 /// "f() takes 2 arguments but 3 were given" (counting what the caller wrote: a method's
@@ -540,6 +616,17 @@ macro_rules! typed_fn {
             const ARITY: usize = $n;
             const PARAMS: &'static [Ty] = &[$(<$a as FromArg>::TYPE),*];
             const RESULT: Ty = <Ret as IntoRet>::TYPE;
+            const INTS: bool = true $(&& <$a as FromArg>::INT)* && <Ret as IntoRet>::INT;
+            #[allow(unused_variables, non_snake_case)]
+            #[inline(always)]
+            fn call_ints(&self, func: &FunctionObj, args: &[i64]) -> Result<i64> {
+                $(
+                    let view = AnyView::int(args[$i]);
+                    let $a = <$a as FromArg>::from_arg(&view).ok_or_else(|| arg_error::<$a>(func, $i, &view))?;
+                )*
+                let value = self($($a),*).into_ret()?;
+                value.view().as_int().ok_or_else(|| Error::type_error(format!("{}() returned a non-int from its int entry", func.name_str())))
+            }
             #[allow(unused_variables, non_snake_case, irrefutable_let_patterns)]
             #[inline]
             fn call_packed(&self, func: &FunctionObj, args: &[AnyView<'_>]) -> Result<Any> {

@@ -21,7 +21,7 @@ use crate::signature::SignatureInfo;
 use crate::types::TypeInfo;
 
 pub const ABI_MAJOR: u32 = 1;
-pub const ABI_MINOR: u32 = 5;
+pub const ABI_MINOR: u32 = 6;
 /// The value a plugin exports as `tether_module_abi`.
 pub const ABI_WORD: u32 = (ABI_MAJOR << 16) | ABI_MINOR;
 

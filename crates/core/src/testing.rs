@@ -337,6 +337,17 @@ pub(crate) fn register() {
     .leaf()
     .with_params(&["key"])
     .with_doc("Call the Function stashed under str(key), though flagged a leaf (a broken promise, for the frontends' guards)."));
+    reg(Function::from_typed("testing.call_stashed_as_int_leaf", |key: i64| -> Result<i64> {
+        let stashed = with_stash(|s| s.get(&key.to_string()).cloned())
+            .ok_or_else(|| Error::key(format!("nothing stashed under \"{key}\"")))?;
+        let result = crate::function::convert_arg::<Function>("testing.call_stashed_as_int_leaf", 1, &stashed.view())?
+            .call(&[])?;
+        result.view().as_int().ok_or_else(|| Error::type_error("the stashed Function returned a non-int"))
+    })
+    // As `call_stashed_as_leaf`, for the int entry (`FUNC_INT_ENTRY`: int parameter and result).
+    .leaf()
+    .with_params(&["key"])
+    .with_doc("Call the Function stashed under str(key) for an int, though flagged a leaf (a broken promise, for the frontends' guards)."));
     reg(Function::from_typed("testing.stash_clear", || {
         let drained: Vec<Any> = with_stash(|s| s.drain().map(|(_, v)| v).collect());
         drop(drained); // released outside the stash lock: destructors may re-enter

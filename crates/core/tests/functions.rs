@@ -7,8 +7,8 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tether_core::function::{
-    get_global, list_globals, register_global, remove_global, FUNC_ADOPTS_LENT, FUNC_LEAF, FUNC_NONBLOCKING,
-    FUNC_SIGNED,
+    get_global, list_globals, register_global, remove_global, FUNC_ADOPTS_LENT, FUNC_INT_ENTRY, FUNC_LEAF,
+    FUNC_NONBLOCKING, FUNC_SIGNED,
 };
 use tether_core::testing::Pair;
 use tether_core::{Any, AnyView, Function, ObjectArc, ObjectHeader, TypeIndex};
@@ -76,13 +76,70 @@ fn packed_functions_see_raw_cells_and_flags_and_docs_stick() {
     let g = Function::from_typed("tests.g", |a: i64| a);
     assert_eq!(
         (g.flags(), g.doc()),
-        (FUNC_ADOPTS_LENT | FUNC_SIGNED, ""),
-        "typed closures take lent arguments, have a signature, and are not leaves"
+        (FUNC_ADOPTS_LENT | FUNC_SIGNED | FUNC_INT_ENTRY, ""),
+        "typed closures take lent arguments, have a signature, and are not leaves; int ones have an int entry"
     );
     assert_eq!(f.flags() & FUNC_ADOPTS_LENT, 0, "packed closures see raw cells: no lending");
     let n = Function::from_packed("tests.calls_back", |args| Ok(Any::int(args.len() as i64))).nonblocking();
     assert_eq!(n.flags() & (FUNC_NONBLOCKING | FUNC_LEAF), FUNC_NONBLOCKING, "nonblocking, not a leaf");
     assert_eq!(g.flags() & FUNC_NONBLOCKING, 0, "only a function that says so is nonblocking");
+}
+
+/// Call `f`'s int entry with `args` (its arity's worth).
+fn call_int_entry(f: &Function, args: &[i64]) -> Result<i64, tether_core::Error> {
+    let entry = f.0.int_entry().expect("an int entry");
+    assert_eq!(args.len(), f.arity() as usize);
+    // SAFETY: a live Function with an int entry, given its arity's ints.
+    let out = unsafe { entry(f.as_object_ptr(), args.as_ptr()) };
+    match out.status {
+        0 => Ok(out.value),
+        -1 => Err(tether_core::error::take_last_error()),
+        other => panic!("status {other}"),
+    }
+}
+
+#[test]
+fn typed_closures_of_ints_have_an_int_entry_with_safe_calls_values_and_errors() {
+    let _g = common::serial();
+    let add3 = Function::from_typed("tests.add3", |a: i64, b: i64, c: i64| a.wrapping_add(b).wrapping_add(c));
+    assert_eq!(call_int_entry(&add3, &[1, 2, 3]).unwrap(), 6);
+    assert_eq!(call_int_entry(&add3, &[i64::MAX, 1, 0]).unwrap(), i64::MIN);
+    let zero = Function::from_typed("tests.zero", || 7i64);
+    assert_eq!(call_int_entry(&zero, &[]).unwrap(), 7);
+    // A narrower parameter: the TypeError safe_call gives for the same int.
+    let narrow = Function::from_typed("tests.narrow", |a: i32| i64::from(a) * 2);
+    assert_eq!(call_int_entry(&narrow, &[21]).unwrap(), 42);
+    let by_entry = call_int_entry(&narrow, &[1 << 40]).unwrap_err();
+    let by_call = narrow.call(&[AnyView::int(1 << 40)]).unwrap_err();
+    assert_eq!((by_entry.kind(), by_entry.message()), (by_call.kind(), by_call.message()));
+    // The closure's own error, and a result out of range, as safe_call words them.
+    let checked = Function::from_typed("tests.checked", |a: i64| -> tether_core::Result<u64> {
+        if a < 0 {
+            Err(tether_core::Error::value("negative"))
+        } else {
+            Ok(a as u64 * 2)
+        }
+    });
+    assert_eq!(call_int_entry(&checked, &[5]).unwrap(), 10);
+    let e = call_int_entry(&checked, &[-1]).unwrap_err();
+    assert_eq!((e.kind(), e.message()), ("ValueError", "negative"));
+    let e = call_int_entry(&checked, &[i64::MAX]).unwrap_err();
+    assert_eq!(e.message(), checked.call(&[AnyView::int(i64::MAX)]).unwrap_err().message());
+    // A panic is caught in the entry and comes back as the error.
+    let panics = Function::from_typed("tests.panics", |a: i64| -> i64 { panic!("int entry panic {a}") });
+    let e = call_int_entry(&panics, &[3]).unwrap_err();
+    assert_eq!(e.kind(), "RustPanic");
+    assert!(e.message().contains("int entry panic 3"), "{}", e.message());
+    // Any other parameter or result: no entry, no flag.
+    for f in [
+        Function::from_typed("tests.any", |a: Any| a),
+        Function::from_typed("tests.float", |a: i64| a as f64),
+        Function::from_typed("tests.text", |a: i64, _s: String| a),
+        Function::from_typed("tests.unit", |_a: i64| ()),
+    ] {
+        assert_eq!((f.flags() & FUNC_INT_ENTRY, f.0.int_entry().is_none()), (0, true), "{}", f.name());
+    }
+    assert_eq!(add3.flags() & FUNC_INT_ENTRY, FUNC_INT_ENTRY);
 }
 
 #[test]

@@ -118,6 +118,14 @@ fn call_and_call_in_thread() {
     let flags = |name| tether_core::function::get_global(name).unwrap().flags();
     assert_ne!(flags("testing.call") & tether_core::function::FUNC_NONBLOCKING, 0);
     assert_eq!(flags("testing.call_in_thread") & tether_core::function::FUNC_NONBLOCKING, 0);
+    // Typed closures of ints have an int entry (the JVM's critical `callLong`); others do not.
+    let int_entry = |name| flags(name) & tether_core::function::FUNC_INT_ENTRY != 0;
+    for name in ["testing.add", "testing.add3", "testing.fail_allocations", "testing.call_stashed_as_int_leaf"] {
+        assert!(int_entry(name), "{name}");
+    }
+    for name in ["testing.echo", "testing.call", "testing.greet", "testing.call_stashed_as_leaf"] {
+        assert!(!int_entry(name), "{name}");
+    }
 }
 
 #[test]

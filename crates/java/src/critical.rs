@@ -10,10 +10,12 @@
 //! wrapper argument ([`ARGUMENT_RESULT`]) comes back as such; anything else, and every error,
 //! is parked for `Native.takePending` (JNI, after the call).
 //!
-//! Only `call(x)` of one plain argument goes this way: measured on the AMD EPYC under Temurin
-//! 25, `echo(x)` takes 11.1 ns against 14.5-15.4 through JNI, while int calls (`add3`) read
-//! 9.6-10.0 against JNI's 9.0-9.2 (the thread's mark costs more than the transition saves
-//! there), so they stay on JNI.
+//! Two kinds of call go this way: `call(x)` of one plain argument (measured on the AMD EPYC
+//! under Temurin 25, `echo(x)` took 11.1 ns against 14.5-15.4 through JNI), and `callLong` of
+//! 1-3 ints to a Function with an int entry (`FUNC_INT_ENTRY`: a typed closure of ints, called
+//! with no cells at all). Int calls through cells and `safe_call` read 9.6-10.0 ns here against
+//! JNI's 9.0-9.2 (the thread's mark cost more than the transition saved), so other calls of
+//! ints stay on JNI.
 //!
 //! A leaf that breaks its promise cannot enter the JVM from here: the thread is marked for the
 //! call ([`in_critical_call`]), and `attach::with_env`, through which native code reaches the
@@ -21,9 +23,9 @@
 //! other downcall, runs inside one.)
 
 use jni_sys::jlong;
-use tether_core::function::FUNC_LEAF;
+use tether_core::function::{FUNC_INT_ENTRY, FUNC_LEAF};
 use tether_core::thread_spares::SpareCell;
-use tether_core::Result;
+use tether_core::{Any, Result};
 
 use crate::natives::{self, PENDING_RESULT};
 use crate::tie;
@@ -95,4 +97,49 @@ pub extern "C" fn tether_java_critical_call1(func: jlong, word: jlong, bits: jlo
             natives::Plain::Value(result) => Ok(natives::park(Ok(result))),
         }
     })
+}
+
+/// `Critical.ints1..3`: `callLong` of a leaf with an int entry ([`FUNC_INT_ENTRY`]) and arity
+/// N. The result as it is, unless it is one of this entry's answers ([`PENDING_RESULT`] to
+/// [`FALLBACK_RESULT`]): then it is parked, as every error is, and [`PENDING_RESULT`] returned;
+/// [`FALLBACK_RESULT`] for a call this does not take.
+#[inline(always)]
+fn critical_ints<const N: usize>(func: jlong, args: [i64; N]) -> jlong {
+    // SAFETY: Java keeps the Function reachable for the call.
+    let Some(f) = (unsafe { leaf_at(func) }) else { return FALLBACK_RESULT };
+    if f.arity != N as i32 || f.flags & FUNC_INT_ENTRY == 0 {
+        return FALLBACK_RESULT;
+    }
+    let Some(entry) = f.int_entry() else { return FALLBACK_RESULT };
+    let Some(cell) = tie::spare_cell() else { return FALLBACK_RESULT };
+    cell.mark(true);
+    // SAFETY: a live Function with an int entry, given its arity's ints; the entry catches
+    // its own panics.
+    let out = unsafe { entry(func as *mut tether_core::object::ObjectHeader, args.as_ptr()) };
+    cell.mark(false);
+    if out.status != 0 {
+        return natives::park(Err(tether_core::error::take_last_error()));
+    }
+    if (PENDING_RESULT..=FALLBACK_RESULT).contains(&out.value) {
+        return natives::park(Ok(Any::int(out.value)));
+    }
+    out.value
+}
+
+/// `Critical.ints1`: see [`critical_ints`].
+#[no_mangle]
+pub extern "C" fn tether_java_critical_ints1(func: jlong, a: jlong) -> jlong {
+    critical_ints(func, [a])
+}
+
+/// `Critical.ints2`: see [`critical_ints`].
+#[no_mangle]
+pub extern "C" fn tether_java_critical_ints2(func: jlong, a: jlong, b: jlong) -> jlong {
+    critical_ints(func, [a, b])
+}
+
+/// `Critical.ints3`: see [`critical_ints`].
+#[no_mangle]
+pub extern "C" fn tether_java_critical_ints3(func: jlong, a: jlong, b: jlong, c: jlong) -> jlong {
+    critical_ints(func, [a, b, c])
 }

@@ -362,7 +362,8 @@ pub(crate) unsafe fn call_plain<const N: usize>(
             // SAFETY: Java keeps the wrapper, and so its object, alive for the call; its word.
             *view = unsafe { tie::object_argument(obj, word) };
             if adopts && lent_spare.is_none() {
-                // SAFETY: as above, and the view was made from that word; `f` adopts lent views.
+                // SAFETY: Java keeps the wrapper reachable for the call and passed its word, from which
+                // the view was made; `f` adopts lent views.
                 if let Some((lent, generation)) = unsafe { tie::lend_spare(cell, obj, *view, word) } {
                     *view = lent;
                     lent_spare = Some((i, generation));
@@ -392,7 +393,7 @@ pub(crate) unsafe fn call_plain<const N: usize>(
     let Some(i) = args.iter().position(|&(word, bits)| is_object(word) && bits as *mut ObjectHeader == ptr) else {
         return Ok(Plain::Value(result));
     };
-    // SAFETY: as above.
+    // SAFETY: the result's strong reference, moved out of `result`, which is forgotten.
     let obj = unsafe { ObjectRef::from_raw(ptr) };
     std::mem::forget(result);
     // SAFETY: Java keeps argument i's wrapper, whose word it passed, reachable for the call;
@@ -531,9 +532,19 @@ unsafe fn call_lending_long(env: Env, func: jlong, args: &[(jlong, jlong, jobjec
 pub(crate) unsafe fn call_ints<const N: usize>(func: jlong, ints: [jlong; N]) -> Result<jlong> {
     // SAFETY: a reachable Function's handle (this function's contract).
     let f = unsafe { function_at(func) }?;
+    let arity_matches = usize::try_from(f.arity) == Ok(N);
+    if let (true, Some(entry)) = (arity_matches, f.int_entry()) {
+        // A typed closure of ints: no cells, no `safe_call`.
+        // SAFETY: `func` is a live Function with an int entry, given its arity's ints.
+        let out = unsafe { entry(func as *mut ObjectHeader, ints.as_ptr()) };
+        if out.status != 0 {
+            return Err(tether_core::error::take_last_error());
+        }
+        return Ok(if out.value != PENDING_RESULT { out.value } else { park(Ok(Any::int(out.value))) });
+    }
     let views = ints.map(AnyView::int);
     let mut result = Any::none();
-    if usize::try_from(f.arity) != Ok(N) && f.signature().is_some() {
+    if !arity_matches && f.signature().is_some() {
         // SAFETY: `f` is `func`'s body, which Java keeps alive; the views own nothing.
         unsafe { invoke_with_defaults(func, f, &views, &mut result) }?;
     } else {
@@ -1662,6 +1673,18 @@ pub extern "system" fn Java_dev_tether_ffi_Native_sparesHeld(_env: *mut JNIEnv, 
 #[no_mangle]
 pub extern "system" fn Java_dev_tether_ffi_Native_criticalCall1Entry(_env: *mut JNIEnv, _c: jclass) -> jlong {
     crate::critical::tether_java_critical_call1 as *const () as usize as jlong
+}
+
+/// `Native.criticalIntsEntry(n)`: the address of `critical::tether_java_critical_ints<n>`
+/// (1-3), or 0.
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_criticalIntsEntry(_env: *mut JNIEnv, _c: jclass, n: jint) -> jlong {
+    (match n {
+        1 => crate::critical::tether_java_critical_ints1 as *const (),
+        2 => crate::critical::tether_java_critical_ints2 as *const (),
+        3 => crate::critical::tether_java_critical_ints3 as *const (),
+        _ => std::ptr::null(),
+    }) as usize as jlong
 }
 
 /// `Native.functionFlags(fn)`: the `FUNC_*` flags of the Function at `fn`.

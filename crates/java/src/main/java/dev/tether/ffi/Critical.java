@@ -8,8 +8,9 @@ import java.lang.reflect.Method;
  * Calls of leaf Functions through {@code java.lang.foreign} critical downcalls (JDK 22+), which
  * skip the JNI transition (crates/java/src/critical.rs). A leaf ({@code FUNC_LEAF}) neither
  * blocks nor calls back into any language: the condition {@code Linker.Option.critical}
- * states. Only {@code call(x)} with a plain argument (a wrapper, an int, null) takes this path,
- * where it measured faster (docs/java.md); the rest, and every JDK before 22, use the JNI
+ * states. Two calls take this path, where it measured faster (docs/java.md): {@code call(x)}
+ * with a plain argument (a wrapper, an int, null), and {@code callLong} of 1-3 ints to a leaf
+ * with an int entry ({@code FUNC_INT_ENTRY}); the rest, and every JDK before 22, use the JNI
  * natives.
  *
  * <p>The handles are built reflectively, so this class compiles for Java 17 and the jar is one
@@ -31,21 +32,35 @@ final class Critical {
     /** {@code long call1(long fn, long word, long bits)}, or null. */
     static final MethodHandle CALL1;
 
+    /** {@code long ints1(long fn, long a)} .. {@code ints3(fn, a, b, c)}, or null (all or none). */
+    static final MethodHandle INTS1;
+    static final MethodHandle INTS2;
+    static final MethodHandle INTS3;
+
     /** Why the handles are null, for {@link #status()} (null when they are not). */
     private static final String UNAVAILABLE;
 
     static {
         MethodHandle call1 = null;
+        MethodHandle[] ints = new MethodHandle[3];
         String why;
         try {
             why = unavailable();
             if (why == null) {
-                call1 = bindCall1();
+                call1 = bind(Native.criticalCall1Entry(), 3); // fn, word, bits
+                for (int n = 1; n <= 3; n++) {
+                    ints[n - 1] = bind(Native.criticalIntsEntry(n), 1 + n); // fn, the ints
+                }
             }
         } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
             why = "the foreign linker refused: " + e;
+            call1 = null;
+            ints = new MethodHandle[3];
         }
         CALL1 = call1;
+        INTS1 = ints[0];
+        INTS2 = ints[1];
+        INTS3 = ints[2];
         UNAVAILABLE = why;
     }
 
@@ -55,6 +70,30 @@ final class Critical {
     static long call1(long fn, long word, long bits) {
         try {
             return (long) CALL1.invokeExact(fn, word, bits);
+        } catch (Throwable t) {
+            throw rethrown(t);
+        }
+    }
+
+    static long ints1(long fn, long a) {
+        try {
+            return (long) INTS1.invokeExact(fn, a);
+        } catch (Throwable t) {
+            throw rethrown(t);
+        }
+    }
+
+    static long ints2(long fn, long a, long b) {
+        try {
+            return (long) INTS2.invokeExact(fn, a, b);
+        } catch (Throwable t) {
+            throw rethrown(t);
+        }
+    }
+
+    static long ints3(long fn, long a, long b, long c) {
+        try {
+            return (long) INTS3.invokeExact(fn, a, b, c);
         } catch (Throwable t) {
             throw rethrown(t);
         }
@@ -92,10 +131,10 @@ final class Critical {
 
     /**
      * {@code Linker.nativeLinker().downcallHandle(MemorySegment.ofAddress(entry),
-     * FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG),
-     * Linker.Option.critical(false))} for the call1 entry, through reflection.
+     * FunctionDescriptor.of(JAVA_LONG, JAVA_LONG x parameters), Linker.Option.critical(false))},
+     * through reflection.
      */
-    private static MethodHandle bindCall1() throws ReflectiveOperationException {
+    private static MethodHandle bind(long entry, int parameters) throws ReflectiveOperationException {
         Class<?> linkerClass = Class.forName("java.lang.foreign.Linker");
         Class<?> optionClass = Class.forName("java.lang.foreign.Linker$Option");
         Class<?> layoutClass = Class.forName("java.lang.foreign.MemoryLayout");
@@ -105,13 +144,16 @@ final class Critical {
         Object options = Array.newInstance(optionClass, 1);
         Array.set(options, 0, optionClass.getMethod("critical", boolean.class).invoke(null, false));
         Object jlong = Class.forName("java.lang.foreign.ValueLayout").getField("JAVA_LONG").get(null);
-        Object parameters = Array.newInstance(layoutClass, 3); // fn, word, bits
-        for (int p = 0; p < 3; p++) {
-            Array.set(parameters, p, jlong);
+        Object layouts = Array.newInstance(layoutClass, parameters);
+        for (int p = 0; p < parameters; p++) {
+            Array.set(layouts, p, jlong);
         }
         Object descriptor =
-                descriptorClass.getMethod("of", layoutClass, layoutClass.arrayType()).invoke(null, jlong, parameters);
-        Object address = segmentClass.getMethod("ofAddress", long.class).invoke(null, Native.criticalCall1Entry());
+                descriptorClass.getMethod("of", layoutClass, layoutClass.arrayType()).invoke(null, jlong, layouts);
+        if (entry == 0) {
+            throw new IllegalStateException("no critical entry for " + parameters + " parameters");
+        }
+        Object address = segmentClass.getMethod("ofAddress", long.class).invoke(null, entry);
         Method downcall = linkerClass.getMethod("downcallHandle", segmentClass, descriptorClass, options.getClass());
         return (MethodHandle) downcall.invoke(linker, address, descriptor, options);
     }

@@ -92,6 +92,9 @@ final class Native {
     /** The address of the critical downcall entry of {@code call(x)} ({@link Critical}). */
     static native long criticalCall1Entry();
 
+    /** The address of the critical downcall entry of {@code callLong} with {@code n} (1-3) ints. */
+    static native long criticalIntsEntry(int n);
+
     /** The {@code FUNC_*} flags of the Function at {@code function}. */
     static native int functionFlags(long function);
 

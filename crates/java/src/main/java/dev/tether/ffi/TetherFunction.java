@@ -25,9 +25,16 @@ public final class TetherFunction implements TetherObject, Tied {
      * design; a non-int result on that path costs one more native call and clears it.
      */
     private boolean intResults;
-    /** {@link #critical()}'s answer: 0 not known yet, 1 yes, -1 no. */
+    /**
+     * What {@link #critical()} and {@link #criticalInts()} found: 0 not known yet, else
+     * {@code KNOWN} with {@code CRITICAL_CALL} and {@code CRITICAL_INTS} where they hold.
+     */
     private byte critical;
+    private static final byte KNOWN = 1;
+    private static final byte CRITICAL_CALL = 2;
+    private static final byte CRITICAL_INTS = 4;
     private static final long LEAF = Native.constant("FUNC_LEAF");
+    private static final long INT_ENTRY = Native.constant("FUNC_INT_ENTRY");
 
     TetherFunction(long handle, long word) {
         this.handle = handle;
@@ -189,6 +196,12 @@ public final class TetherFunction implements TetherObject, Tied {
     public long callLong(long a) {
         long fn = handle();
         try {
+            if (Critical.INTS1 != null && criticalInts()) {
+                long r = Critical.ints1(fn, a);
+                if (r != Critical.FALLBACK) {
+                    return longResult(r);
+                }
+            }
             return longResult(Native.ints1(fn, a));
         } finally {
             Reference.reachabilityFence(this);
@@ -199,6 +212,12 @@ public final class TetherFunction implements TetherObject, Tied {
     public long callLong(long a, long b) {
         long fn = handle();
         try {
+            if (Critical.INTS2 != null && criticalInts()) {
+                long r = Critical.ints2(fn, a, b);
+                if (r != Critical.FALLBACK) {
+                    return longResult(r);
+                }
+            }
             return longResult(Native.ints2(fn, a, b));
         } finally {
             Reference.reachabilityFence(this);
@@ -209,6 +228,12 @@ public final class TetherFunction implements TetherObject, Tied {
     public long callLong(long a, long b, long c) {
         long fn = handle();
         try {
+            if (Critical.INTS3 != null && criticalInts()) {
+                long r = Critical.ints3(fn, a, b, c);
+                if (r != Critical.FALLBACK) {
+                    return longResult(r);
+                }
+            }
             return longResult(Native.ints3(fn, a, b, c));
         } finally {
             Reference.reachabilityFence(this);
@@ -319,12 +344,30 @@ public final class TetherFunction implements TetherObject, Tied {
      * this JDK has critical downcalls (found once; a race finds the same answer twice).
      */
     private boolean critical() {
+        return (criticalFlags() & CRITICAL_CALL) != 0;
+    }
+
+    /** Whether {@code callLong} goes through {@link Critical}: a leaf with an int entry. */
+    private boolean criticalInts() {
+        return (criticalFlags() & CRITICAL_INTS) != 0;
+    }
+
+    private byte criticalFlags() {
         byte known = critical;
         if (known == 0) {
-            known = Critical.CALL1 != null && (Native.functionFlags(handle()) & LEAF) != 0 ? (byte) 1 : (byte) -1;
+            known = KNOWN;
+            if (Critical.CALL1 != null) {
+                long flags = Native.functionFlags(handle());
+                if ((flags & LEAF) != 0) {
+                    known |= CRITICAL_CALL;
+                    if ((flags & INT_ENTRY) != 0 && Critical.INTS3 != null) {
+                        known |= CRITICAL_INTS;
+                    }
+                }
+            }
             critical = known;
         }
-        return known > 0;
+        return known;
     }
 
     /** A {@code Long} or an {@code Integer} (final classes: one klass compare each). */

@@ -22,9 +22,53 @@ class CriticalCallTest {
         if (Runtime.version().feature() >= 22 && !"false".equals(System.getProperty(Critical.PROPERTY))) {
             assertEquals("critical downcalls", Critical.status());
             assertNotNull(Critical.CALL1);
+            assertNotNull(Critical.INTS1);
+            assertNotNull(Critical.INTS3);
         } else {
             assertTrue(Critical.status().startsWith("JNI only"), Critical.status());
             assertNull(Critical.CALL1);
+            assertNull(Critical.INTS3);
+        }
+    }
+
+    @Test
+    void callLongOfAnIntLeafGivesEveryValueAndErrorAsJniDoes() {
+        TetherFunction add3 = t("add3");
+        TetherFunction add = t("add");
+        assertEquals(6L, add3.callLong(1, 2, 3));
+        assertEquals(Long.MIN_VALUE, add3.callLong(Long.MAX_VALUE, 1, 0), "wrapping, as the closure does");
+        assertEquals(-7L, add.callLong(-10, 3));
+        // The entry's own answers are ints like any other: they come back parked, as values.
+        for (long answer : new long[] {Native.PENDING, Critical.ARGUMENT, Critical.FALLBACK}) {
+            assertEquals(answer, add3.callLong(answer - 5, 2, 3));
+            assertEquals(answer, add.callLong(answer, 0));
+        }
+        // An error of the closure's own, named as JNI names it.
+        TetherFunction failAllocations = t("fail_allocations");
+        RuntimeException e = assertThrows(RuntimeException.class, () -> failAllocations.callLong(-1, 0));
+        assertTrue(e instanceof TetherError, e.toString());
+        assertTrue(e.getMessage().contains("testing.fail_allocations"), e.getMessage());
+        assertEquals(0L, failAllocations.callLong(0, 0), "nothing pending, nothing armed");
+        // The thread goes on calling through the entry.
+        assertEquals(6L, add3.callLong(1, 2, 3));
+    }
+
+    @Test
+    void anIntLeafThatCallsBackIsRefusedWithATypedErrorAndTheThreadGoesOn() {
+        TetherCallback callback = args -> 7L;
+        t("stash").call("43", callback);
+        try {
+            TetherFunction broken = t("call_stashed_as_int_leaf");
+            if (Critical.INTS1 != null) {
+                Exception e = assertThrows(RuntimeException.class, () -> broken.callLong(43));
+                assertTrue(e instanceof TetherError, e.toString());
+                assertTrue(e.getMessage().contains("leaf Function called into the JVM"), e.getMessage());
+            } else {
+                assertEquals(7L, broken.callLong(43), "through JNI the callback runs");
+            }
+            assertEquals(6L, t("add3").callLong(1, 2, 3));
+        } finally {
+            t("take").call("43");
         }
     }
 
