@@ -234,7 +234,7 @@ unsafe fn long_view<'a>(o: *mut ffi::PyObject) -> Result<AnyView<'a>, PyErrSet> 
 /// # Safety
 /// `o` is a live exact `int`.
 #[inline(always)]
-unsafe fn compact_long(o: *mut ffi::PyObject) -> Option<i64> {
+pub unsafe fn compact_long(o: *mut ffi::PyObject) -> Option<i64> {
     // After the object head: the size word (3.11: signed digit count; 3.12+: `lv_tag`, digit
     // count << 3 | sign bits, 0 = positive, 1 = zero, 2 = negative), then 30-bit digits.
     const HEAD: usize = std::mem::size_of::<ffi::PyObject>();

@@ -618,6 +618,21 @@ def test_a_wrapper_that_is_its_objects_only_owner_frees_it(testing, baseline):
     assert live_now() == baseline
 
 
+def test_leaf_int_calls_through_the_int_entry_give_the_typed_calls_values_and_errors(testing):
+    # A leaf of int parameters and result given small ints takes its int entry (no cells);
+    # every other argument the general path. Both give the same values and errors.
+    assert testing.add3(1, 2, 3) == 6
+    assert testing.add3(2**30 - 1, 2**30 - 1, -(2**30 - 1)) == 2**30 - 1
+    assert testing.add3(2**40, 2**40, 1) == 2**41 + 1  # multi-digit: the general path
+    message = r"testing.fail_allocations\(\) argument 'n' must not be negative, got -1"
+    for n in [-1, -(2**40)]:
+        with pytest.raises(tether_ffi.ValueError, match=message.replace("-1", str(n))):
+            testing.fail_allocations(n, 0)
+    assert testing.fail_allocations(0, 0) == 0
+    with pytest.raises(tether_ffi.TypeError, match="argument 'a' must be int, not str"):
+        testing.add3("1", 2, 3)
+
+
 def test_field_reads_and_int_calls_refuse_what_does_not_fit_and_leak_nothing(testing):
     # Field descriptors read cells through the place found once per field (`CellAccess`), and
     # typed calls of int parameters take a fast path that declines on a mismatch: neither may
