@@ -14,7 +14,7 @@ use napi::sys;
 use tether_core::arc::ObjectBox;
 use tether_core::boundary::{argument_message, ArgumentSource, Called, LeafCall};
 use tether_core::error::take_last_error;
-use tether_core::function::{FunctionObj, FUNC_CELL_GETTER, FUNC_LEAF};
+use tether_core::function::{FunctionObj, FUNC_CELL_GETTER, FUNC_INT_ENTRY, FUNC_LEAF};
 use tether_core::object::ObjectHeader;
 use tether_core::signature::{language_name, render_signature, Language, SignatureInfo};
 use tether_core::{Any, AnyView, Error, ObjectRef};
@@ -441,6 +441,13 @@ unsafe fn call_native<const N: usize>(
         // SAFETY: as for the links above; `i` is below N.
         numbers[i] = Some(unsafe { (*frame).handles[i] });
     }
+    // A leaf of ints given integral numbers in the frame (`add3(1, 2, 3)`): its int entry, no
+    // cells; anything else (a float, a value not in the frame) the general path below.
+    if N <= 3 && leaf && func.flags & FUNC_INT_ENTRY != 0 && usize::try_from(func.arity) == Ok(n) {
+        if let Some(outcome) = call_ints(state, obj, func, &numbers[..n.min(N)]) {
+            return outcome;
+        }
+    }
     let mut mask = mask & ((1u64 << n.min(FRAME_HANDLES)) - 1) as u32;
     while mask != 0 {
         let i = mask.trailing_zeros() as usize;
@@ -488,6 +495,30 @@ unsafe fn call_native<const N: usize>(
         lent.give_back(state);
     }
     outcome
+}
+
+/// A leaf call through `func`'s int entry ([`FUNC_INT_ENTRY`]) when every argument is an
+/// integral number the shim passed in the frame; `None`, having done nothing, otherwise.
+#[inline(always)]
+fn call_ints(
+    state: &EnvState,
+    obj: *mut ObjectHeader,
+    func: &FunctionObj,
+    numbers: &[Option<f64>],
+) -> Option<JsResult<Outcome>> {
+    let mut ints = [0i64; 3];
+    for (int, number) in ints.iter_mut().zip(numbers) {
+        *int = crate::convert::integral((*number)?)?;
+    }
+    let entry = func.int_entry()?;
+    // SAFETY: a live Function (the shim's wrapper holds it) with an int entry, given its
+    // arity's ints (`numbers` has one per argument).
+    let out = unsafe { entry(obj, ints.as_ptr()) };
+    Some(if out.status == 0 {
+        any_to_js(state, Any::int(out.value)).map(Outcome::Value)
+    } else {
+        Err(Fail::Native(take_last_error()))
+    })
 }
 
 /// How a call's result goes back: the argument it is, or converted.

@@ -37,7 +37,7 @@ const NEG_ZERO: u64 = 0x8000_0000_0000_0000;
 
 /// A JS number's integer value, when it is integral and fits in i64 (else it goes as float).
 #[inline]
-fn integral(x: f64) -> Option<i64> {
+pub fn integral(x: f64) -> Option<i64> {
     // `as` saturates and maps NaN to 0, so the round trip holds exactly for integral values in
     // i64's range (not `fract()`, which is a libm call, ~9% of an `add3` call).
     // -0 stays a float (0 as f64 == -0.0, but the sign must survive the round trip).

@@ -44,6 +44,24 @@ test('numbers: integers go in as int, others as float; BigInt in and out', () =>
   assert.ok(Object.is(testing.echo(-0), -0), '-0 keeps its sign');
 });
 
+test('leaf calls of integral numbers take the int entry with the typed call\'s values and errors', () => {
+  // A leaf of int parameters and result given integral numbers in the frame calls its int
+  // entry (no cells); floats, bigints and -0 (a float) take the general path. Both agree.
+  assert.equal(testing.add3(1, 2, 3), 6);
+  assert.equal(testing.add3(2 ** 52, 2 ** 52, -(2 ** 53)), 0);
+  assert.equal(testing.add3(2 ** 53, 2 ** 53, 0), 2n ** 54n, 'a result past 2^53 comes back a BigInt');
+  assert.equal(testing.add3(Number.MAX_SAFE_INTEGER, 1, 0), 2n ** 53n);
+  assert.throws(() => testing.add3(-0, 0, 0), { name: 'TetherTypeError', message: /argument 'a' must be int, not float/ });
+  for (const n of [-1, -(2 ** 40)]) {
+    assert.throws(() => testing.fail_allocations(n, 0), {
+      name: 'TetherValueError',
+      message: `testing.fail_allocations() argument 'n' must not be negative, got ${n}`,
+    });
+  }
+  assert.equal(testing.fail_allocations(0, 0), 0);
+  assert.throws(() => testing.add3(1, 2, '3'), { name: 'TetherTypeError', message: /argument 'c' must be int, not str/ });
+});
+
 test('numbers travel in the call frame beside wrappers, functions and other values', () => {
   // Shims of arity 1-3 pass numbers as frame values; each position and mix must convert
   // exactly as a Node-API read would, and a later argument whose conversion runs JS (a getter
