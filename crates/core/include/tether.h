@@ -169,16 +169,18 @@ typedef void (*TetherDataDropFn)(void *data);
  * language code may run during the call. A function that calls a Function it was given is
  * nonblocking only if that Function is. */
 #define TETHER_FUNC_NONBLOCKING 16u
-/* Flag (ABI 1.6): set by the core on typed closures whose parameters and result are all ints:
- * the function's data starts with a TetherIntEntry, which takes its `arity` arguments and
- * gives its result as int64s, with no cells (the value and error safe_call would give; status
- * 0, or -1 with the error raised). Never set it yourself. */
+/* Flag (ABI 1.6): set by the core on typed closures of at most 4 parameters whose parameters
+ * and result are all ints: the function's data starts with a TetherIntEntry, which takes the
+ * first `arity` of its four int64 arguments (pass 0 for the rest) and gives its result as an
+ * int64, with no cells (the value and error safe_call would give; status 0, or -1 with the
+ * error raised). Never set it yourself. */
 #define TETHER_FUNC_INT_ENTRY 32u
 typedef struct TetherIntOutcome {
     int64_t value;
     int64_t status;
 } TetherIntOutcome;
-typedef TetherIntOutcome (*TetherIntEntry)(TetherObjectHeader *handle, const int64_t *args);
+typedef TetherIntOutcome (*TetherIntEntry)(TetherObjectHeader *handle, int64_t a0, int64_t a1, int64_t a2,
+                                           int64_t a3);
 #define TETHER_LENT_MARK 1u
 
 /* ---- signatures (ABI 1.4) ----------------------------------------------------------------

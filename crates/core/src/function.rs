@@ -58,11 +58,11 @@ pub const FUNC_SIGNED: u32 = 8;
 pub const FUNC_NONBLOCKING: u32 = 16;
 
 /// Flag (ABI 1.6): besides `safe_call`, the function has an [`IntEntryFn`] that takes its
-/// `arity` arguments and gives its result as plain 64-bit ints, with no cells: its `data`
-/// starts with that entry (a function pointer). Set by the core for typed closures whose
-/// parameters and result are ints ([`Function::from_typed`]); a frontend whose call is all ints
-/// may use it instead of `safe_call` (the JVM's critical downcalls of `callLong`). Its value
-/// and error are the ones `safe_call` would give.
+/// `arity` (at most [`INT_ENTRY_ARGS`]) arguments and gives its result as plain 64-bit ints, in
+/// registers, with no cells: its `data` starts with that entry (a function pointer). Set by
+/// the core for typed closures whose parameters and result are ints ([`Function::from_typed`]);
+/// a frontend whose call is all ints may use it instead of `safe_call` (the JVM's critical
+/// downcalls of `callLong`). Its value and error are the ones `safe_call` would give.
 pub const FUNC_INT_ENTRY: u32 = 32;
 
 /// What an [`IntEntryFn`] returns: `status` 0 with the result in `value`, or -1 with the error
@@ -74,9 +74,30 @@ pub struct IntOutcome {
     pub status: i64,
 }
 
-/// The int entry of a [`FUNC_INT_ENTRY`] function: `handle` is the function object, `args`
-/// holds `arity` ints. Never unwinds.
-pub type IntEntryFn = unsafe extern "C" fn(handle: *mut ObjectHeader, args: *const i64) -> IntOutcome;
+/// The int entry of a [`FUNC_INT_ENTRY`] function: `handle` is the function object, then the
+/// arguments in order, the first `arity` of the [`INT_ENTRY_ARGS`] read (pass 0 for the
+/// rest). Arguments in registers: an array in memory cost a store-to-load round trip per call.
+/// Never unwinds.
+pub type IntEntryFn = unsafe extern "C" fn(handle: *mut ObjectHeader, a0: i64, a1: i64, a2: i64, a3: i64) -> IntOutcome;
+
+/// The most arguments an [`IntEntryFn`] takes.
+pub const INT_ENTRY_ARGS: usize = 4;
+
+/// Call `entry`, a [`FUNC_INT_ENTRY`] function's, with `args` (the rest 0).
+///
+/// # Safety
+/// `entry` is the int entry of the live function `handle`, whose arity is `N`.
+#[inline(always)]
+pub unsafe fn call_int_entry<const N: usize>(
+    entry: IntEntryFn,
+    handle: *mut ObjectHeader,
+    args: [i64; N],
+) -> IntOutcome {
+    debug_assert!(N <= INT_ENTRY_ARGS, "no int entry takes {N} arguments");
+    let at = |i: usize| if i < N { args[i] } else { 0 };
+    // SAFETY: this function's contract.
+    unsafe { entry(handle, at(0), at(1), at(2), at(3)) }
+}
 
 const _: () = {
     assert!(std::mem::size_of::<IntOutcome>() == 16);
@@ -273,14 +294,17 @@ unsafe extern "C" fn typed_safe_call<Marker, F: TypedFn<Marker>>(
 /// the typed call without cells, under the same panic guard as `typed_safe_call`.
 unsafe extern "C" fn typed_int_entry<Marker, F: TypedFn<Marker>>(
     handle: *mut ObjectHeader,
-    args: *const i64,
+    a0: i64,
+    a1: i64,
+    a2: i64,
+    a3: i64,
 ) -> IntOutcome {
     // SAFETY: `handle` is a Function made by `from_typed::<Marker, F>` (its `data` is this
-    // `TypedClosure`); `args` holds `arity` ints (the entry's contract).
+    // `TypedClosure`).
     let outcome = catch_panic_registered(|| unsafe {
         let func = &(*(handle as *const crate::arc::ObjectBox<FunctionObj>)).value;
         let closure = &*(func.data as *const TypedClosure<F>);
-        closure.f.call_ints(func, std::slice::from_raw_parts(args, F::ARITY))
+        closure.f.call_ints(func, [a0, a1, a2, a3])
     });
     match outcome {
         Ok(value) => IntOutcome { value, status: 0 },
@@ -585,10 +609,10 @@ pub trait TypedFn<Marker>: Send + Sync + 'static {
     const INTS: bool;
     /// `func` is the function object itself, read only for error messages.
     fn call_packed(&self, func: &FunctionObj, args: &[AnyView<'_>]) -> Result<Any>;
-    /// The call with `ARITY` int arguments, for [`TypedFn::INTS`] closures: the errors
+    /// The call with the first `ARITY` of `args`, for [`TypedFn::INTS`] closures: the errors
     /// `call_packed` gives for those ints (a value out of a parameter's range, the closure's
     /// own), and a result that is an int.
-    fn call_ints(&self, func: &FunctionObj, args: &[i64]) -> Result<i64>;
+    fn call_ints(&self, func: &FunctionObj, args: [i64; INT_ENTRY_ARGS]) -> Result<i64>;
 }
 
 /// "f() takes 2 arguments but 3 were given" (counting what the caller wrote: a method's
@@ -616,12 +640,12 @@ macro_rules! typed_fn {
             const ARITY: usize = $n;
             const PARAMS: &'static [Ty] = &[$(<$a as FromArg>::TYPE),*];
             const RESULT: Ty = <Ret as IntoRet>::TYPE;
-            const INTS: bool = true $(&& <$a as FromArg>::INT)* && <Ret as IntoRet>::INT;
+            const INTS: bool = $n < INT_ENTRY_ARGS + 1 $(&& <$a as FromArg>::INT)* && <Ret as IntoRet>::INT;
             #[allow(unused_variables, non_snake_case)]
             #[inline(always)]
-            fn call_ints(&self, func: &FunctionObj, args: &[i64]) -> Result<i64> {
+            fn call_ints(&self, func: &FunctionObj, args: [i64; INT_ENTRY_ARGS]) -> Result<i64> {
                 $(
-                    let view = AnyView::int(args[$i]);
+                    let view = AnyView::int(args.get($i).copied().unwrap_or(0));
                     let $a = <$a as FromArg>::from_arg(&view).ok_or_else(|| arg_error::<$a>(func, $i, &view))?;
                 )*
                 let value = self($($a),*).into_ret()?;

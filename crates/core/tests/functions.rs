@@ -89,8 +89,9 @@ fn packed_functions_see_raw_cells_and_flags_and_docs_stick() {
 fn call_int_entry(f: &Function, args: &[i64]) -> Result<i64, tether_core::Error> {
     let entry = f.0.int_entry().expect("an int entry");
     assert_eq!(args.len(), f.arity() as usize);
-    // SAFETY: a live Function with an int entry, given its arity's ints.
-    let out = unsafe { entry(f.as_object_ptr(), args.as_ptr()) };
+    let at = |i: usize| args.get(i).copied().unwrap_or(0);
+    // SAFETY: a live Function with an int entry, given its arity's ints (the rest 0).
+    let out = unsafe { entry(f.as_object_ptr(), at(0), at(1), at(2), at(3)) };
     match out.status {
         0 => Ok(out.value),
         -1 => Err(tether_core::error::take_last_error()),

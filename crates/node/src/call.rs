@@ -443,8 +443,8 @@ unsafe fn call_native<const N: usize>(
     }
     // A leaf of ints given integral numbers in the frame (`add3(1, 2, 3)`): its int entry, no
     // cells; anything else (a float, a value not in the frame) the general path below.
-    if N <= 3 && leaf && func.flags & FUNC_INT_ENTRY != 0 && usize::try_from(func.arity) == Ok(n) {
-        if let Some(outcome) = call_ints(state, obj, func, &numbers[..n.min(N)]) {
+    if N <= 3 && leaf && func.flags & FUNC_INT_ENTRY != 0 && usize::try_from(func.arity) == Ok(N) {
+        if let Some(outcome) = call_ints(state, obj, func, &numbers) {
             return outcome;
         }
     }
@@ -500,20 +500,19 @@ unsafe fn call_native<const N: usize>(
 /// A leaf call through `func`'s int entry ([`FUNC_INT_ENTRY`]) when every argument is an
 /// integral number the shim passed in the frame; `None`, having done nothing, otherwise.
 #[inline(always)]
-fn call_ints(
+fn call_ints<const N: usize>(
     state: &EnvState,
     obj: *mut ObjectHeader,
     func: &FunctionObj,
-    numbers: &[Option<f64>],
+    numbers: &[Option<f64>; N],
 ) -> Option<JsResult<Outcome>> {
-    let mut ints = [0i64; 3];
+    let mut ints = [0i64; N];
     for (int, number) in ints.iter_mut().zip(numbers) {
         *int = crate::convert::integral((*number)?)?;
     }
     let entry = func.int_entry()?;
-    // SAFETY: a live Function (the shim's wrapper holds it) with an int entry, given its
-    // arity's ints (`numbers` has one per argument).
-    let out = unsafe { entry(obj, ints.as_ptr()) };
+    // SAFETY: a live Function (the shim's wrapper holds it) with an int entry and arity N.
+    let out = unsafe { tether_core::function::call_int_entry(entry, obj, ints) };
     Some(if out.status == 0 {
         any_to_js(state, Any::int(out.value)).map(Outcome::Value)
     } else {

@@ -95,7 +95,7 @@ unsafe fn call_ints<const N: usize>(
     let entry = f.int_entry()?;
     // SAFETY: a live Function with an int entry, given its arity's ints; GIL held, as a leaf's
     // call keeps it.
-    let out = unsafe { entry(func, ints.as_ptr()) };
+    let out = unsafe { tether_core::function::call_int_entry(entry, func, ints) };
     // SAFETY: GIL held (caller).
     unsafe {
         pending::drain_refs();
