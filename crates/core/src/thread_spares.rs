@@ -294,6 +294,20 @@ impl SpareCell<'_> {
         None
     }
 
+    /// [`SpareCell::restore`] for a caller that knows nothing has used the cell since its
+    /// `take` (the JVM's critical downcalls: the thread, marked, runs no other entry that could
+    /// keep or take a spare; a steal never writes an empty cell): the store alone.
+    ///
+    /// # Safety
+    /// As [`SpareCell::keep`]; this thread took the entry for `obj`'s wrapper with
+    /// [`SpareCell::take`] and has kept, taken or restored none since.
+    #[inline]
+    pub unsafe fn restore_untouched(&self, obj: ObjectRef) {
+        debug_assert!(self.cell.obj.load(Ordering::Relaxed).is_null(), "the taken entry's room is empty");
+        // Release: as in `keep` (the generation, this thread's own earlier write, comes first).
+        self.cell.obj.store(obj.into_raw(), Ordering::Release);
+    }
+
     /// Set or clear the owning thread's flag, which lives here because the cell is the one
     /// per-thread place a frontend finds without a thread-local access (a `__tls_get_addr`
     /// call in a shared library). The JVM marks a thread inside a critical downcall with it.

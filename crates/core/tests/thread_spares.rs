@@ -164,6 +164,14 @@ fn restore_puts_back_only_what_take_left_room_for() {
     drop_taken(&stranger);
     assert!(restore(&cell, obj.clone(), 7).is_some(), "another generation's room");
     assert_eq!((spares.held(), strong(&obj), strong(&stranger)), (0, 1, 1));
+    // The store alone, for a caller whose cell nothing touched since the take.
+    assert!(keep(&cell, obj.clone(), 7).is_none());
+    assert!(take(&cell, &obj, 7));
+    drop_taken(&obj);
+    // SAFETY: see above; nothing used the cell since the take.
+    unsafe { cell.restore_untouched(obj.clone()) };
+    assert_eq!((spares.held(), strong(&obj)), (1, 2));
+    assert_eq!(steal(spares, &obj, 7), 1);
     // What restore put back is stolen like any kept entry.
     assert!(keep(&cell, obj.clone(), 7).is_none());
     assert!(take(&cell, &obj, 7));

@@ -342,7 +342,9 @@ pub(crate) enum Plain {
 ///
 /// # Safety
 /// `f` is the live Function at `func`, which Java keeps reachable with every wrapper argument,
-/// whose word it passed; every word is plain; `cell` is the calling thread's spare cell.
+/// whose word it passed; every word is plain; `cell` is the calling thread's spare cell, and
+/// the thread is marked for a critical downcall (so, until this returns, it runs no other
+/// entry that could keep or take a spare).
 #[inline(always)]
 pub(crate) unsafe fn call_plain<const N: usize>(
     func: jlong,
@@ -354,7 +356,7 @@ pub(crate) unsafe fn call_plain<const N: usize>(
     let adopts = f.flags & function::FUNC_ADOPTS_LENT != 0;
     let mut views = [AnyView::none(); N];
     // The argument lent this thread's spare (the cell's one entry: the first that matches
-    // takes it), and the generation it was kept under.
+    // takes it).
     let mut lent_spare = None;
     for (i, (view, &(word, bits))) in views.iter_mut().zip(args).enumerate() {
         if is_object(word) {
@@ -364,9 +366,9 @@ pub(crate) unsafe fn call_plain<const N: usize>(
             if adopts && lent_spare.is_none() {
                 // SAFETY: Java keeps the wrapper reachable for the call and passed its word, from which
                 // the view was made; `f` adopts lent views.
-                if let Some((lent, generation)) = unsafe { tie::lend_spare(cell, obj, *view, word) } {
+                if let Some((lent, _)) = unsafe { tie::lend_spare(cell, obj, *view, word) } {
                     *view = lent;
-                    lent_spare = Some((i, generation));
+                    lent_spare = Some(i);
                 }
             }
         } else if tie::word_kind(word) == convert::KIND_INT {
@@ -379,14 +381,15 @@ pub(crate) unsafe fn call_plain<const N: usize>(
     unsafe { invoke(func, f, &views, &mut result) }?;
     let Some(ptr) = result.view().as_object_ptr() else { return Ok(Plain::Value(result)) };
     // The lent argument came back (`echo`): its +1 is the spare again.
-    if let Some((i, generation)) = lent_spare {
+    if let Some(i) = lent_spare {
         if args[i].1 as *mut ObjectHeader == ptr {
             // SAFETY: the result's strong reference, moved out of `result`, which is forgotten.
             let obj = unsafe { ObjectRef::from_raw(ptr) };
             std::mem::forget(result);
-            // SAFETY: Java keeps argument i's wrapper, of that generation, reachable for the
-            // call; `cell` is this thread's, the one the spare was lent from.
-            unsafe { tie::restore_result_spare(obj, generation, cell) };
+            // SAFETY: Java keeps argument i's wrapper reachable for the call; `cell` is this
+            // thread's, the spare was taken from it for this call, and the thread, marked,
+            // ran no other entry since (this function's contract).
+            unsafe { cell.restore_untouched(obj) };
             return Ok(Plain::Argument(i));
         }
     }
