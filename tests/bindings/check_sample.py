@@ -10,6 +10,7 @@ import tether_ffi
 counter = sample.Counter(start=5)
 assert counter.increment_by() == 6 and counter.increment_by(by=3) == 9
 assert sample.greet("bindings") == "hello, bindings"
+assert sample.scale(6, 7) == 42
 assert sample.make_counter(1).count == 1
 
 parsed: sample.Counter = sample.Counter.parse("ff", radix=16)

@@ -692,8 +692,12 @@ impl Gen<'_> {
             let call = format!("{function}.call({})", names.join(", "));
             let _ = writeln!(src, "    public static {result} {name}({}) {{", decl.join(", "));
             let _ = writeln!(src, "        module();");
+            let ints = sig.caller_params().iter().all(|p| p.ty().kind() == TypeKind::Int);
             if sig.result().kind() == TypeKind::None {
                 let _ = writeln!(src, "        {call};");
+            } else if ints && names.len() <= 3 && sig.result().kind() == TypeKind::Int {
+                // Nothing boxed: the int entry, through a critical downcall on JDK 22+ for a leaf.
+                let _ = writeln!(src, "        return {function}.callLong({});", names.join(", "));
             } else {
                 let conv = match sig.result().kind() {
                     TypeKind::Bool => format!("TetherWrapper.asBoolean({call})"),

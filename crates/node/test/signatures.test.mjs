@@ -82,7 +82,7 @@ test('names are camelCase, the registry\'s snake_case a non-enumerable alias', (
   assert.equal(Object.getOwnPropertyDescriptor(testing, 'make_pair').enumerable, false);
   // Plugin modules spell their functions the same way.
   const mod = tether.loadModule(samplePlugin);
-  assert.deepEqual(Object.keys(mod.functions).sort(), ['greet', 'makeCounter']);
+  assert.deepEqual(Object.keys(mod.functions).sort(), ['greet', 'makeCounter', 'scale']);
   assert.equal(mod.functions.make_counter, mod.functions.makeCounter);
   assert.equal(mod.make_counter, mod.makeCounter);
   assert.equal(typeof mod.makeCounter, 'function');

@@ -73,6 +73,10 @@ public final class BindingsCheck {
         check("the generated class is the wrapper: construct(\"Counter\") by short name is a Counter",
                 SampleModule.module().construct("Counter", 1L) instanceof Counter);
         check("SampleModule.greet", SampleModule.greet("java").equals("hello, java"));
+        // A function of ints: `long scale(long, long)`, nothing boxed (its int entry; on JDK 22+
+        // a critical downcall), wrapping as the plugin's i64 does.
+        check("SampleModule.scale", SampleModule.scale(6, 7) == 42L);
+        check("SampleModule.scale wraps", SampleModule.scale(Long.MAX_VALUE, 2) == -2L);
         Counter parsed = Counter.parse("ff", 16);
         check("the static method Counter.parse(text, radix) returns a Counter", parsed.getCount() == 255L);
         check("Counter.parse(text) leaves radix to the plugin's default (10)", Counter.parse("12").getCount() == 12L);

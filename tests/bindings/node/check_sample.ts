@@ -4,7 +4,7 @@
 // `import` method and its `class` parameter are `import_(class_)`; nullability: Optional
 // results and fields are `T | null` and are narrowed before use; defaults: a parameter with a
 // default may be left out; a static method (`Counter.parse`) is `static` on its class.
-import { Counter, Names, greet, makeCounter } from 'sample';
+import { Counter, Names, greet, makeCounter, scale } from 'sample';
 import { TetherValueError } from 'tether-ffi';
 
 function check(label: string, holds: boolean): void {
@@ -18,6 +18,7 @@ const six: number | bigint = counter.incrementBy();
 check('incrementBy() uses the plugin default (1)', six === 6);
 check('incrementBy(3)', counter.incrementBy(3) === 9);
 check('greet', greet('bindings') === 'hello, bindings');
+check('scale', scale(6, 7) === 42);
 const made: Counter = makeCounter(1);
 check('makeCounter returns a Counter', made instanceof Counter && made.count === 1 && !made.isEven);
 

@@ -116,7 +116,15 @@ fn make_counter(start: i64) -> ObjectArc<Counter> {
     ObjectArc::new(Counter::new(start))
 }
 
+/// `value` times `factor`, wrapping: a leaf of ints (it has an int entry, which typed bindings
+/// reach without boxing).
+#[tether::function("sample.scale")]
+#[tether(leaf)]
+fn scale(value: i64, factor: i64) -> i64 {
+    value.wrapping_mul(factor)
+}
+
 tether::module! {
     types: [Counter, Names],
-    functions: [greet, make_counter],
+    functions: [greet, make_counter, scale],
 }

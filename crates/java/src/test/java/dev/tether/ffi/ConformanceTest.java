@@ -836,7 +836,7 @@ class ConformanceTest {
         assertTrue(Files.isRegularFile(path), "the test plugin was built: " + path);
         TetherModule m = Tether.loadModule(path.toString());
         assertSame(m, Tether.loadModule(path.toString()), "loading twice gives the same module");
-        assertEquals(List.of("greet", "make_counter"), m.functionNames());
+        assertEquals(List.of("greet", "make_counter", "scale"), m.functionNames());
         assertEquals(List.of("sample.Counter", "sample.Names"), m.typeKeys());
         assertEquals("hello, tether", m.function("greet").call("tether"));
         TetherInstance counter = (TetherInstance) m.function("make_counter").call(5L);
