@@ -83,7 +83,8 @@ pub type IntEntryFn = unsafe extern "C" fn(handle: *mut ObjectHeader, a0: i64, a
 /// The most arguments an [`IntEntryFn`] takes.
 pub const INT_ENTRY_ARGS: usize = 4;
 
-/// Call `entry`, a [`FUNC_INT_ENTRY`] function's, with `args` (the rest 0).
+/// Call `entry`, a [`FUNC_INT_ENTRY`] function's, with `args` (the rest 0): its value, or the
+/// error it raised (taken from this thread's raised slot).
 ///
 /// # Safety
 /// `entry` is the int entry of the live function `handle`, whose arity is `N`.
@@ -92,11 +93,15 @@ pub unsafe fn call_int_entry<const N: usize>(
     entry: IntEntryFn,
     handle: *mut ObjectHeader,
     args: [i64; N],
-) -> IntOutcome {
+) -> Result<i64> {
     debug_assert!(N <= INT_ENTRY_ARGS, "no int entry takes {N} arguments");
     let at = |i: usize| if i < N { args[i] } else { 0 };
     // SAFETY: this function's contract.
-    unsafe { entry(handle, at(0), at(1), at(2), at(3)) }
+    let out = unsafe { entry(handle, at(0), at(1), at(2), at(3)) };
+    if out.status != 0 {
+        return Err(take_last_error());
+    }
+    Ok(out.value)
 }
 
 const _: () = {

@@ -117,16 +117,13 @@ fn critical_ints<const N: usize>(func: jlong, args: [i64; N]) -> jlong {
     cell.mark(true);
     // SAFETY: a live Function with an int entry, given its arity's ints; the entry catches
     // its own panics.
-    let out =
+    let called =
         unsafe { tether_core::function::call_int_entry(entry, func as *mut tether_core::object::ObjectHeader, args) };
     cell.mark(false);
-    if out.status != 0 {
-        return natives::park(Err(tether_core::error::take_last_error()));
+    match called {
+        Ok(value) if !(PENDING_RESULT..=FALLBACK_RESULT).contains(&value) => value,
+        outcome => natives::park(outcome.map(Any::int)),
     }
-    if (PENDING_RESULT..=FALLBACK_RESULT).contains(&out.value) {
-        return natives::park(Ok(Any::int(out.value)));
-    }
-    out.value
 }
 
 /// `Critical.ints1`: see [`critical_ints`].

@@ -539,11 +539,8 @@ pub(crate) unsafe fn call_ints<const N: usize>(func: jlong, ints: [jlong; N]) ->
     if let (true, Some(entry)) = (arity_matches, f.int_entry()) {
         // A typed closure of ints: no cells, no `safe_call`.
         // SAFETY: `func` is a live Function with an int entry, given its arity's ints.
-        let out = unsafe { function::call_int_entry(entry, func as *mut ObjectHeader, ints) };
-        if out.status != 0 {
-            return Err(tether_core::error::take_last_error());
-        }
-        return Ok(if out.value != PENDING_RESULT { out.value } else { park(Ok(Any::int(out.value))) });
+        let value = unsafe { function::call_int_entry(entry, func as *mut ObjectHeader, ints) }?;
+        return Ok(if value != PENDING_RESULT { value } else { park(Ok(Any::int(value))) });
     }
     let views = ints.map(AnyView::int);
     let mut result = Any::none();

@@ -512,11 +512,10 @@ fn call_ints<const N: usize>(
     }
     let entry = func.int_entry()?;
     // SAFETY: a live Function (the shim's wrapper holds it) with an int entry and arity N.
-    let out = unsafe { tether_core::function::call_int_entry(entry, obj, ints) };
-    Some(if out.status == 0 {
-        any_to_js(state, Any::int(out.value)).map(Outcome::Value)
-    } else {
-        Err(Fail::Native(take_last_error()))
+    let called = unsafe { tether_core::function::call_int_entry(entry, obj, ints) };
+    Some(match called {
+        Ok(value) => any_to_js(state, Any::int(value)).map(Outcome::Value),
+        Err(e) => Err(Fail::Native(e)),
     })
 }
 

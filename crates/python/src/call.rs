@@ -95,15 +95,16 @@ unsafe fn call_ints<const N: usize>(
     let entry = f.int_entry()?;
     // SAFETY: a live Function with an int entry, given its arity's ints; GIL held, as a leaf's
     // call keeps it.
-    let out = unsafe { tether_core::function::call_int_entry(entry, func, ints) };
+    let called = unsafe { tether_core::function::call_int_entry(entry, func, ints) };
     // SAFETY: GIL held (caller).
     unsafe {
         pending::drain_refs();
-        Some(if out.status == 0 {
-            ffi::PyLong_FromLongLong(out.value)
-        } else {
-            let PyErrSet = errors::raised(tether_core::error::take_last_error());
-            null_mut()
+        Some(match called {
+            Ok(value) => ffi::PyLong_FromLongLong(value),
+            Err(e) => {
+                let PyErrSet = errors::raised(e);
+                null_mut()
+            }
         })
     }
 }
