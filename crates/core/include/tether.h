@@ -175,6 +175,8 @@ typedef void (*TetherDataDropFn)(void *data);
  * int64, with no cells (the value and error safe_call would give; status 0, or -1 with the
  * error raised). Never set it yourself. */
 #define TETHER_FUNC_INT_ENTRY 32u
+/* The most arguments a TetherIntEntry takes (its int64 parameters after the handle). */
+#define TETHER_INT_ENTRY_ARGS 4
 typedef struct TetherIntOutcome {
     int64_t value;
     int64_t status;
