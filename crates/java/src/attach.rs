@@ -49,12 +49,14 @@ thread_local!(static ATTACHED: Attached = const { Attached(Cell::new(std::ptr::n
 /// callbacks) must not keep the VM from exiting when `main` returns (`DestroyJavaVM` waits
 /// for every non-daemon thread, so the VM hung).
 ///
-/// Refused inside a critical downcall (`critical.rs`): that thread is in the Java state, where
-/// no JNI function may run (a leaf Function that calls back breaks its promise).
+/// Refused inside a marked leaf call (`critical.rs`): a critical downcall's thread is in the
+/// Java state, where no JNI function may run, and the spare lent to a marked call goes back
+/// with a bare store, which Java code run meanwhile could race (a leaf Function that calls
+/// back breaks its promise).
 pub fn with_env<R>(f: impl FnOnce(Env) -> R) -> Result<R> {
-    if crate::critical::in_critical_call() {
+    if crate::critical::in_marked_call() {
         return Err(Error::runtime(
-            "a leaf Function called into the JVM (a callback, or releasing a Java reference) from a critical downcall; a leaf must not",
+            "a leaf Function called into the JVM (a callback, or releasing a Java reference) inside a leaf call; a leaf must not",
         ));
     }
     let vm = VM.load(Ordering::Acquire);

@@ -674,7 +674,6 @@ macro_rules! call_natives {
 }
 
 call_natives! { encoded:
-    Java_dev_tether_ffi_Native_call1(k0 b0 r0) -> jobject = call_encoded_object or null();
     Java_dev_tether_ffi_Native_call2(k0 b0 r0, k1 b1 r1) -> jobject = call_encoded_object or null();
     Java_dev_tether_ffi_Native_call3(k0 b0 r0, k1 b1 r1, k2 b2 r2) -> jobject = call_encoded_object or null();
     Java_dev_tether_ffi_Native_call0L() -> jlong = call_encoded_long or 0;
@@ -687,6 +686,33 @@ call_natives! { ints:
     Java_dev_tether_ffi_Native_ints1(a);
     Java_dev_tether_ffi_Native_ints2(a, b);
     Java_dev_tether_ffi_Native_ints3(a, b, c);
+}
+
+/// `Native.call1`: a leaf with one plain argument takes the critical entry's path
+/// (`critical::leaf_call1`: the thread marked, no local reference made, a result that is the
+/// argument returned as `r0` itself); any other call the encoded one.
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_call1(
+    env: *mut JNIEnv,
+    _c: jclass,
+    func: jlong,
+    k0: jlong,
+    b0: jlong,
+    r0: jobject,
+) -> jobject {
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
+    // SAFETY: Java encodes with `Marshal` and keeps `r0` (the wrapper whose word is `k0`) and
+    // the Function reachable for the call.
+    match unsafe { crate::critical::leaf_call1(func, k0, b0) } {
+        Some(Ok(Plain::Argument(_))) => r0,
+        Some(outcome) => guard_call(env, null(), || match outcome? {
+            Plain::Value(result) => to_java(env, result),
+            Plain::Argument(_) => Ok(r0),
+        }),
+        // SAFETY: as above.
+        None => guard_call(env, null(), || unsafe { call_encoded_object(env, func, &[(k0, b0, r0)]) }),
+    }
 }
 
 /// The result a `call*L` native or a critical downcall parked (see [`PENDING`]), as a Java
