@@ -133,6 +133,19 @@ fn a_frontend_allocator_reserve_is_writable_and_freed_with_the_object() {
         assert!(is_aligned(&obj), "align {align}");
     }
     assert_eq!(live_objects(), base);
+    // The entry as a C plugin calls it: an alignment that is not a power of two gets null (its
+    // round-up is a mask), 0 and 4 the slot's own 8, with the reserve zeroed and room for all.
+    let entry = allocator(tag).expect("registered");
+    // SAFETY: the frontend allocator's ABI entries, with a non-zero size.
+    unsafe {
+        assert!((entry.allocate)(entry.ctx, 64, 24).is_null(), "align 24 is refused");
+        for align in [0usize, 4] {
+            let body = (entry.allocate)(entry.ctx, 64, align);
+            assert!(!body.is_null() && body as usize % 8 == 0, "align {align}");
+            assert!(std::slice::from_raw_parts(body.sub(40), 32).iter().all(|&b| b == 0), "the reserve, zeroed");
+            (entry.free)(entry.ctx, body, 64, align);
+        }
+    }
     set_current_allocator(previous).unwrap();
 }
 
