@@ -35,10 +35,11 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering}
 use crate::arc::ObjectRef;
 use crate::object::{dec_ref, ObjectHeader};
 
-/// Cells in a table; the `claimed` mask has one bit per cell.
-const CELLS: usize = 64;
+/// Cells in a table; the `claimed` mask has one bit per cell. (`live_count`'s per-thread
+/// counters use the same table shape.)
+pub(crate) const CELLS: usize = 64;
 /// Cells a thread tries, from its hash, before giving up on keeping spares.
-const PROBES: usize = 4;
+pub(crate) const PROBES: usize = 4;
 
 /// One thread's cell, alone on its cache line (owners write theirs on every call).
 #[repr(C, align(64))]
@@ -197,7 +198,7 @@ impl Drop for OwnedCells {
 
 /// The first cell a thread (`token`) tries: a multiplicative hash of its token.
 #[inline(always)]
-fn probe_start(token: usize) -> usize {
+pub(crate) fn probe_start(token: usize) -> usize {
     (token >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - CELLS.trailing_zeros())
 }
 

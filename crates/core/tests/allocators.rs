@@ -289,4 +289,27 @@ fn live_objects_count_across_threads_that_make_free_and_exit() {
     }
     drop(made);
     assert_eq!(live_objects(), base);
+    // More threads at once than the table has counters (64): the ones without a counter count
+    // into the shared total, and every count comes out exact while they all hold objects.
+    const THREADS: usize = 80;
+    let holding = std::sync::Arc::new(std::sync::Barrier::new(THREADS + 1));
+    let release = std::sync::Arc::new(std::sync::Barrier::new(THREADS + 1));
+    let crowd: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let (holding, release) = (holding.clone(), release.clone());
+            std::thread::spawn(move || {
+                let objs: Vec<ObjectRef> = (0..3).map(|_| make_aligned(8)).collect();
+                holding.wait();
+                release.wait();
+                drop(objs);
+            })
+        })
+        .collect();
+    holding.wait();
+    assert_eq!(live_objects(), base + 3 * THREADS as i64, "every thread's objects, counter or not");
+    release.wait();
+    for t in crowd {
+        t.join().unwrap();
+    }
+    assert_eq!(live_objects(), base);
 }

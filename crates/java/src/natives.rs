@@ -710,7 +710,7 @@ pub extern "system" fn Java_dev_tether_ffi_Native_call1(
             Plain::Value(result) => to_java(env, result),
             Plain::Argument(_) => Ok(r0),
         }),
-        // SAFETY: as above.
+        // SAFETY: Marshal-encoded, `r0` and the Function reachable for the call (Java's promise).
         None => guard_call(env, null(), || unsafe { call_encoded_object(env, func, &[(k0, b0, r0)]) }),
     }
 }
