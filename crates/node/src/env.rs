@@ -8,11 +8,12 @@
 use std::cell::RefCell;
 use std::ffi::c_void;
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use napi::sys;
 use tether_core::boundary::{Frontend, LentFunctions, TieHost};
+use tether_core::thread_spares::thread_token;
 
 use crate::call::CallFrame;
 use crate::raw::{self, napi_call, Env, JsResult, Ref, Value};
@@ -20,12 +21,6 @@ use crate::raw::{self, napi_call, Env, JsResult, Ref, Value};
 static FRONTEND_TAG: OnceLock<u32> = OnceLock::new();
 static MAIN_CLAIMED: AtomicBool = AtomicBool::new(false);
 
-/// A small per-thread id (cheaper to read than `std::thread::current().id()`).
-pub fn thread_token() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    thread_local!(static TOKEN: u64 = NEXT.fetch_add(1, Ordering::Relaxed));
-    TOKEN.with(|t| *t)
-}
 
 /// JS values the native side needs, kept alive by strong references (JS thread only).
 #[derive(Default)]
@@ -69,7 +64,7 @@ pub struct EnvState {
     /// Where this env's wrappers are tied: the process allocator's slots (main env only) and
     /// a side table.
     pub frontend: Frontend<EnvState>,
-    pub js_thread: u64,
+    pub js_thread: usize,
     /// Depth of synchronous non-leaf native calls the JS thread is inside right now.
     pub sync_depth: AtomicU32,
     /// False once the env started tearing down. Written only on the JS thread, under
@@ -146,6 +141,9 @@ unsafe impl Send for EnvState {}
 
 impl EnvState {
     pub fn on_js_thread(&self) -> bool {
+        // The thread pointer: one load, where a thread-local id was a `__tls_get_addr` call per
+        // callback. A thread made after the JS thread exited may reuse it, but by then the env
+        // is torn down (`alive` false), which every caller checks next.
         thread_token() == self.js_thread
     }
 
