@@ -141,7 +141,7 @@ pub fn live_objects() -> i64 {
         // SAFETY: host table entry, see `plugin::ApiTable`.
         return unsafe { (api.live_objects)() };
     }
-    crate::live_count::total()
+    crate::thread_alloc::total()
 }
 
 /// Allocate the memory of one object with the current allocator and stamp `alloc_tag`.
@@ -194,7 +194,7 @@ pub(crate) fn local_alloc_object(size: usize, align: usize) -> *mut ObjectHeader
     }
     // SAFETY: `body` is fresh memory of at least a header's size, aligned to 8.
     unsafe { std::ptr::addr_of_mut!((*body).alloc_tag).write(tag) };
-    crate::live_count::add(1);
+    crate::thread_alloc::add(1);
     body
 }
 
@@ -251,7 +251,7 @@ pub(crate) unsafe fn local_free_object(obj: *mut ObjectHeader, size: usize, alig
     // SAFETY: the header is still readable until the memory goes back.
     let tag = unsafe { (*obj).alloc_tag };
     let a = allocator(tag).expect("object carries the tag of a registered allocator");
-    crate::live_count::add(-1);
+    crate::thread_alloc::add(-1);
     // SAFETY: same allocator, size and alignment as the allocation.
     unsafe { (a.free)(a.ctx, obj as *mut u8, size, align) };
 }
@@ -295,7 +295,7 @@ unsafe extern "C" fn frontend_allocate(ctx: *mut c_void, size: usize, align: usi
         return std::ptr::null_mut();
     };
     // SAFETY: non-zero size.
-    let raw = unsafe { std::alloc::alloc(mem) };
+    let raw = unsafe { block_alloc(mem, KEEP_FREED_BLOCKS) };
     if raw.is_null() {
         return raw;
     }
@@ -342,7 +342,50 @@ unsafe extern "C" fn frontend_free(ctx: *mut c_void, body: *mut u8, size: usize,
     }
     let offset = prefix_offset(align, fctx.layout, fctx.reserve);
     // SAFETY: the exact layout `frontend_allocate` used for this size and alignment.
-    unsafe { std::alloc::dealloc(body.sub(offset), Layout::from_size_align_unchecked(size + offset, align.max(8))) }
+    unsafe {
+        block_free(body.sub(offset), Layout::from_size_align_unchecked(size + offset, align.max(8)), KEEP_FREED_BLOCKS)
+    }
+}
+
+/// Whether the frontend allocator keeps each thread's last freed block for its next
+/// allocation of that layout (`thread_alloc`): in release builds. Debug builds, which the
+/// sanitizers and valgrind run, free every block at once, so they see any use after a free.
+const KEEP_FREED_BLOCKS: bool = !cfg!(debug_assertions);
+
+/// A block of `mem` from the global allocator, or this thread's kept one of that layout
+/// (`keep`: [`KEEP_FREED_BLOCKS`], a parameter so that the tests run the kept path in every build).
+///
+/// # Safety
+/// `mem` has a non-zero size.
+#[inline(always)]
+unsafe fn block_alloc(mem: Layout, keep: bool) -> *mut u8 {
+    if keep && mem.size() <= crate::thread_alloc::MAX_KEPT_BLOCK {
+        let kept = crate::thread_alloc::take_block(mem);
+        if !kept.is_null() {
+            return kept;
+        }
+    }
+    // SAFETY: non-zero size (the caller's guarantee).
+    unsafe { std::alloc::alloc(mem) }
+}
+
+/// Give back a block [`block_alloc`] returned for `mem`: kept for this thread's next allocation
+/// of that layout (`keep`), the block kept before freed instead; else freed.
+///
+/// # Safety
+/// `raw` came from [`block_alloc`] with `mem`, and the caller gives it up.
+#[inline(always)]
+unsafe fn block_free(raw: *mut u8, mem: Layout, keep: bool) {
+    let to_free = if keep && mem.size() <= crate::thread_alloc::MAX_KEPT_BLOCK {
+        // SAFETY: a global-allocator block of `mem`, given up (the caller's guarantee).
+        unsafe { crate::thread_alloc::keep_block(raw, mem) }
+    } else {
+        Some((raw, mem))
+    };
+    if let Some((block, layout)) = to_free {
+        // SAFETY: a block of the global allocator with this layout, given up.
+        unsafe { std::alloc::dealloc(block, layout) };
+    }
 }
 
 /// Register an allocator that puts a tying slot of `layout` in front of every object, and
@@ -367,4 +410,36 @@ pub fn install_frontend_allocator(
     let tag = unsafe { register_allocator(frontend_allocate, frontend_free, ctx) }?;
     set_current_allocator(tag)?;
     Ok(tag)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_freed_block_comes_back_for_the_same_layout_only() {
+        let mem = Layout::from_size_align(96, 8).unwrap();
+        let other = Layout::from_size_align(104, 8).unwrap();
+        // SAFETY: non-zero sizes; every block is given up once, to `block_free`.
+        unsafe {
+            let a = block_alloc(mem, true);
+            block_free(a, mem, true);
+            assert_eq!(block_alloc(mem, true), a, "the kept block, for the same layout");
+            let b = block_alloc(other, true);
+            assert_ne!(b, a);
+            block_free(a, mem, true);
+            let e = block_alloc(other, true);
+            assert!(e != a, "another layout does not get it");
+            block_free(e, other, false);
+            block_free(b, other, true); // kept in place of `a`, which is freed
+            assert_eq!(block_alloc(other, true), b, "the newest freed block is the one kept");
+            block_free(b, other, true);
+            // Not kept: a block too large, or `keep` off.
+            let big = Layout::from_size_align(crate::thread_alloc::MAX_KEPT_BLOCK + 8, 8).unwrap();
+            let c = block_alloc(big, true);
+            block_free(c, big, true);
+            let d = block_alloc(mem, false);
+            block_free(d, mem, false);
+        }
+    }
 }

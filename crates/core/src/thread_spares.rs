@@ -35,8 +35,8 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering}
 use crate::arc::ObjectRef;
 use crate::object::{dec_ref, ObjectHeader};
 
-/// Cells in a table; the `claimed` mask has one bit per cell. (`live_count`'s per-thread
-/// counters use the same table shape.)
+/// Cells in a table; the `claimed` mask has one bit per cell. (`thread_alloc`'s per-thread
+/// cells use the same table shape.)
 pub(crate) const CELLS: usize = 64;
 /// Cells a thread tries, from its hash, before giving up on keeping spares.
 pub(crate) const PROBES: usize = 4;

@@ -21,7 +21,6 @@ use crate::raw::{self, napi_call, Env, JsResult, Ref, Value};
 static FRONTEND_TAG: OnceLock<u32> = OnceLock::new();
 static MAIN_CLAIMED: AtomicBool = AtomicBool::new(false);
 
-
 /// JS values the native side needs, kept alive by strong references (JS thread only).
 #[derive(Default)]
 pub struct JsRefs {
