@@ -542,13 +542,7 @@ unsafe extern "C" fn call_java(handle: *mut ObjectHeader, args: *const AnyView<'
             Err(_) => attach::with_env(|env| unsafe { invoke(env, cb, args, std::ptr::null_mut(), result) })?,
         }
     });
-    match outcome {
-        Ok(()) => 0,
-        Err(e) => {
-            tether_core::error::set_last_error(e);
-            -1
-        }
-    }
+    tether_core::function::call_status(outcome)
 }
 
 /// Where `Callbacks` writes a callback's outcome (`Native.putResult` / `putThrown`): a cell

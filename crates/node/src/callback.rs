@@ -338,16 +338,19 @@ unsafe extern "C" fn js_callback_call(
             // SAFETY: the caller passes `n` live cells.
             unsafe { std::slice::from_raw_parts(args, n as usize) }
         };
-        if cb.state.on_js_thread() {
+        let value = if cb.state.on_js_thread() {
             invoke_on_js_thread(&cb.state, cb, args)
         } else {
             // SAFETY: the caller keeps the Function alive during the call; we take our own +1.
             let func = unsafe { ObjectRef::from_borrowed(handle) };
             call_from_other_thread(&cb.state, func, args)
-        }
+        }?;
+        // SAFETY: the caller's result cell holds None and is ours to fill (in this frame:
+        // `call_status`).
+        unsafe { result.write(value) };
+        Ok(())
     });
-    // SAFETY: the caller's result cell holds None and is ours to fill.
-    unsafe { tether_core::function::finish_call(outcome, result) }
+    tether_core::function::call_status(outcome)
 }
 
 /// Call the JS function on its own thread, through index.js's `invokeCallable`. Inlined into

@@ -213,19 +213,20 @@ unsafe extern "C" fn call_callable(
     // the interpreter runs.
     // SAFETY: both only read this thread's and the runtime's thread state.
     let gstate = (!unsafe { holds_gil() }).then(|| unsafe { ffi::PyGILState_Ensure() });
-    // SAFETY: `handle` is a live Function made by `function_for`; `args` holds `n` cells.
+    // SAFETY: `handle` is a live Function made by `function_for`; `args` holds `n` cells; the
+    // caller's result cell holds None and is ours to fill (in this frame: `call_status`).
     let outcome = tether_core::error::catch_panic_registered(|| unsafe {
         pending::drain();
         let callable = (*(handle as *const ObjectBox<FunctionObj>)).value.data as *mut ffi::PyObject;
         let args = if n <= 0 { &[][..] } else { std::slice::from_raw_parts(args, n as usize) };
-        invoke(callable, args)
+        result.write(invoke(callable, args)?);
+        Ok(())
     });
     if let Some(gstate) = gstate {
         // SAFETY: paired with the Ensure above.
         unsafe { ffi::PyGILState_Release(gstate) };
     }
-    // SAFETY: the caller's result cell holds None and is ours to fill.
-    unsafe { tether_core::function::finish_call(outcome, result) }
+    tether_core::function::call_status(outcome)
 }
 
 /// Does this thread hold the GIL (on free-threaded builds: is it attached)? Its thread state
