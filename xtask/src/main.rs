@@ -7,6 +7,7 @@ mod examples;
 mod harden;
 mod java;
 mod json;
+mod machine;
 mod miri;
 mod node;
 mod python;

@@ -454,7 +454,6 @@ fn toolchain_versions(b: &Bench) -> Vec<(String, String)> {
 }
 
 fn machine() -> Vec<(String, String)> {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let field = |text: &str, key: &str| {
         text.lines()
             .find(|l| l.starts_with(key))
@@ -465,7 +464,7 @@ fn machine() -> Vec<(String, String)> {
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
     let mem_kb: f64 = field(&meminfo, "MemTotal").trim_end_matches(" kB").parse().unwrap_or(f64::NAN);
     vec![
-        ("cpu".into(), field(&cpuinfo, "model name")),
+        ("cpu".into(), crate::machine::cpu_description()),
         ("cores".into(), std::thread::available_parallelism().map_or("unknown".into(), |n| n.to_string())),
         ("memory".into(), format!("{:.0} GiB", mem_kb / 1024.0 / 1024.0)),
         (

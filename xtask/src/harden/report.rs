@@ -41,15 +41,10 @@ fn replace_between(doc: &str, section: &str) -> Option<String> {
     Some(format!("{}\n{section}{}", &doc[..start], &doc[end..]))
 }
 
-/// `lscpu`'s model name and the core count.
+/// The CPU (name, family, model, last-level cache) and the core count.
 fn machine() -> String {
-    let lscpu = Cmd::new("lscpu").probe().unwrap_or_default();
-    let model = lscpu
-        .lines()
-        .find_map(|l| l.strip_prefix("Model name:").map(|m| m.trim().to_string()))
-        .unwrap_or_else(|| "unknown CPU".into());
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    format!("{model} ({cores} cores)")
+    format!("{}, {cores} cores", crate::machine::cpu_description())
 }
 
 fn date() -> String {
