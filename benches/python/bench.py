@@ -3,6 +3,7 @@
 usage: python bench.py --peers DIR --out FILE [--quick]
        python bench.py --peers DIR --w5 PEER      (one W5 measurement, run in a fresh process)
        python bench.py --peers DIR --count PEER WORKLOAD LOW HIGH   (two loops, for callgrind)
+       python bench.py --peers DIR --loop PEER WORKLOAD SECONDS      (one peer's loop, for perf)
 
 Timing is timeit's: a statement compiled into a `for` loop, the loop's time divided by its
 count; repeats are interleaved across the peers (round r runs repeat r of every peer), and the
@@ -267,6 +268,23 @@ def count_child(peers_dir, peer, workload, low, high):
     os.getppid()
 
 
+def loop_child(peers_dir, peer, workload, seconds):
+    """Run one peer's `workload` loop (W1-W4, W7) for `seconds`, repeats of ~40 ms, and print
+    the median and the fastest: one process to put under `perf record`, or to alternate with
+    another build's by hand."""
+    loaded, skipped = load_peers(peers_dir, only=peer)
+    if peer not in loaded:
+        raise SystemExit(f"{peer} not loaded: {skipped[0][1] if skipped else '?'}")
+    timer = timer_for(workload, loaded[peer])
+    n = calibrate(timer, 0.04)
+    samples = []
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end or not samples:
+        samples.append(timer.timeit(n) / n * 1e9)
+    print(f"python {workload} {peer}: median {median(samples):.2f} ns/op, fastest {min(samples):.2f} "
+          f"({len(samples)} repeats of {n})")
+
+
 def instructions_per_iteration(peers_dir, peer, workload, low, high):
     """Instructions per iteration of `workload`'s loop for `peer` (None if the run failed)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -374,8 +392,12 @@ def main():
     ap.add_argument("--w5")
     ap.add_argument("--w5-count", type=int, default=W5_OBJECTS)
     ap.add_argument("--count", nargs=4, metavar=("PEER", "WORKLOAD", "LOW", "HIGH"))
+    ap.add_argument("--loop", nargs=3, metavar=("PEER", "WORKLOAD", "SECONDS"))
     a = ap.parse_args()
     peers_dir = os.path.abspath(a.peers)
+    if a.loop:
+        loop_child(peers_dir, a.loop[0], a.loop[1], float(a.loop[2]))
+        return
     if a.count:
         count_child(peers_dir, a.count[0], a.count[1], int(a.count[2]), int(a.count[3]))
         return
