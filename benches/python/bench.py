@@ -254,12 +254,17 @@ COUNT_LOW_QUICK, COUNT_HIGH_QUICK = 2_000, 12_000
 MARKER = "getppid"
 
 
-def count_child(peers_dir, peer, workload, low, high):
-    """Run `workload`'s statement low, then high times, each between two markers."""
+def load_one(peers_dir, peer):
+    """The namespace of `peer` alone (for the one-peer child modes), or exit saying why not."""
     loaded, skipped = load_peers(peers_dir, only=peer)
     if peer not in loaded:
         raise SystemExit(f"{peer} not loaded: {skipped[0][1] if skipped else '?'}")
-    timer = timer_for(workload, loaded[peer])
+    return loaded[peer]
+
+
+def count_child(peers_dir, peer, workload, low, high):
+    """Run `workload`'s statement low, then high times, each between two markers."""
+    timer = timer_for(workload, load_one(peers_dir, peer))
     timer.timeit(COUNT_WARMUP)
     os.getppid()
     timer.timeit(low)
@@ -272,10 +277,7 @@ def loop_child(peers_dir, peer, workload, seconds):
     """Run one peer's `workload` loop (W1-W4, W7) for `seconds`, repeats of ~40 ms, and print
     the median and the fastest: one process to put under `perf record`, or to alternate with
     another build's by hand."""
-    loaded, skipped = load_peers(peers_dir, only=peer)
-    if peer not in loaded:
-        raise SystemExit(f"{peer} not loaded: {skipped[0][1] if skipped else '?'}")
-    timer = timer_for(workload, loaded[peer])
+    timer = timer_for(workload, load_one(peers_dir, peer))
     n = calibrate(timer, 0.04)
     samples = []
     end = time.perf_counter() + seconds

@@ -1,4 +1,4 @@
-//! The CPU a run measured on, as the reports record it.
+//! The machine a run measured on, as the bench and harden reports record it.
 //!
 //! A model name alone does not tell CPUs apart: issue 18 met two Intel Xeons that both read
 //! "Intel(R) Xeon(R) Processor", one with a 260 MiB L3 where 2^20 objects never left the
@@ -11,16 +11,30 @@ pub fn cpu_description() -> String {
     describe(&cpuinfo, &caches())
 }
 
+/// The cores this process may run on.
+pub fn cores() -> Option<usize> {
+    std::thread::available_parallelism().ok().map(|n| n.get())
+}
+
+/// `/proc/meminfo`'s total, e.g. "24 GiB".
+pub fn memory() -> String {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let kib = field(&meminfo, "MemTotal").and_then(|v| v.trim_end_matches(" kB").parse::<f64>().ok());
+    format!("{:.0} GiB", kib.unwrap_or(f64::NAN) / 1024.0 / 1024.0)
+}
+
+/// The value of `key` in a `/proc` file's `key: value` lines (the first such line).
+fn field(text: &str, key: &str) -> Option<String> {
+    text.lines()
+        .find(|l| l.split(':').next().is_some_and(|k| k.trim() == key))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
 /// The description from `/proc/cpuinfo`'s text and cpu0's caches as (level, sysfs size).
 fn describe(cpuinfo: &str, caches: &[(u32, String)]) -> String {
-    let field = |key: &str| {
-        cpuinfo
-            .lines()
-            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == key))
-            .and_then(|l| l.split_once(':'))
-            .map(|(_, v)| v.trim().to_string())
-            .filter(|v| !v.is_empty())
-    };
+    let field = |key: &str| field(cpuinfo, key);
     let name = field("model name").unwrap_or_else(|| "unknown CPU".into());
     let mut details = Vec::new();
     if let Some(family) = field("cpu family") {

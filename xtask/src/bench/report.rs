@@ -454,19 +454,11 @@ fn toolchain_versions(b: &Bench) -> Vec<(String, String)> {
 }
 
 fn machine() -> Vec<(String, String)> {
-    let field = |text: &str, key: &str| {
-        text.lines()
-            .find(|l| l.starts_with(key))
-            .and_then(|l| l.split_once(':'))
-            .map(|(_, v)| v.trim().to_string())
-            .unwrap_or_else(|| "unknown".into())
-    };
-    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let mem_kb: f64 = field(&meminfo, "MemTotal").trim_end_matches(" kB").parse().unwrap_or(f64::NAN);
+    use crate::machine;
     vec![
-        ("cpu".into(), crate::machine::cpu_description()),
-        ("cores".into(), std::thread::available_parallelism().map_or("unknown".into(), |n| n.to_string())),
-        ("memory".into(), format!("{:.0} GiB", mem_kb / 1024.0 / 1024.0)),
+        ("cpu".into(), machine::cpu_description()),
+        ("cores".into(), machine::cores().map_or("unknown".into(), |n| n.to_string())),
+        ("memory".into(), machine::memory()),
         (
             "os".into(),
             format!(

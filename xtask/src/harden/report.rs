@@ -43,8 +43,7 @@ fn replace_between(doc: &str, section: &str) -> Option<String> {
 
 /// The CPU (name, family, model, last-level cache) and the core count.
 fn machine() -> String {
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    format!("{}, {cores} cores", crate::machine::cpu_description())
+    format!("{}, {} cores", crate::machine::cpu_description(), crate::machine::cores().unwrap_or(0))
 }
 
 fn date() -> String {
