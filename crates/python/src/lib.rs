@@ -66,6 +66,13 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     install_allocator()?;
     let py = m.py();
     // SAFETY: the GIL is held during module init.
+    let meta = unsafe { classes::build_metaclass() };
+    if meta.is_null() {
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: a new type object; the module takes a reference of its own.
+    m.add("NativeClass", unsafe { Bound::from_borrowed_ptr(py, meta as *mut pyo3::ffi::PyObject) })?;
+    // SAFETY: the GIL is held during module init.
     let base = unsafe { classes::build_base_type() };
     if base.is_null() {
         return Err(PyErr::fetch(py));

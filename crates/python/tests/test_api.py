@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import collections.abc
+import dis
 import gc
 import pickle
 import subprocess
 import sys
+import sysconfig
 import threading
+import weakref
 
 import pytest
 
@@ -150,6 +153,64 @@ def test_register_object_adds_python_methods(testing):
     assert p.total() == 5 and p.as_tuple == (2, 3)
     with pytest.raises(tether_ffi.ValueError):
         tether_ffi.register_object("no.such.Type")(type("X", (), {}))
+
+
+def test_generated_classes_are_native_classes_whose_attributes_python_may_set(testing):
+    Pair = testing.Pair
+    assert type(Pair) is tether_ffi.NativeClass and type(tether_ffi.Object) is tether_ffi.NativeClass
+    assert issubclass(tether_ffi.NativeClass, type)
+    Pair.patched = 5
+    assert Pair.patched == 5 and testing.make_pair(1, 2).patched == 5
+    del Pair.patched
+    assert not hasattr(Pair, "patched")
+    old_repr = Pair.__repr__
+    Pair.__repr__ = lambda self: "patched repr"
+    try:
+        assert repr(Pair(1, 2)) == "patched repr"
+    finally:
+        Pair.__repr__ = old_repr
+
+
+def test_a_python_subclass_of_a_generated_class_lives_and_dies(testing):
+    class Sub(testing.Pair):
+        def total(self):
+            return self.first + self.second
+
+    assert type(Sub) is tether_ffi.NativeClass
+    Sub.extra = "set"
+    s = Sub(2, 3)
+    assert s.total() == 5 and s.extra == "set" and isinstance(s, testing.Pair)
+    dead = weakref.ref(Sub)
+    del Sub, s
+    gc.collect()
+    assert dead() is None, "the subclass is freed"
+
+
+def _call_ops(fn):
+    return [i.opname for i in dis.get_instructions(fn, adaptive=True) if "CALL" in i.opname]
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11) or bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+                    reason="the specializing interpreter of GIL builds since 3.11")
+def test_a_constructor_call_is_specialized_and_still_sees_a_replaced_init(testing):
+    Pair, made = testing.Pair, []
+
+    def construct(n):
+        for _ in range(n):
+            made.append(Pair(1, 2))
+
+    construct(200)
+    assert any("BUILTIN_CLASS" in op for op in _call_ops(construct)), _call_ops(construct)
+    # A class whose __init__ Python replaced is called as type() calls it, specialized or not.
+    seen = []
+    Pair.__init__ = lambda self, *args: seen.append(args)
+    try:
+        construct(1)
+    finally:
+        del Pair.__init__
+    assert seen == [(1, 2)]
+    construct(1)
+    assert seen == [(1, 2)] and (made[-1].first, made[-1].second) == (1, 2)
 
 
 def test_callback_same_function_object(testing):

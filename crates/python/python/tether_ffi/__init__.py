@@ -32,13 +32,15 @@ __all__ = [
     "Object", "Function", "Array", "Map", "Error", "TypeError", "ValueError", "IndexError",
     "KeyError", "AttributeError", "RuntimeError", "RustPanic", "MemoryError", "get_global_func",
     "list_global_funcs", "register_object", "load_module", "check_bindings", "namespace", "MAX_NESTING_DEPTH",
-    "TypeInfo", "FieldInfo", "MethodInfo",
+    "TypeInfo", "FieldInfo", "MethodInfo", "NativeClass",
 ]
 
 #: The deepest nesting of lists, tuples and dicts converted to native Arrays and Maps; a
 #: deeper value, or one that contains itself, raises ValueError before reaching native code.
 MAX_NESTING_DEPTH: int = _native.MAX_NESTING_DEPTH
 
+#: The type of every generated class (``type(tether_ffi.Object)``), a subclass of ``type``.
+NativeClass = _native.NativeClass
 Object = _native.Object
 _EXTENSIONS: dict[str, list[type]] = {}
 _SKIP = frozenset({"__module__", "__qualname__", "__dict__", "__weakref__", "__doc__", "__slots__"})

@@ -13,10 +13,14 @@ __all__ = [
     "Object", "Function", "Array", "Map", "Error", "TypeError", "ValueError", "IndexError",
     "KeyError", "AttributeError", "RuntimeError", "RustPanic", "MemoryError", "get_global_func",
     "list_global_funcs", "register_object", "load_module", "check_bindings", "namespace", "MAX_NESTING_DEPTH",
-    "TypeInfo", "FieldInfo", "MethodInfo",
+    "TypeInfo", "FieldInfo", "MethodInfo", "NativeClass",
 ]
 
-class Object:
+class NativeClass(type):
+    """The type of every generated class: calls of a class CPython specializes, attributes
+    Python code may still set and delete."""
+
+class Object(metaclass=NativeClass):
     """The base of every wrapper: one wrapper per native object (``==``/``hash`` by identity)."""
 
     __tether_type_key__: str

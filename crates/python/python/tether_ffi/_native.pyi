@@ -2,6 +2,7 @@
 
 from typing import Any, Callable
 
+NativeClass: type
 Object: type
 MAX_NESTING_DEPTH: int
 CONSTANTS: dict[str, int]
