@@ -182,10 +182,39 @@ unsafe fn make_type(
 /// the base class; never freed).
 static NATIVE_CLASS: AtomicPtr<ffi::PyTypeObject> = AtomicPtr::new(null_mut());
 
-/// The immutable-type flag the generated classes carry for CPython's call specializer (free-
-/// threaded builds leave it off: their `tp_flags` are not toggled under a lock).
-const SPECIALIZABLE: std::ffi::c_ulong =
-    if cfg!(Py_GIL_DISABLED) { 0 } else { ffi::Py_TPFLAGS_IMMUTABLETYPE as std::ffi::c_ulong };
+/// Lift the immutable-type flag the generated classes carry for CPython's call specializer;
+/// returns what it lifted, for [`restore_specializable`]. Free-threaded builds never set it:
+/// their `tp_flags` (atomic there) are not toggled under a lock.
+///
+/// # Safety
+/// GIL held; `tp` is a live type.
+#[cfg(not(Py_GIL_DISABLED))]
+unsafe fn lift_specializable(tp: *mut ffi::PyTypeObject) -> std::ffi::c_ulong {
+    // SAFETY: GIL held (the caller's guarantee), which orders every change of the flags.
+    unsafe {
+        let lifted = (*tp).tp_flags & ffi::Py_TPFLAGS_IMMUTABLETYPE as std::ffi::c_ulong;
+        (*tp).tp_flags &= !lifted;
+        lifted
+    }
+}
+
+/// Put back what [`lift_specializable`] lifted (or set the flag on a new class: pass it).
+///
+/// # Safety
+/// As [`lift_specializable`].
+#[cfg(not(Py_GIL_DISABLED))]
+unsafe fn restore_specializable(tp: *mut ffi::PyTypeObject, lifted: std::ffi::c_ulong) {
+    // SAFETY: as in `lift_specializable`.
+    unsafe { (*tp).tp_flags |= lifted };
+}
+
+#[cfg(Py_GIL_DISABLED)]
+unsafe fn lift_specializable(_tp: *mut ffi::PyTypeObject) -> std::ffi::c_ulong {
+    0
+}
+
+#[cfg(Py_GIL_DISABLED)]
+unsafe fn restore_specializable(_tp: *mut ffi::PyTypeObject, _lifted: std::ffi::c_ulong) {}
 
 /// Build `tether_ffi.NativeClass` (once, at import): a subclass of `type` whose classes are
 /// immutable to CPython and mutable to Python code.
@@ -239,7 +268,7 @@ unsafe fn adopt_class(cls: *mut ffi::PyTypeObject) {
             ffi::Py_INCREF(meta as *mut ffi::PyObject);
             (*(cls as *mut ffi::PyObject)).ob_type = meta;
         }
-        (*cls).tp_flags |= SPECIALIZABLE;
+        restore_specializable(cls, ffi::Py_TPFLAGS_IMMUTABLETYPE as std::ffi::c_ulong);
     }
 }
 
@@ -256,11 +285,10 @@ unsafe extern "C" fn native_class_setattro(
     // restores what it found, so the outer one puts the flag back.
     unsafe {
         let tp = cls as *mut ffi::PyTypeObject;
-        let flag = (*tp).tp_flags & SPECIALIZABLE;
-        (*tp).tp_flags &= !flag;
+        let lifted = lift_specializable(tp);
         let set = (*std::ptr::addr_of!(ffi::PyType_Type)).tp_setattro.expect("type has tp_setattro");
         let rc = set(cls, name, value);
-        (*tp).tp_flags |= flag;
+        restore_specializable(tp, lifted);
         rc
     }
 }
