@@ -306,8 +306,35 @@ pub unsafe extern "C" fn class_vectorcall(
         let Some((_, ctor)) = constructor_of(cls) else {
             return null_mut();
         };
-        vectorcall_native(ctor.constructor, args, nargsf, kwnames)
+        let func = ctor.constructor;
+        let f = &(*(func as *const ObjectBox<FunctionObj>)).value;
+        let n = nargsf & !ffi::PY_VECTORCALL_ARGUMENTS_OFFSET;
+        // Most constructors are leaves of two or three positional arguments (`Pair(x, x)`):
+        // the unrolled call `call_native_inline` would reach for them, taken from here, where
+        // no frame is set up for the general path (W4 1130 -> 1115 instructions).
+        let leaf = f.flags & FUNC_LEAF != 0 && !cfg!(Py_GIL_DISABLED);
+        if kwnames.is_null() && leaf && (n == 2 || n == 3) && n as i32 == f.arity {
+            pending::drain();
+            return if n == 2 { call_of::<true, 2>(func, f, args) } else { call_of::<true, 3>(func, f, args) };
+        }
+        construct_vectorcall(func, args, nargsf, kwnames)
     }
+}
+
+/// Any other constructor call of a class call ([`vectorcall_native`]), out of line, so that
+/// `class_vectorcall` keeps no frame for it.
+///
+/// # Safety
+/// As [`vectorcall_native`].
+#[inline(never)]
+unsafe fn construct_vectorcall(
+    func: *mut ObjectHeader,
+    args: *const *mut ffi::PyObject,
+    nargsf: usize,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: the caller's guarantees.
+    unsafe { vectorcall_native(func, args, nargsf, kwnames) }
 }
 
 /// A class call as `type_call` makes it (arguments as a tuple and a dict): for a generated
