@@ -311,7 +311,7 @@ pub unsafe extern "C" fn class_vectorcall(
         let n = nargsf & !ffi::PY_VECTORCALL_ARGUMENTS_OFFSET;
         // Most constructors are leaves of two or three positional arguments (`Pair(x, x)`):
         // the unrolled call `call_native_inline` would reach for them, taken from here, where
-        // no frame is set up for the general path (W4 1130 -> 1115 instructions).
+        // no frame is set up for the general path (W4 1130 -> 1119 instructions).
         let leaf = f.flags & FUNC_LEAF != 0 && !cfg!(Py_GIL_DISABLED);
         if kwnames.is_null() && leaf && (n == 2 || n == 3) && n as i32 == f.arity {
             pending::drain();
