@@ -213,6 +213,40 @@ def test_a_constructor_call_is_specialized_and_still_sees_a_replaced_init(testin
     assert seen == [(1, 2)] and (made[-1].first, made[-1].second) == (1, 2)
 
 
+@pytest.mark.skipif(sys.version_info < (3, 11) or bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+                    reason="the specializing interpreter of GIL builds since 3.11")
+def test_hostile_class_assignments_raise_or_work_and_keep_the_class_specializable(testing):
+    Pair = testing.Pair
+
+    class Old:
+        def __del__(self):
+            Pair.nested = "set"  # an assignment to the class from inside another one
+
+    Pair.replaced = Old()
+    Pair.replaced = 2
+    assert (Pair.nested, Pair.replaced) == ("set", 2)
+    del Pair.nested, Pair.replaced
+    with pytest.raises(TypeError, match="__class__ assignment"):
+        Pair.__class__ = type
+    with pytest.raises(TypeError, match="__class__ assignment"):
+        Pair(1, 2).__class__ = testing.Triple
+    field = Pair.__dict__["first"]
+    del Pair.first
+    try:
+        with pytest.raises(AttributeError):
+            Pair(1, 2).first
+    finally:
+        Pair.first = field
+    assert Pair(3, 4).first == 3
+
+    def construct(n):
+        for _ in range(n):
+            Pair(1, 2)
+
+    construct(200)
+    assert any("BUILTIN_CLASS" in op for op in _call_ops(construct)), "the flag came back after every assignment"
+
+
 def test_callback_same_function_object(testing):
     calls = []
 
