@@ -1,76 +1,177 @@
-//! `AnyCell`: a settable `Any` field that any thread may read or replace.
+//! `AnyCell`: a settable `Any` field that any thread may read or replace, in one word.
 //!
 //! Reflected fields are read far more often than written, and every read clones the value
 //! (one reference-count increment for an object). A `Mutex<Any>` adds two locked instructions
 //! per read: the lock, and the unlock's swap (it must see parked waiters). This cell takes one:
 //! a compare-and-swap to enter and a plain release store to leave, spinning, then yielding,
-//! under contention. Its critical sections are a 16-byte move or a reference-count increment,
-//! never user code: a replaced value is dropped after the cell is released.
+//! under contention. Its critical sections are a word's decoding or a reference-count
+//! increment, never user code: a replaced value is dropped after the cell is released.
 //!
-//! The lock is the top bit of the value's own head word (the top bit of `small_len`, which no
-//! owned value sets: lengths are at most 7 and `LENT_MARK` marks views only), so the cell is
-//! the size of an `Any`: a two-field object is 16 bytes smaller than with a separate flag.
+//! The cell is one 8-byte word, half an `Any`, so that a tied two-field object fits an 80-byte
+//! block (W5: wrapper 32, slot 8, header 24, two cells). The word's low three bits are free in
+//! every pointer it stores (headers and boxes are 8-aligned): bit 0 is the lock, bits 1-2 say
+//! how the rest reads ([`Word`]). Objects, `None`, bools, ints of 61 bits and floats whose
+//! low three bits are zero are stored in the word; anything else (a wider int, another float,
+//! an inline string, an opaque pointer) in a 16-byte box the cell owns, allocated by `set`.
 
-use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, Ordering};
 
-use crate::any::{Any, AnyView};
+use crate::any::{Any, AnyView, TypeIndex};
 use crate::arc::ObjectBox;
 use crate::error::{Error, Result};
 use crate::function::{arity_error, run_closure, FunctionObj, FUNC_CELL_GETTER};
-use crate::object::ObjectHeader;
+use crate::object::{dec_ref, inc_ref, ObjectHeader};
 
-/// The head-word bit that says the cell is held.
-const HELD: u64 = 1 << 63;
+/// The word's bit that says the cell is held.
+const HELD: usize = 0b001;
+/// The word's bits that say how it reads.
+const TAG: usize = 0b110;
+/// An object's header address; or, below [`FIRST_ADDRESS`], `None`, `False` or `True`.
+const TAG_REF: usize = 0b000;
+/// An int of 61 bits, shifted left by three.
+const TAG_INT: usize = 0b010;
+/// The address of a boxed `Any` the cell owns.
+const TAG_BOXED: usize = 0b100;
+/// A float's bits, whose low three are zero.
+const TAG_FLOAT: usize = 0b110;
 
-pub struct AnyCell {
-    /// The value's head word, with [`HELD`] set while a thread holds the cell.
-    head: AtomicU64,
-    /// The value's payload (with its provenance); only touched while the cell is held.
-    payload: UnsafeCell<*mut u8>,
+const NONE_WORD: usize = 0;
+const FALSE_WORD: usize = 8;
+const TRUE_WORD: usize = 16;
+/// No object header lives in the first page, so smaller reference words are the constants.
+const FIRST_ADDRESS: usize = 4096;
+
+/// The cell's value, read from its word (unheld).
+enum Word {
+    None,
+    Bool(bool),
+    Object(*mut ObjectHeader),
+    Int(i64),
+    Float(f64),
+    Boxed(*mut Any),
 }
 
-// SAFETY: the payload is only reached while the cell is held, so at most one thread touches it
-// at a time; `Any` may move between threads (objects are `Send + Sync` by the object contract).
+impl Word {
+    #[inline(always)]
+    fn read(word: *mut u8) -> Word {
+        let bits = word.addr();
+        debug_assert!(bits & HELD == 0);
+        // Objects first, tested alone: field reads of objects are the hot case.
+        if bits & TAG == TAG_REF && bits >= FIRST_ADDRESS {
+            return Word::Object(word as *mut ObjectHeader);
+        }
+        match bits & TAG {
+            TAG_REF if bits == NONE_WORD => Word::None,
+            TAG_REF => Word::Bool(bits == TRUE_WORD),
+            TAG_INT => Word::Int(bits as i64 >> 3),
+            TAG_FLOAT => Word::Float(f64::from_bits((bits & !TAG) as u64)),
+            _ => Word::Boxed(word.map_addr(|a| a & !TAG) as *mut Any),
+        }
+    }
+}
+
+/// The word that stores `value`, which it now owns (boxed when it does not fit the word).
+#[inline(always)]
+fn encode(value: Any) -> *mut u8 {
+    const _: () = assert!(usize::BITS == 64 && std::mem::align_of::<ObjectHeader>() >= 8);
+    let (head, payload) = value.into_words();
+    // An owned object's head is its type index alone (`small_len` 0, as in every owned value
+    // but an inline string's): one compare finds the common case, the address is the word.
+    if (TypeIndex::OBJECT as u64..=i32::MAX as u64).contains(&head) {
+        debug_assert!(payload.addr() & 0b111 == 0 && payload.addr() >= FIRST_ADDRESS);
+        // SAFETY: an owned object value holds a strong reference to a live header.
+        debug_assert!(unsafe { (*(payload as *mut ObjectHeader)).type_index } as u64 == head);
+        return payload;
+    }
+    encode_value(head, payload)
+}
+
+/// [`encode`] of a value that is not an object.
+#[inline(never)]
+fn encode_value(head: u64, payload: *mut u8) -> *mut u8 {
+    let plain = |bits: usize| std::ptr::without_provenance_mut(bits);
+    let bits = payload.addr();
+    match head {
+        h if h == TypeIndex::NONE as u64 && bits == 0 => plain(NONE_WORD),
+        h if h == TypeIndex::BOOL as u64 && bits <= 1 => plain(if bits == 1 { TRUE_WORD } else { FALSE_WORD }),
+        h if h == TypeIndex::INT as u64 && ((bits as i64) << 3) >> 3 == bits as i64 => plain((bits << 3) | TAG_INT),
+        h if h == TypeIndex::FLOAT as u64 && bits & 0b111 == 0 => plain(bits | TAG_FLOAT),
+        // SAFETY: the words came from `into_words` (in `encode`), moved here once.
+        _ => boxed(unsafe { Any::from_words(head, payload) }),
+    }
+}
+
+/// The word of a value that only fits a box.
+#[cold]
+#[inline(never)]
+fn boxed(value: Any) -> *mut u8 {
+    (Box::into_raw(Box::new(value)) as *mut u8).map_addr(|a| a | TAG_BOXED)
+}
+
+/// The value `word` stores, owned again (the word is no longer the cell's).
+///
+/// # Safety
+/// `word` came from [`encode`] and is decoded once.
+unsafe fn decode(word: *mut u8) -> Any {
+    match Word::read(word) {
+        Word::None => Any::none(),
+        Word::Bool(b) => Any::bool(b),
+        // SAFETY: the word owned a strong reference to this live object; the value takes it.
+        Word::Object(obj) => Any::object(unsafe { crate::arc::ObjectRef::from_raw(obj) }),
+        Word::Int(v) => Any::int(v),
+        Word::Float(v) => Any::float(v),
+        // SAFETY: `encode` made the box, owned by the word until now.
+        Word::Boxed(boxed) => *unsafe { Box::from_raw(boxed) },
+    }
+}
+
+pub struct AnyCell {
+    /// The stored value's word ([`Word`]), with [`HELD`] set while a thread holds the cell.
+    word: AtomicPtr<u8>,
+}
+
+// SAFETY: an object or box the word points to is only reached while the cell is held (or
+// owned), so at most one thread moves it at a time; `Any` may move between threads (objects
+// are `Send + Sync` by the object contract).
 unsafe impl Sync for AnyCell {}
-// SAFETY: the raw payload pointer is an owned `Any`'s, and an `Any` may move between threads
-// (objects are `Send + Sync` by the object contract).
+// SAFETY: the word owns an `Any`'s contents, and an `Any` may move between threads.
 unsafe impl Send for AnyCell {}
 
 const _: () = {
     const fn is_send<T: Send>() {}
     is_send::<Any>();
-    assert!(std::mem::size_of::<AnyCell>() == std::mem::size_of::<Any>());
+    assert!(std::mem::size_of::<AnyCell>() == 8);
 };
 
-/// Holds the cell; puts `head` back (releasing it) when dropped.
+/// Holds the cell; puts `word` back (releasing it) when dropped.
 struct Held<'a> {
     cell: &'a AnyCell,
-    head: u64,
+    word: *mut u8,
 }
 
 impl Drop for Held<'_> {
     fn drop(&mut self) {
-        self.cell.head.store(self.head, Ordering::Release);
+        self.cell.word.store(self.word, Ordering::Release);
     }
 }
 
 impl AnyCell {
     pub fn new(value: Any) -> Self {
-        let (head, payload) = value.into_words();
-        debug_assert!(head & HELD == 0, "an owned value never sets the cell's lock bit");
-        AnyCell { head: AtomicU64::new(head), payload: UnsafeCell::new(payload) }
+        AnyCell { word: AtomicPtr::new(encode(value)) }
     }
 
     #[inline]
     fn hold(&self) -> Held<'_> {
         let mut spins = 0u32;
         loop {
-            let head = self.head.load(Ordering::Relaxed);
-            if head & HELD == 0
-                && self.head.compare_exchange_weak(head, head | HELD, Ordering::Acquire, Ordering::Relaxed).is_ok()
+            let word = self.word.load(Ordering::Relaxed);
+            if word.addr() & HELD == 0
+                && self
+                    .word
+                    .compare_exchange_weak(word, word.map_addr(|a| a | HELD), Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
             {
-                return Held { cell: self, head };
+                return Held { cell: self, word };
             }
             crate::spin::backoff(&mut spins);
         }
@@ -80,10 +181,23 @@ impl AnyCell {
     #[inline]
     pub fn get(&self) -> Any {
         let held = self.hold();
-        // SAFETY: the cell is held, so the words are the stored value's; it stays owned by
-        // the cell (ManuallyDrop), and cloning runs no user code (a reference-count increment).
-        let value = std::mem::ManuallyDrop::new(unsafe { Any::from_words(held.head, *self.payload.get()) });
-        Any::clone(&value)
+        match Word::read(held.word) {
+            Word::Object(obj) => {
+                // SAFETY: the held cell keeps its strong reference, so `obj` is live; the new
+                // reference is the copy's. No user code runs (a count increment).
+                unsafe {
+                    inc_ref(obj);
+                    Any::object(crate::arc::ObjectRef::from_raw(obj))
+                }
+            }
+            // SAFETY: the held cell owns the box and keeps it while it is copied (a plain copy:
+            // objects are stored in the word, not boxed).
+            Word::Boxed(boxed) => unsafe { (*boxed).clone() },
+            Word::None => Any::none(),
+            Word::Bool(b) => Any::bool(b),
+            Word::Int(v) => Any::int(v),
+            Word::Float(v) => Any::float(v),
+        }
     }
 
     /// Run `f` on the value, borrowed, while the cell is held: no reference-count change (a
@@ -92,27 +206,29 @@ impl AnyCell {
     #[inline]
     pub fn with_view<R>(&self, f: impl FnOnce(AnyView<'_>) -> R) -> R {
         let held = self.hold();
-        // SAFETY: the cell is held, so the words are the stored value's; it stays owned by the
-        // cell (ManuallyDrop) and the view cannot outlive this frame.
-        let value = std::mem::ManuallyDrop::new(unsafe { Any::from_words(held.head, *self.payload.get()) });
-        f(value.view())
+        let view = match Word::read(held.word) {
+            // SAFETY: the held cell keeps its strong reference, so `obj` is live while the
+            // view (which cannot leave this frame) is used.
+            Word::Object(obj) => unsafe { AnyView::from_object_ptr(obj) },
+            // SAFETY: the held cell owns the box and keeps it while the view is used.
+            Word::Boxed(boxed) => unsafe { (*boxed).view() },
+            Word::None => AnyView::none(),
+            Word::Bool(b) => AnyView::bool(b),
+            Word::Int(v) => AnyView::int(v),
+            Word::Float(v) => AnyView::float(v),
+        };
+        f(view)
     }
 
     /// Store `value`, returning the old one (dropped by the caller, outside the lock).
     #[inline]
     pub fn replace(&self, value: Any) -> Any {
+        let new = encode(value);
         let mut held = self.hold();
-        let (head, payload) = value.into_words();
-        debug_assert!(head & HELD == 0, "an owned value never sets the cell's lock bit");
-        // SAFETY: the cell is held; the old words move out to the caller, the new ones in,
-        // and the new head is published as the cell is released.
-        let old = unsafe {
-            let old = Any::from_words(held.head, *self.payload.get());
-            *self.payload.get() = payload;
-            old
-        };
-        held.head = head;
-        old
+        let old = std::mem::replace(&mut held.word, new);
+        drop(held);
+        // SAFETY: `old` was the cell's word, which the cell no longer stores: decoded once.
+        unsafe { decode(old) }
     }
 
     /// Store `value`; the old one is dropped after the lock is released.
@@ -123,15 +239,22 @@ impl AnyCell {
 
     pub fn into_inner(self) -> Any {
         let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: owned, so not held; the words are the stored value's, moved out once.
-        unsafe { Any::from_words(this.head.load(Ordering::Relaxed), *this.payload.get()) }
+        // SAFETY: owned, so not held; the word is decoded once.
+        unsafe { decode(this.word.load(Ordering::Relaxed)) }
     }
 }
 
 impl Drop for AnyCell {
     fn drop(&mut self) {
-        // SAFETY: owned, so not held; the stored value is dropped once.
-        drop(unsafe { Any::from_words(*self.head.get_mut(), *self.payload.get_mut()) });
+        // Owned, so not held; whatever the word owns is released once.
+        let word = *self.word.get_mut();
+        if word.addr() & TAG == TAG_REF && word.addr() >= FIRST_ADDRESS {
+            // SAFETY: the word owned one strong reference to this live object.
+            unsafe { dec_ref(word as *mut ObjectHeader) };
+        } else if word.addr() & TAG == TAG_BOXED {
+            // SAFETY: `encode` made the box, owned by the word until now.
+            drop(unsafe { Box::from_raw(word.map_addr(|a| a & !TAG) as *mut Any) });
+        }
     }
 }
 
@@ -277,7 +400,19 @@ impl CellAccess {
     #[inline]
     pub unsafe fn cell_in<'a>(self, obj: *mut ObjectHeader) -> Option<&'a AnyCell> {
         // SAFETY: a live object (this function's contract): its header is readable.
-        if !crate::types::is_instance(unsafe { (*obj).type_index }, self.owner) {
+        unsafe { self.cell_of(AnyView::from_object_ptr(obj)) }
+    }
+
+    /// As [`CellAccess::cell_in`], for the object `view` borrows, its type index from the view
+    /// (a frontend that keeps it beside the object pointer reads no header).
+    ///
+    /// # Safety
+    /// `view` borrows a live object, which stays alive for `'a`.
+    #[inline]
+    pub unsafe fn cell_of<'a>(self, view: AnyView<'_>) -> Option<&'a AnyCell> {
+        // SAFETY: an object view (this function's contract).
+        let obj = unsafe { view.as_object_ptr().unwrap_unchecked() };
+        if !crate::types::is_instance(view.type_index(), self.owner) {
             return None;
         }
         // SAFETY: an instance of `owner` has an `AnyCell` at `offset` (the `cell_field_rw!`

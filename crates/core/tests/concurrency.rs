@@ -257,3 +257,37 @@ fn any_cells_read_and_replaced_from_8_threads_keep_counts_exact() {
     drop((obj, last));
     assert_eq!(live_objects(), base);
 }
+
+#[test]
+fn any_cells_moving_between_boxed_and_word_values_under_8_threads_free_each_once() {
+    use tether_core::cell::AnyCell;
+    let _g = common::serial();
+    let base = live_objects();
+    let rounds = common::iters(5000, 20);
+    let cell = Arc::new(AnyCell::new(Any::str("boxed")));
+    let c = cell.clone();
+    run_threads(move |t| {
+        for r in 0..rounds {
+            match (r + t) % 6 {
+                // Boxed values (a float with its low bits set, an int past 61 bits, an inline
+                // string) alternate with word values: a reader must never see a freed box.
+                0 => c.set(Any::float(0.1 + r as f64)),
+                1 => c.set(Any::int(i64::MAX - r as i64)),
+                2 => c.set(Any::object(Pair::new(Any::int(r as i64), Any::none()).into())),
+                _ => {
+                    let v = c.get();
+                    let ok = v.view().as_float().is_some_and(|f| f.fract() != 0.0)
+                        || v.view().as_int().is_some_and(|i| i > i64::MAX - rounds as i64)
+                        || v.view().downcast_ref::<Pair>().is_some()
+                        || v.as_str() == Some("boxed");
+                    assert!(ok, "a value some thread stored, read whole: {v:?}");
+                    let kind = c.with_view(|view| view.type_index());
+                    let kinds = [TypeIndex::FLOAT, TypeIndex::INT, TypeIndex::SMALL_STR, Pair::type_index()];
+                    assert!(kinds.contains(&kind), "a view of a whole value, kind {kind}");
+                }
+            }
+        }
+    });
+    drop(Arc::try_unwrap(cell).expect("workers joined"));
+    assert_eq!(live_objects(), base, "every replaced object died exactly once");
+}

@@ -728,6 +728,29 @@ def test_leaf_int_calls_through_the_int_entry_give_the_typed_calls_values_and_er
         testing.add3("1", 2, 3)
 
 
+def test_fields_keep_every_value_whether_it_fits_the_cell_word_or_its_box(testing, baseline):
+    # A field is one word: objects, None, bools, ints of 61 bits and floats with three low
+    # zero bits live in it, anything else in a box the cell owns. Every kind reads back as
+    # stored, and replacing boxed values with objects and back frees what was replaced.
+    import math
+    import struct
+    values = [None, True, False, 0, -1, 2**60 - 1, -(2**60), 2**60, -(2**60) - 1, 2**63 - 1, -(2**63),
+              0.0, -0.0, 1.5, 0.1, 5e-324, math.inf, -math.inf, "", "seven!!", "a longer string", b"\x00"]
+    p = testing.Pair(None, None)
+    for v in values:
+        p.first = v
+        got = p.first
+        assert type(got) is type(v) and got == v, v
+        if isinstance(v, float):
+            assert struct.pack("<d", got) == struct.pack("<d", v), v
+        p.second = testing.Pair(v, None)
+        assert p.second.first == v
+    p.first = math.nan
+    assert math.isnan(p.first)
+    del p
+    assert live_now() == baseline
+
+
 def test_field_reads_and_int_calls_refuse_what_does_not_fit_and_leak_nothing(testing):
     # Field descriptors read cells through the place found once per field (`CellAccess`), and
     # typed calls of int parameters take a fast path that declines on a mismatch: neither may
