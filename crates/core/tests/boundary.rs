@@ -138,12 +138,15 @@ fn frontend_after() -> &'static Frontend<Lang<false>> {
 }
 
 /// One `echo(x)` leaf call in domain `f`: the claimed spare is lent and comes back as the result.
-fn echo_claimed<const AT_ONCE: bool>(f: &Frontend<Lang<AT_ONCE>>, obj: &ObjectRef, word: usize) {
+/// `prefixed`: the host vouches that its allocator made `obj` (the slot is read without the
+/// header's tag check), as a host whose wrapper records it does.
+fn echo_claimed<const AT_ONCE: bool>(f: &Frontend<Lang<AT_ONCE>>, obj: &ObjectRef, word: usize, prefixed: bool) {
     let (ptr, counted) = (obj.as_ptr(), obj.header().strong_count());
     let mut call = f.leaf_call(true);
-    // SAFETY: one thread; the wrapper keeps `ptr` alive; the "callee" adopts lent views.
+    // SAFETY: one thread; the wrapper keeps `ptr` alive; the "callee" adopts lent views; the
+    // frontend's allocator made `obj` (every caller's `new_pair`).
     unsafe {
-        let mut view = call.wrapper_argument(0, ptr, word);
+        let mut view = call.wrapper_argument(0, AnyView::from_object_ptr(ptr), word, prefixed);
         if let Some((0, lent)) = call.commit() {
             view = lent;
         }
@@ -300,14 +303,15 @@ fn a_leaf_call_returning_its_claimed_argument_never_writes_the_slot() {
     let w = f.return_object(&lang, obj.clone()).unwrap().into_handle();
     drop(f.return_object(&lang, obj.clone()).unwrap()); // one spare in the slot
     let word = Rc::downgrade(&w).as_ptr() as usize;
-    echo_claimed(f, &obj, word);
-    echo_claimed(frontend_after(), &obj, word);
+    echo_claimed(f, &obj, word, false);
+    echo_claimed(f, &obj, word, true);
+    echo_claimed(frontend_after(), &obj, word, false);
     // A call that returns something else consumes the claim: the callee released the spare.
     let mut call = f.leaf_call(true);
     let before = obj.header().strong_count();
     // SAFETY: as above.
     unsafe {
-        let view = call.wrapper_argument(0, ptr, word);
+        let view = call.wrapper_argument(0, AnyView::from_object_ptr(ptr), word, false);
         view.release_if_lent(); // what a callee that only reads its argument does
         assert_eq!(call.settle(None), None);
     }
@@ -319,8 +323,8 @@ fn a_leaf_call_returning_its_claimed_argument_never_writes_the_slot() {
     let mut call = f.leaf_call(true);
     // SAFETY: as above; the views never reach a callee.
     unsafe {
-        let claimed = call.wrapper_argument(0, ptr, word);
-        let taken = call.wrapper_argument(1, ptr, word);
+        let claimed = call.wrapper_argument(0, AnyView::from_object_ptr(ptr), word, true);
+        let taken = call.wrapper_argument(1, AnyView::from_object_ptr(ptr), word, true);
         assert!(claimed.is_lent());
         assert!(!taken.is_lent(), "the claimed object is borrowed again, never lent twice");
         call.abandon([&claimed, &taken]);
@@ -357,7 +361,7 @@ fn a_leaf_call_without_lending_borrows() {
     drop(f.return_object(&lang, obj.clone()).unwrap());
     let mut call = f.leaf_call(false);
     // SAFETY: one thread; the wrapper keeps the object alive.
-    let view: AnyView<'_> = unsafe { call.wrapper_argument(0, obj.as_ptr(), 0) };
+    let view: AnyView<'_> = unsafe { call.wrapper_argument(0, AnyView::from_object_ptr(obj.as_ptr()), 0, false) };
     assert!(!view.is_lent());
     // SAFETY: as above.
     assert_eq!(unsafe { call.settle(Some(obj.as_ptr())) }, None);
@@ -716,7 +720,7 @@ unsafe impl<const AT_ONCE: bool> ArgumentSource<Lang<AT_ONCE>> for LangArguments
         let word = Rc::downgrade(w).as_ptr() as usize;
         view.write(match leaf {
             // SAFETY: one thread; the wrapper's +1 outlives the call.
-            Some(leaf) => unsafe { leaf.wrapper_argument(index, w.obj.get(), word) },
+            Some(leaf) => unsafe { leaf.wrapper_argument(index, AnyView::from_object_ptr(w.obj.get()), word, false) },
             // SAFETY: as above.
             None => unsafe { AnyView::from_object_ptr(w.obj.get()) },
         });

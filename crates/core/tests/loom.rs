@@ -172,7 +172,7 @@ fn a_claimed_spare_and_a_return_of_the_same_object_keep_the_count_in_any_order()
             let mut call = f.leaf_call(true);
             // SAFETY: under the host lock; the wrapper (kept by the main thread) holds `ptr`.
             unsafe {
-                let mut view = call.wrapper_argument(0, ptr, word);
+                let mut view = call.wrapper_argument(0, tether_core::AnyView::from_object_ptr(ptr), word, false);
                 if let Some((0, lent)) = call.commit() {
                     view = lent;
                 }

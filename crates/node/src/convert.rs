@@ -101,7 +101,9 @@ pub fn wrapper_view(
         // SAFETY: this env's slots change only on this, its JS thread; the wrapper is an
         // argument of the running call, so it and its +1 outlive the call (a leaf function
         // cannot run JS that disposes of it); the claim is made at `LeafCall::commit`.
-        return Ok(unsafe { leaf.wrapper_argument(index, obj, w.reference.get() as usize) });
+        return Ok(unsafe {
+            leaf.wrapper_argument(index, AnyView::from_object_ptr(obj), w.reference.get() as usize, false)
+        });
     }
     // SAFETY: the wrapper's +1 keeps `obj` alive while we take our own.
     let r = unsafe { ObjectRef::from_borrowed(obj) };

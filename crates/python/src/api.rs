@@ -195,7 +195,7 @@ fn is_moved(o: &Bound<'_, PyAny>) -> bool {
     // SAFETY: GIL held; checked to be a wrapper first.
     unsafe {
         wrapper::is_wrapper(o.as_ptr())
-            && (*(o.as_ptr() as *mut wrapper::Wrapper)).obj.load(std::sync::atomic::Ordering::Acquire).is_null()
+            && (*(o.as_ptr() as *mut wrapper::Wrapper)).native.object(std::sync::atomic::Ordering::Acquire).is_null()
     }
 }
 

@@ -243,7 +243,7 @@ pub unsafe extern "C" fn function_vectorcall(
     // SAFETY: CPython's vectorcall contract: `args` holds `n` live borrowed objects, then one
     // value per name in `kwnames`.
     unsafe {
-        let func = (*(callable as *mut Wrapper)).obj.load(Ordering::Acquire);
+        let func = (*(callable as *mut Wrapper)).native.object(Ordering::Acquire);
         if func.is_null() {
             return wrapper::native_of(callable).map_or(null_mut(), |_| null_mut());
         }
@@ -475,7 +475,7 @@ pub unsafe extern "C" fn object_init(
 ) -> std::ffi::c_int {
     // SAFETY: GIL held; `this` is an instance of one of our classes (tp_init contract).
     unsafe {
-        if !(*(this as *mut Wrapper)).obj.load(Ordering::Acquire).is_null() {
+        if !(*(this as *mut Wrapper)).native.object(Ordering::Acquire).is_null() {
             return 0;
         }
         let cls = ffi::Py_TYPE(this);

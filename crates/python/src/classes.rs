@@ -469,16 +469,26 @@ unsafe extern "C" fn field_get(slf: *mut ffi::PyObject, closure: *mut c_void) ->
     // SAFETY: the descriptor checked `slf`'s type; `closure` is a leaked FieldClosure whose
     // getter is a live Function; the view borrows the wrapper's +1.
     unsafe {
-        let Ok(obj) = wrapper::native_of(slf) else { return null_mut() };
+        let Ok(wrapper::Native { view, .. }) = wrapper::native_view_of(slf) else { return null_mut() };
         let closure = &*(closure as *const FieldClosure);
-        if let Some(cell) = closure.cell.and_then(|access| access.cell_in(obj)) {
+        if let Some(cell) = closure.cell.and_then(|access| access.cell_of(view)) {
             return read_cell(cell);
         }
-        let getter = closure.field.getter;
-        let view = AnyView::from_raw_parts((*obj).type_index, 0, obj as u64);
+        call_getter(closure.field.getter, view)
+    }
+}
+
+/// A field's value from its getter (a field not stored in a cell), or null with an error set.
+///
+/// # Safety
+/// GIL held; `getter` is a live Function; `this` borrows a live object.
+#[inline(never)]
+unsafe fn call_getter(getter: *mut tether_core::object::ObjectHeader, this: AnyView<'_>) -> *mut ffi::PyObject {
+    // SAFETY: the caller's guarantees; a Function's body is a FunctionObj.
+    unsafe {
         let body = &(*(getter as *const ObjectBox<FunctionObj>)).value;
         let mut result = Any::none();
-        if (body.safe_call)(getter, &view, 1, &mut result) != 0 {
+        if (body.safe_call)(getter, &this, 1, &mut result) != 0 {
             errors::raise(take_last_error());
             return null_mut();
         }

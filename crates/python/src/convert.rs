@@ -11,12 +11,10 @@ use std::ptr::null_mut;
 
 use pyo3::ffi;
 use tether_core::any::{Any, AnyView, TypeIndex};
-use tether_core::arc::ObjectRef;
 use tether_core::boundary::LeafCall;
 use tether_core::containers::{ArrayObj, MapObj};
 use tether_core::error::catch_out_of_memory;
 use tether_core::nesting::{self, Nesting};
-use tether_core::object::inc_ref;
 use tether_core::Error;
 
 use crate::errors::PyErrSet;
@@ -131,10 +129,10 @@ pub unsafe fn to_view_into<'a>(
         let tp = ffi::Py_TYPE(o);
         let hold = leaf.is_none();
         if let (Some((leaf, index)), true) = (leaf, wrapper::deallocs_as_wrapper(tp)) {
-            let obj = wrapper::native_of(o)?;
+            let native = wrapper::native_view_of(o)?;
             // The GIL serialises every slot change; the wrapper's +1 outlives the leaf call.
             // Claimed at once (`PyHost::CLAIM_MODE`).
-            slot.write(leaf.wrapper_argument(index, obj, o as usize));
+            slot.write(leaf.wrapper_argument(index, native.view, o as usize, native.prefixed));
             return Ok(());
         }
         if tp == std::ptr::addr_of_mut!(ffi::PyLong_Type) {
@@ -197,12 +195,11 @@ pub unsafe fn to_view<'a>(o: *mut ffi::PyObject, arena: &mut Arena, hold: bool) 
 unsafe fn wrapper_view<'a>(o: *mut ffi::PyObject, arena: &mut Arena, hold: bool) -> Result<AnyView<'a>, PyErrSet> {
     // SAFETY: `o` is a live wrapper (caller), which keeps its object alive.
     unsafe {
-        let obj = wrapper::native_of(o)?;
+        let view = wrapper::native_view_of(o)?.view;
         if hold {
-            inc_ref(obj);
-            return Ok(arena.hold(Any::object(ObjectRef::from_raw(obj))));
+            return Ok(arena.hold(view.to_owned_any()));
         }
-        Ok(AnyView::from_raw_parts((*obj).type_index, 0, obj as u64))
+        Ok(view)
     }
 }
 

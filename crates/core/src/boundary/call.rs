@@ -183,23 +183,32 @@ pub struct LeafCall<'f, H: TieHost> {
 }
 
 impl<'f, H: TieHost> LeafCall<'f, H> {
-    /// The view of argument `index`, the wrapper whose slot word is `word` and whose object is
-    /// `obj`, claiming as the host's [`TieHost::CLAIM_MODE`] says.
+    /// The view of argument `index`, the wrapper whose slot word is `word` and whose object
+    /// `view` borrows (built by the host, which may know the type index without reading the
+    /// object's header), claiming as the host's [`TieHost::CLAIM_MODE`] says.
     ///
     /// # Safety
-    /// `H` is serialized and the caller holds its lock for the whole call; the wrapper's +1
-    /// keeps `obj` alive for the call; lent views go only to a function that adopts them
-    /// (`FUNC_ADOPTS_LENT`, which `lend` says); with [`ClaimMode::AtOnce`], converting the
-    /// later arguments runs no language code when it succeeds.
+    /// `H` is serialized and the caller holds its lock for the whole call; `view` is a borrowed
+    /// object view whose type index is its object's; the wrapper's +1 keeps the object alive
+    /// for the call; lent views go only to a function that adopts them (`FUNC_ADOPTS_LENT`,
+    /// which `lend` says); with [`ClaimMode::AtOnce`], converting the later arguments runs no
+    /// language code when it succeeds; `prefixed` only when the host's allocator made the
+    /// object (the host knows it without its header: the slot is read without the tag check).
     #[inline(always)]
-    pub unsafe fn wrapper_argument<'a>(&mut self, index: usize, obj: *mut ObjectHeader, word: usize) -> AnyView<'a> {
+    pub unsafe fn wrapper_argument<'a>(
+        &mut self,
+        index: usize,
+        view: AnyView<'a>,
+        word: usize,
+        prefixed: bool,
+    ) -> AnyView<'a> {
         debug_assert!(H::SERIALIZED);
         let tag = self.tag;
-        // SAFETY: the host is serialized and locked for the call, the wrapper's +1 keeps `obj` alive, and lent views go to an adopting callee (this method's contract).
+        // SAFETY: the host is serialized and locked for the call, the wrapper's +1 keeps the object alive, and lent views go to an adopting callee (this method's contract).
         unsafe {
             match H::CLAIM_MODE {
-                ClaimMode::AtOnce => self.claim.claim_now::<H>(index, obj, tag, word, self.lend),
-                ClaimMode::AfterConversion => self.claim.offer::<H>(index, obj, tag, word, self.lend),
+                ClaimMode::AtOnce => self.claim.claim_now::<H>(index, view, tag, word, self.lend, prefixed),
+                ClaimMode::AfterConversion => self.claim.offer::<H>(index, view, tag, word, self.lend),
             }
         }
     }

@@ -21,6 +21,19 @@ pub unsafe fn slot_of<'a, H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> Optio
     unsafe { slot_in(obj, tag, H::LAYOUT) }
 }
 
+/// The slot word of `obj`, which host `H`'s allocator made: for a host that knows it without
+/// reading the header's tag (a wrapper that lives in the object's memory, or that recorded the
+/// tag when it was tied), so that a call reads the slot's line alone.
+///
+/// # Safety
+/// `obj` is a live object made by `H`'s frontend allocator.
+#[inline(always)]
+pub unsafe fn slot_of_prefixed<'a, H: TieHost>(obj: *mut ObjectHeader) -> Slot<'a> {
+    // SAFETY: that allocator placed its slot right before the header, laid out as `H::LAYOUT`,
+    // and it lives as long as the object's memory (this function's contract).
+    unsafe { Slot::from_raw(H::LAYOUT.word_before(obj)) }
+}
+
 /// The slot word of `obj` if the frontend allocator tagged `tag`, whose slots are laid out as
 /// `layout`, made it.
 ///

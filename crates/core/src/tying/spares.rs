@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::machine::{peek, slot_of, TieHost};
+use super::machine::{peek, slot_of, slot_of_prefixed, TieHost};
 use crate::arc::ObjectRef;
 use crate::object::ObjectHeader;
 use crate::slot::{aux_of, ActiveWord, Slot, SlotState, GENERATION_MASK, HINT_SHIFT};
@@ -53,10 +53,14 @@ pub unsafe fn take_spare<H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> bool {
 #[inline(always)]
 pub unsafe fn has_spare_for<H: TieHost>(obj: *mut ObjectHeader, tag: u32, word: usize) -> bool {
     // SAFETY: `obj` is live and this is host `H`'s allocator tag (the caller's guarantee).
-    unsafe { slot_of::<H>(obj, tag) }.is_some_and(|slot| {
-        SlotState::active_naming(slot.load(Ordering::Relaxed), word, H::SERIALIZED)
-            .is_some_and(|a| a.spares(H::SERIALIZED) != 0)
-    })
+    unsafe { slot_of::<H>(obj, tag) }.is_some_and(|slot| slot_has_spare_for::<H>(slot, word))
+}
+
+/// As [`has_spare_for`], in a slot the caller found.
+#[inline(always)]
+fn slot_has_spare_for<H: TieHost>(slot: Slot<'_>, word: usize) -> bool {
+    SlotState::active_naming(slot.load(Ordering::Relaxed), word, H::SERIALIZED)
+        .is_some_and(|a| a.spares(H::SERIALIZED) != 0)
 }
 
 /// A call returned `obj`, which the argument wrapper whose slot word is `word` names (`echo(p)`):
@@ -89,13 +93,25 @@ pub unsafe fn keep_if_tied_to<H: TieHost>(obj: ObjectRef, tag: u32, word: usize)
 /// As [`take_spare`]; `obj` outlives the call.
 #[inline(always)]
 pub unsafe fn argument_view<'a, H: TieHost>(obj: *mut ObjectHeader, tag: u32, lend: bool) -> crate::AnyView<'a> {
+    // SAFETY: the caller's guarantee; a live object's header is readable.
+    unsafe { argument_view_of::<H>(crate::AnyView::from_object_ptr(obj), tag, lend) }
+}
+
+/// [`argument_view`] of the object `view` borrows, its type index known (no header read).
+///
+/// # Safety
+/// As [`argument_view`], for `view`'s object; `view` is a borrowed object view.
+#[inline(always)]
+pub unsafe fn argument_view_of<'a, H: TieHost>(view: crate::AnyView<'a>, tag: u32, lend: bool) -> crate::AnyView<'a> {
+    debug_assert!(view.is_object() && !view.is_lent());
     // SAFETY: as `take_spare` requires (this function's contract: the host's lock is held,
-    // `obj` outlives the call); a spare taken is handed to the view, which carries it to the callee.
+    // the object outlives the call); a spare taken is handed to the view, which carries it to
+    // the callee.
     unsafe {
-        if lend && take_spare::<H>(obj, tag) {
-            crate::AnyView::lent_object(obj)
+        if lend && take_spare::<H>(view.as_object_ptr().unwrap_unchecked(), tag) {
+            view.lent()
         } else {
-            crate::AnyView::from_object_ptr(obj)
+            view
         }
     }
 }
@@ -135,56 +151,65 @@ impl SpareClaim {
         SpareClaim { obj: std::ptr::null_mut(), index: 0, word: 0, claimed: false }
     }
 
-    /// The view of argument `index`, wrapper `word` of `obj`, claiming the first spare at once
-    /// (never lending the claimed object twice); other arguments go as [`argument_view`].
+    /// The view of argument `index`, wrapper `word` of the object `view` borrows, claiming the
+    /// first spare at once (never lending the claimed object twice); other arguments go as
+    /// [`argument_view`].
     ///
     /// # Safety
-    /// As [`argument_view`], for a leaf call of serialized host `H` whose later argument
-    /// conversions run no language code when they succeed.
+    /// As [`argument_view_of`], for a leaf call of serialized host `H` whose later argument
+    /// conversions run no language code when they succeed; `prefixed` only when `H`'s
+    /// allocator made the object (its slot is then read without checking the header's tag).
     #[inline(always)]
     pub unsafe fn claim_now<'a, H: TieHost>(
         &mut self,
         index: usize,
-        obj: *mut ObjectHeader,
+        view: crate::AnyView<'a>,
         tag: u32,
         word: usize,
         lend: bool,
+        prefixed: bool,
     ) -> crate::AnyView<'a> {
         // SAFETY: the host is serialized and locked for the call (this method's contract); the
-        // wrapper's +1 keeps `obj` alive for it.
+        // wrapper's +1 keeps the object alive for it; `prefixed` says `H`'s allocator made it.
         unsafe {
-            if lend && self.obj.is_null() && has_spare_for::<H>(obj, tag, word) {
+            let obj = view.as_object_ptr().unwrap_unchecked();
+            let has_spare = || match prefixed {
+                true => slot_has_spare_for::<H>(slot_of_prefixed::<H>(obj), word),
+                false => has_spare_for::<H>(obj, tag, word),
+            };
+            if lend && self.obj.is_null() && has_spare() {
                 *self = SpareClaim { obj, index, word, claimed: true };
-                crate::AnyView::lent_object(obj)
+                view.lent()
             } else if obj == self.obj {
-                crate::AnyView::from_object_ptr(obj)
+                view
             } else {
-                argument_view::<H>(obj, tag, lend)
+                argument_view_of::<H>(view, tag, lend)
             }
         }
     }
 
-    /// The view of argument `index`, wrapper `word` of `obj`: the first one is borrowed for now
+    /// The view of argument `index`, wrapper `word` of `view`'s object: the first one is borrowed for now
     /// and offered for a claim at [`SpareClaim::commit`]; others go as [`argument_view`].
     ///
     /// # Safety
-    /// As [`argument_view`], for a leaf call of serialized host `H`.
+    /// As [`argument_view_of`], for a leaf call of serialized host `H`.
     #[inline(always)]
     pub unsafe fn offer<'a, H: TieHost>(
         &mut self,
         index: usize,
-        obj: *mut ObjectHeader,
+        view: crate::AnyView<'a>,
         tag: u32,
         word: usize,
         lend: bool,
     ) -> crate::AnyView<'a> {
         if lend && self.obj.is_null() {
+            // SAFETY: `view` borrows an object (the caller's guarantee).
+            let obj = unsafe { view.as_object_ptr().unwrap_unchecked() };
             *self = SpareClaim { obj, index, word, claimed: false };
-            // SAFETY: the wrapper's +1 keeps `obj` alive for the call.
-            return unsafe { crate::AnyView::from_object_ptr(obj) };
+            return view;
         }
-        // SAFETY: the caller's guarantee (serialized host, locked, `obj` kept alive by its wrapper).
-        unsafe { argument_view::<H>(obj, tag, lend) }
+        // SAFETY: the caller's guarantee (serialized host, locked, the object kept alive by its wrapper).
+        unsafe { argument_view_of::<H>(view, tag, lend) }
     }
 
     /// Once every argument is converted, right before the call: claim the offered argument's
