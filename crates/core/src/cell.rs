@@ -86,9 +86,11 @@ fn encode(value: Any) -> *mut u8 {
     encode_value(head, payload)
 }
 
-/// [`encode`] of a value that is not an object.
+/// [`encode`] of a value that is not an object. `extern "C"`, so that it cannot unwind (its
+/// one failure, allocating a box, aborts): a constructor storing two values then needs no
+/// cleanup path for the first when encoding the second.
 #[inline(never)]
-fn encode_value(head: u64, payload: *mut u8) -> *mut u8 {
+extern "C" fn encode_value(head: u64, payload: *mut u8) -> *mut u8 {
     let plain = |bits: usize| std::ptr::without_provenance_mut(bits);
     let bits = payload.addr();
     match head {
@@ -156,6 +158,7 @@ impl Drop for Held<'_> {
 }
 
 impl AnyCell {
+    #[inline]
     pub fn new(value: Any) -> Self {
         AnyCell { word: AtomicPtr::new(encode(value)) }
     }

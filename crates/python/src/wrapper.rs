@@ -88,18 +88,17 @@ impl NativeWord {
     pub unsafe fn native<'a>(&self, order: Ordering) -> Option<Native<'a>> {
         let word = self.0.load(order);
         let obj = word.map_addr(|a| a & ADDRESS_MASK);
-        if obj.is_null() {
-            return None;
-        }
         let type_index = (word.addr() >> TYPE_SHIFT) as i32;
-        // SAFETY: the wrapper's +1 keeps `obj` alive (the caller's guarantee); a type index in
-        // the word is the header's, written by `set` from it.
-        let view = unsafe {
-            if type_index != 0 {
-                AnyView::from_object_ptr_of_type(obj, type_index)
-            } else {
-                AnyView::from_object_ptr(obj)
-            }
+        // A type index in the word says the object is there (`set` writes one only with it).
+        let view = if type_index != 0 {
+            // SAFETY: the wrapper's +1 keeps `obj` alive (the caller's guarantee); the type
+            // index is the header's, written by `set` from it.
+            unsafe { AnyView::from_object_ptr_of_type(obj, type_index) }
+        } else if obj.is_null() {
+            return None;
+        } else {
+            // SAFETY: as above; the type index did not fit the word.
+            unsafe { AnyView::from_object_ptr(obj) }
         };
         Some(Native { view, prefixed: word.addr() & PREFIXED != 0 })
     }
