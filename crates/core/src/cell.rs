@@ -400,7 +400,7 @@ impl CellAccess {
     ///
     /// # Safety
     /// `obj` is a live object, and stays alive for `'a`.
-    #[inline]
+    #[inline(always)]
     pub unsafe fn cell_in<'a>(self, obj: *mut ObjectHeader) -> Option<&'a AnyCell> {
         // SAFETY: a live object (this function's contract): its header is readable.
         unsafe { self.cell_of(AnyView::from_object_ptr(obj)) }
@@ -411,7 +411,7 @@ impl CellAccess {
     ///
     /// # Safety
     /// `view` borrows a live object, which stays alive for `'a`.
-    #[inline]
+    #[inline(always)]
     pub unsafe fn cell_of<'a>(self, view: AnyView<'_>) -> Option<&'a AnyCell> {
         // SAFETY: an object view (this function's contract).
         let obj = unsafe { view.as_object_ptr().unwrap_unchecked() };
@@ -431,7 +431,7 @@ impl CellAccess {
 ///
 /// # Safety
 /// `getter` is a live Function and `obj` a live object; the cell lives as long as `obj`.
-#[inline]
+#[inline(always)]
 pub unsafe fn direct_cell<'a>(getter: *mut ObjectHeader, obj: *mut ObjectHeader) -> Option<&'a AnyCell> {
     // SAFETY: the caller's guarantees.
     unsafe { CellAccess::of(getter)?.cell_in(obj) }
