@@ -97,7 +97,8 @@ impl NativeWord {
         } else if obj.is_null() {
             return None;
         } else {
-            // SAFETY: as above; the type index did not fit the word.
+            // SAFETY: the wrapper's +1 keeps `obj` alive (the caller's guarantee); its header
+            // gives the type index that did not fit the word.
             unsafe { AnyView::from_object_ptr(obj) }
         };
         Some(Native { view, prefixed: word.addr() & PREFIXED != 0 })
