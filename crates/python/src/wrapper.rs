@@ -63,6 +63,9 @@ const TYPE_SHIFT: u32 = 48;
 /// The bit that says the object has this frontend's prefix slot (headers are 8-aligned).
 const PREFIXED: usize = 1;
 const ADDRESS_MASK: usize = ((1 << TYPE_SHIFT) - 1) & !PREFIXED;
+// The word holds an address, a bit below it and 16 bits above it: 64-bit pointers, and headers
+// aligned past the bit.
+const _: () = assert!(usize::BITS == 64 && std::mem::align_of::<ObjectHeader>() > PREFIXED);
 
 /// A wrapper's native object as its [`NativeWord`] gives it.
 pub struct Native<'a> {
