@@ -144,19 +144,78 @@ fn acquire_after_last(count: &AtomicU64) {
 unsafe fn drop_last_strong(obj: *mut ObjectHeader, old: u64) {
     // SAFETY: the header stays readable: the strong references' shared weak one is still held.
     acquire_after_last(unsafe { &(*obj).combined_ref_count });
-    // SAFETY: the value is no longer reachable through a strong reference; the header stays
-    // readable because the strong references' shared weak reference is still held.
-    let deleter = unsafe { (*obj).deleter };
-    if old == STRONG_ONE | WEAK_ONE {
-        // SAFETY: no weak references remain either, so value and memory go together.
-        unsafe { deleter(obj, DELETE_BOTH) };
-    } else {
-        // SAFETY: strong count is zero: drop the value, then the collective weak reference.
-        unsafe {
-            deleter(obj, DELETE_VALUE);
-            dec_weak(obj);
+    let last = LastStrong { obj, with_memory: old == STRONG_ONE | WEAK_ONE };
+    // SAFETY: the last strong reference is gone (this function's contract), given to `destroy` once.
+    unsafe { destroy(last) };
+}
+
+/// An object whose last strong reference is gone, to destroy: its value, and its memory too
+/// when no weak reference remains.
+#[derive(Clone, Copy)]
+struct LastStrong {
+    obj: *mut ObjectHeader,
+    with_memory: bool,
+}
+
+impl LastStrong {
+    /// # Safety
+    /// Called once per object, after its last strong reference went.
+    unsafe fn run(self) {
+        // SAFETY: the value is no longer reachable through a strong reference; the header
+        // stays readable because the strong references' shared weak reference is still held.
+        let deleter = unsafe { (*self.obj).deleter };
+        if self.with_memory {
+            // SAFETY: no weak references remain either, so value and memory go together.
+            unsafe { deleter(self.obj, DELETE_BOTH) };
+        } else {
+            // SAFETY: strong count is zero: drop the value, then the collective weak reference.
+            unsafe {
+                deleter(self.obj, DELETE_VALUE);
+                dec_weak(self.obj);
+            }
         }
     }
+}
+
+/// How deep destructions may nest on one thread before the next ones are put off: a value's
+/// drop releases what it holds, so a chain of a million objects, each holding the next, would
+/// otherwise take a million nested frames and overflow the stack (`p = Pair(p, None)` in a
+/// loop, then `del p`). Put off, they run in a loop in the outermost destruction, before it
+/// returns, on the same thread (as CPython's trashcan does for deep containers).
+const DESTRUCTION_NESTING: u32 = 64;
+
+thread_local! {
+    /// Destructions running on this thread, nested.
+    static DESTRUCTION_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// Destructions put off until the outermost one finishes its own.
+    static PUT_OFF: std::cell::RefCell<Vec<LastStrong>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Destroy `last` now, or put it off when destructions already nest [`DESTRUCTION_NESTING`]
+/// deep on this thread; the outermost destruction runs what was put off.
+///
+/// # Safety
+/// As [`LastStrong::run`].
+unsafe fn destroy(last: LastStrong) {
+    // A thread whose locals are being torn down destroys in place (nesting as before).
+    let Ok(depth) = DESTRUCTION_DEPTH.try_with(|d| d.get()) else {
+        // SAFETY: the caller's guarantee.
+        return unsafe { last.run() };
+    };
+    if depth >= DESTRUCTION_NESTING && PUT_OFF.try_with(|p| p.borrow_mut().push(last)).is_ok() {
+        return;
+    }
+    DESTRUCTION_DEPTH.with(|d| d.set(depth + 1));
+    // SAFETY: the caller's guarantee.
+    unsafe { last.run() };
+    if depth == 0 {
+        // Each is popped before it runs (no borrow held while a destructor runs).
+        while let Some(next) = PUT_OFF.with(|p| p.borrow_mut().pop()) {
+            // SAFETY: put off above, by a caller with the same guarantee; run once.
+            unsafe { next.run() };
+        }
+    }
+    DESTRUCTION_DEPTH.with(|d| d.set(depth));
 }
 
 /// Add one weak reference.

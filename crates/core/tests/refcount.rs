@@ -9,7 +9,8 @@ use std::sync::Mutex;
 use tether_core::alloc::{current_allocator_tag, free_object, live_objects};
 use tether_core::arc::alloc_raw_object;
 use tether_core::object::{self, DELETE_BOTH, DELETE_MEMORY, DELETE_VALUE};
-use tether_core::{declare_object, Object, ObjectArc, ObjectHeader};
+use tether_core::testing::Pair;
+use tether_core::{declare_object, Any, Object, ObjectArc, ObjectHeader};
 
 static DROPS: AtomicUsize = AtomicUsize::new(0);
 
@@ -199,4 +200,29 @@ fn a_release_expecting_the_last_reference_destroys_only_a_sole_object() {
     assert!(weak.upgrade().is_none());
     drop(weak);
     assert_eq!(live_objects(), live);
+}
+
+#[test]
+fn a_long_chain_of_objects_each_holding_the_next_is_freed_without_deep_recursion() {
+    // Each Pair's drop releases the next: without a bound on nested destructions this takes a
+    // frame per object. On a 256 KiB stack, 200_000 nested drops would overflow (~40 MB).
+    let _g = common::serial();
+    let base = live_objects();
+    let length = common::iters(200_000, 300);
+    let freed = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            let mut head = Any::none();
+            for i in 0..length {
+                head = Any::object(Pair::new(head, Any::int(i as i64)).into());
+            }
+            let built = live_objects();
+            drop(head);
+            built
+        })
+        .unwrap()
+        .join()
+        .expect("the chain is freed on a small stack");
+    assert_eq!(freed - base, length as i64, "every link was alive");
+    assert_eq!(live_objects(), base, "every link is freed, once");
 }

@@ -751,6 +751,18 @@ def test_fields_keep_every_value_whether_it_fits_the_cell_word_or_its_box(testin
     assert live_now() == baseline
 
 
+def test_a_million_objects_each_holding_the_next_are_freed_and_the_process_goes_on(testing, baseline):
+    # Dropping the head releases the whole chain through native fields: the core bounds how
+    # deep destructions nest (this crashed the interpreter with a stack overflow before).
+    head = None
+    for i in range(1_000_000):
+        head = testing.Pair(head, 0.1)
+    assert live_now() == baseline + 1_000_000
+    del head
+    assert live_now() == baseline
+    assert testing.Pair(1, 2).first == 1
+
+
 def test_field_reads_and_int_calls_refuse_what_does_not_fit_and_leak_nothing(testing):
     # Field descriptors read cells through the place found once per field (`CellAccess`), and
     # typed calls of int parameters take a fast path that declines on a mismatch: neither may
