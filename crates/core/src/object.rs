@@ -209,8 +209,10 @@ unsafe fn destroy(last: LastStrong) {
     // SAFETY: the caller's guarantee.
     unsafe { last.run() };
     if depth == 0 {
-        // Each is popped before it runs (no borrow held while a destructor runs).
-        while let Some(next) = PUT_OFF.with(|p| p.borrow_mut().pop()) {
+        // Each is popped before it runs (no borrow held while a destructor runs). A list
+        // already torn down (a thread-local's drop at thread exit) has nothing put off: every
+        // push to it failed and ran in place.
+        while let Some(next) = PUT_OFF.try_with(|p| p.borrow_mut().pop()).ok().flatten() {
             // SAFETY: put off above, by a caller with the same guarantee; run once.
             unsafe { next.run() };
         }

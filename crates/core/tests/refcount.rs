@@ -226,3 +226,32 @@ fn a_long_chain_of_objects_each_holding_the_next_is_freed_without_deep_recursion
     assert_eq!(freed - base, length as i64, "every link was alive");
     assert_eq!(live_objects(), base, "every link is freed, once");
 }
+
+#[test]
+fn objects_freed_by_a_thread_local_at_thread_exit_are_destroyed_after_the_put_off_list_is_gone() {
+    // Thread-locals are dropped in the reverse order of their first use: the chain held here is
+    // freed after the core's list of put-off destructions is torn down (a JVM thread's lending
+    // state did this and aborted the process).
+    let _g = common::serial();
+    let base = live_objects();
+    thread_local!(static HELD: std::cell::RefCell<Option<Any>> = const { std::cell::RefCell::new(None) });
+    std::thread::spawn(|| {
+        HELD.with(|h| {
+            let mut head = Any::none();
+            for i in 0..common::iters(1000, 100) {
+                head = Any::object(Pair::new(head, Any::int(i as i64)).into());
+            }
+            *h.borrow_mut() = Some(head);
+        });
+        // A deep chain freed now puts destructions off: the list is used, so it is torn down
+        // at exit before `HELD`.
+        let mut other = Any::none();
+        for i in 0..200 {
+            other = Any::object(Pair::new(other, Any::int(i)).into());
+        }
+        drop(other);
+    })
+    .join()
+    .expect("the thread exits cleanly");
+    assert_eq!(live_objects(), base, "the chain held by the thread-local is freed too");
+}
