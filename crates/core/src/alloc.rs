@@ -264,14 +264,14 @@ pub type SlotFreeHook = unsafe extern "C" fn(ctx: *mut c_void, slot: *const Atom
 
 struct FrontendCtx {
     layout: SlotLayout,
-    /// Bytes in front of the slot kept for the host ([`crate::tying::TieHost::RESERVE`]).
+    /// Bytes between the slot and the header kept for the host ([`crate::tying::TieHost::RESERVE`]).
     reserve: usize,
     on_free: Option<SlotFreeHook>,
     hook_ctx: *mut c_void,
 }
 
 /// Bytes between the start of the allocation and the object body for an alignment, a slot
-/// layout and the host's reserve in front of the slot (a multiple of 8). Both sides use this
+/// layout and the host's reserve between the slot and the body (a multiple of 8). Both sides use this
 /// one function, so allocate and free always agree (tvm-ffi once did not).
 ///
 /// `align` is a power of two (every `Layout`'s is; an allocation asked with another fails in
@@ -300,14 +300,16 @@ unsafe extern "C" fn frontend_allocate(ctx: *mut c_void, size: usize, align: usi
         return raw;
     }
     // SAFETY: `offset <= size + offset`, and `offset >= layout.size() + reserve` leaves room
-    // for the slot right before the body (and the reserve before it); both are 8-aligned (offset and `align` are multiples of 8).
+    // for the reserve right before the body and the slot before it; both are 8-aligned
+    // (offset, `align` and the reserve are multiples of 8).
     unsafe {
         let body = raw.add(offset);
+        let slot = body.sub(layout.size() + reserve);
         match layout {
-            SlotLayout::Full => (body.sub(layout.size()) as *mut SlotPrefix).write(SlotPrefix::new()),
-            SlotLayout::WordOnly => (body.sub(layout.size()) as *mut AtomicUsize).write(AtomicUsize::new(0)),
+            SlotLayout::Full => (slot as *mut SlotPrefix).write(SlotPrefix::new()),
+            SlotLayout::WordOnly => (slot as *mut AtomicUsize).write(AtomicUsize::new(0)),
         }
-        zero_reserve(body.sub(layout.size() + reserve), reserve);
+        zero_reserve(body.sub(reserve), reserve);
         body
     }
 }
@@ -338,7 +340,7 @@ unsafe extern "C" fn frontend_free(ctx: *mut c_void, body: *mut u8, size: usize,
     let fctx = unsafe { &*(ctx as *const FrontendCtx) };
     if let Some(hook) = fctx.on_free {
         // SAFETY: the slot word is in bounds and nobody else can reach the object any more.
-        unsafe { hook(fctx.hook_ctx, fctx.layout.word_before(body as *mut ObjectHeader)) };
+        unsafe { hook(fctx.hook_ctx, fctx.layout.word_of(body as *mut ObjectHeader, fctx.reserve)) };
     }
     let offset = prefix_offset(align, fctx.layout, fctx.reserve);
     // SAFETY: the exact layout `frontend_allocate` used for this size and alignment.
@@ -389,7 +391,10 @@ unsafe fn block_free(raw: *mut u8, mem: Layout, keep: bool) {
 }
 
 /// Register an allocator that puts a tying slot of `layout` in front of every object, and
-/// `reserve` bytes for the host in front of the slot, and make it current. Returns its tag:
+/// `reserve` bytes for the host between the slot and the header, and make it current. (The
+/// slot comes first so that a wrapper kept in the reserve starts right after it: a call reads
+/// the slot and the wrapper's head as one run of bytes, in one cache line for more blocks than
+/// with the slot on the far side of the wrapper.) Returns its tag:
 /// objects whose `alloc_tag` equals it carry the slot. `layout` and `reserve` must be the ones
 /// of the host that ties these objects ([`crate::tying::TieHost::LAYOUT`] and
 /// [`crate::tying::TieHost::RESERVE`]).

@@ -99,10 +99,11 @@ impl SlotLayout {
         }
     }
 
-    /// Where the slot word of `obj` is (meaningful only for objects made by an allocator
-    /// with this layout: check `alloc_tag` first, see [`crate::tying::slot_of`]).
-    pub fn word_before(self, obj: *mut ObjectHeader) -> *mut AtomicUsize {
-        (obj as *mut u8).wrapping_sub(self.size()) as *mut AtomicUsize
+    /// Where the slot word of `obj` is, for an allocator with this layout that keeps
+    /// `reserve` host bytes between the slot and the header (meaningful only for objects that
+    /// allocator made: check `alloc_tag` first, see [`crate::tying::slot_of`]).
+    pub fn word_of(self, obj: *mut ObjectHeader, reserve: usize) -> *mut AtomicUsize {
+        (obj as *mut u8).wrapping_sub(self.size() + reserve) as *mut AtomicUsize
     }
 }
 

@@ -94,7 +94,7 @@ fn prefix_offset_keeps_the_body_aligned_and_leaves_room_for_the_slot() {
 }
 
 #[test]
-fn prefix_offset_makes_room_for_a_reserve_in_front_of_the_slot() {
+fn prefix_offset_makes_room_for_the_slot_and_a_reserve() {
     for layout in [SlotLayout::Full, SlotLayout::WordOnly] {
         for reserve in [0usize, 8, 32, 40] {
             for align in [1usize, 8, 16, 32, 64, 4096] {
@@ -119,17 +119,23 @@ fn a_frontend_allocator_reserve_is_writable_and_freed_with_the_object() {
     for align in [8, 8, 16, 16, 64, 4096, 8] {
         let obj = make_aligned(align);
         // SAFETY: made by this frontend allocator (its tag says so).
-        let word = unsafe { slot_in(obj.as_ptr(), tag, SlotLayout::WordOnly) }.expect("a slot word");
+        let word = unsafe { slot_in(obj.as_ptr(), tag, SlotLayout::WordOnly, 32) }.expect("a slot word");
         assert_eq!(tether_core::tying::peek(word), 0, "a new slot is Detached");
-        let reserve = (word.as_ptr() as *mut u8).wrapping_sub(32);
-        // SAFETY: the 32 reserved bytes in front of the slot are the object's memory (Miri and
-        // the sanitizers check the bounds); the memory of the last round's object, reused or
-        // not, was scribbled on.
+        assert_eq!(word.as_ptr() as usize + 8 + 32, obj.as_ptr() as usize, "the slot, the reserve, the header");
+        // SAFETY: `obj` is live; its header is readable.
+        let (type_index, alloc_tag) = unsafe { ((*obj.as_ptr()).type_index, (*obj.as_ptr()).alloc_tag) };
+        let reserve = (obj.as_ptr() as *mut u8).wrapping_sub(32);
+        // SAFETY: the 32 reserved bytes between the slot and the header are the object's
+        // memory (Miri and the sanitizers check the bounds); the memory of the last round's
+        // object, reused or not, was scribbled on.
         unsafe {
             assert!(std::slice::from_raw_parts(reserve, 32).iter().all(|&b| b == 0), "a new reserve is zeroed");
             std::ptr::write_bytes(reserve, 0xa5, 32);
         }
-        assert_eq!(tether_core::tying::peek(word), 0, "the reserve ends where the slot begins");
+        assert_eq!(tether_core::tying::peek(word), 0, "the reserve begins after the slot");
+        // SAFETY: `obj` is live; its header is readable.
+        let after = unsafe { ((*obj.as_ptr()).type_index, (*obj.as_ptr()).alloc_tag) };
+        assert_eq!(after, (type_index, alloc_tag), "and ends before the header");
         assert!(is_aligned(&obj), "align {align}");
     }
     assert_eq!(live_objects(), base);
@@ -142,7 +148,7 @@ fn a_frontend_allocator_reserve_is_writable_and_freed_with_the_object() {
         for align in [0usize, 4] {
             let body = (entry.allocate)(entry.ctx, 64, align);
             assert!(!body.is_null() && body as usize % 8 == 0, "align {align}");
-            assert!(std::slice::from_raw_parts(body.sub(40), 32).iter().all(|&b| b == 0), "the reserve, zeroed");
+            assert!(std::slice::from_raw_parts(body.sub(32), 32).iter().all(|&b| b == 0), "the reserve, zeroed");
             (entry.free)(entry.ctx, body, 64, align);
         }
     }
@@ -203,7 +209,7 @@ fn builtin_custom_then_frontend_allocators_each_free_their_own_objects() {
     for align in [8, 4096] {
         let obj = make_aligned(align);
         // SAFETY: `obj` was made by this frontend allocator (its alloc_tag says so).
-        let word = unsafe { slot_in(obj.as_ptr(), word_only, SlotLayout::WordOnly) }.expect("a slot word");
+        let word = unsafe { slot_in(obj.as_ptr(), word_only, SlotLayout::WordOnly, 0) }.expect("a slot word");
         assert_eq!(word.as_ptr() as usize, obj.as_ptr() as usize - 8, "the word right before the header");
         assert_eq!(tether_core::tying::peek(word), 0, "a new slot is Detached");
         let at = word.as_ptr() as usize;
@@ -221,7 +227,7 @@ fn builtin_custom_then_frontend_allocators_each_free_their_own_objects() {
     let prefix = obj.as_ptr() as usize - std::mem::size_of::<SlotPrefix>();
     assert_eq!(prefix % 8, 0);
     // SAFETY: `obj` was made by this frontend allocator (its alloc_tag says so).
-    let slot_ref = unsafe { slot_in(obj.as_ptr(), tag, SlotLayout::Full) }.expect("frontend objects carry a slot");
+    let slot_ref = unsafe { slot_in(obj.as_ptr(), tag, SlotLayout::Full, 0) }.expect("frontend objects carry a slot");
     assert_eq!(slot_ref.as_ptr() as usize, prefix, "the word opens the SlotPrefix");
     assert_eq!(tether_core::tying::peek(slot_ref), 0, "a new slot is Detached");
     drop(obj);
@@ -231,7 +237,7 @@ fn builtin_custom_then_frontend_allocators_each_free_their_own_objects() {
     assert_eq!(alloc_tag_of(&made_by_builtin), BUILTIN_TAG);
     assert_eq!(alloc_tag_of(&made_by_counting), counting);
     // SAFETY: not made by the frontend allocator: no slot may be read.
-    assert!(unsafe { slot_in(made_by_builtin.view().as_object_ptr().unwrap(), tag, SlotLayout::Full) }.is_none());
+    assert!(unsafe { slot_in(made_by_builtin.view().as_object_ptr().unwrap(), tag, SlotLayout::Full, 0) }.is_none());
     let frees = COUNTING_FREES.load(Ordering::SeqCst);
     let hooks = HOOK_CALLS.load(Ordering::SeqCst);
     drop(made_by_counting);

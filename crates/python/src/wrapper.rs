@@ -9,10 +9,11 @@
 //! block stays in the object's slot (Inactive) and the next return of that object
 //! re-initialises the block in place, so `id()` is stable.
 //!
-//! The frontend allocator reserves a wrapper's 32 bytes in front of each object's slot
-//! (`TieHost::RESERVE`), so an object and its first wrapper are one allocation: a generated
-//! class's wrapper lives there (its "embedded" block), read with the object's header in one
-//! or two adjacent cache lines, and goes with the object's memory. Wrappers of other sizes
+//! The frontend allocator reserves a wrapper's 32 bytes between each object's slot and its
+//! header (`TieHost::RESERVE`), so an object and its first wrapper are one allocation: a
+//! generated class's wrapper lives there (its "embedded" block) and goes with the object's
+//! memory. A call reads the slot word and the wrapper's first 24 bytes, one run of 32 bytes:
+//! in one cache line for three of the four places an 80-byte block starts at. Wrappers of other sizes
 //! (Functions), Python subclasses' instances and objects of other allocators use blocks of
 //! their own. An embedded wrapper that `_move()` empties outlives its object's value: it holds
 //! a weak reference to the object (the memory) until it dies ([`MOVED_EMBEDDED`]).
@@ -510,7 +511,7 @@ unsafe impl TieHost for PyHost {
     /// methods, no GC-tracked allocation that could run a finalizer), and a failed one abandons
     /// the call before the claim settles. Keep it so when changing `convert::to_view`.
     const CLAIM_MODE: ClaimMode = ClaimMode::AtOnce;
-    /// A generated class's wrapper, in front of the slot (GIL builds; see the module doc).
+    /// A generated class's wrapper, between the slot and the header (GIL builds; see the module doc).
     const RESERVE: usize = if cfg!(Py_GIL_DISABLED) { 0 } else { std::mem::size_of::<Wrapper>() };
 
     #[inline]

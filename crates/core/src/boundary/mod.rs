@@ -107,9 +107,9 @@ impl<H: TieHost> Frontend<H> {
         Ok(tag)
     }
 
-    /// The [`TieHost::RESERVE`] bytes in front of `obj`'s slot, when `obj` was made by this
-    /// domain's allocator and the host reserves any (None otherwise). They live as long as
-    /// `obj`'s memory.
+    /// The [`TieHost::RESERVE`] bytes between `obj`'s slot and its header, when `obj` was made
+    /// by this domain's allocator and the host reserves any (None otherwise). They live as long
+    /// as `obj`'s memory.
     ///
     /// # Safety
     /// `obj` is a live object (strong or weak reference held).
@@ -119,14 +119,14 @@ impl<H: TieHost> Frontend<H> {
         if H::RESERVE == 0 || unsafe { (*obj).alloc_tag } != self.tag() {
             return None;
         }
-        Some(Self::reserve_before_slot(H::LAYOUT.word_before(obj)))
+        Some((obj as *mut u8).wrapping_sub(H::RESERVE))
     }
 
-    /// The [`TieHost::RESERVE`] bytes in front of the slot word `slot` of an object this
+    /// The [`TieHost::RESERVE`] bytes after the slot whose word is `slot`, of an object this
     /// domain's allocator made (the free hook's argument).
     #[inline]
-    pub fn reserve_before_slot(slot: *const AtomicUsize) -> *mut u8 {
-        (slot as *mut u8).wrapping_sub(H::RESERVE)
+    pub fn reserve_after_slot(slot: *const AtomicUsize) -> *mut u8 {
+        (slot as *mut u8).wrapping_add(H::LAYOUT.size())
     }
 
     /// Tie through the slots of the allocator tagged `tag`, installed for `H` (another domain

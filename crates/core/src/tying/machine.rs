@@ -17,8 +17,8 @@ use crate::spin::backoff;
 #[inline(always)]
 pub unsafe fn slot_of<'a, H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> Option<Slot<'a>> {
     // SAFETY: `obj` is live (this function's contract); `H`'s allocator lays its slots out as
-    // `H::LAYOUT`.
-    unsafe { slot_in(obj, tag, H::LAYOUT) }
+    // `H::LAYOUT`, with `H::RESERVE` bytes between the slot and the header.
+    unsafe { slot_in(obj, tag, H::LAYOUT, H::RESERVE) }
 }
 
 /// The slot word of `obj`, which host `H`'s allocator made: for a host that knows it without
@@ -29,24 +29,24 @@ pub unsafe fn slot_of<'a, H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> Optio
 /// `obj` is a live object made by `H`'s frontend allocator.
 #[inline(always)]
 pub unsafe fn slot_of_prefixed<'a, H: TieHost>(obj: *mut ObjectHeader) -> Slot<'a> {
-    // SAFETY: that allocator placed its slot right before the header, laid out as `H::LAYOUT`,
-    // and it lives as long as the object's memory (this function's contract).
-    unsafe { Slot::from_raw(H::LAYOUT.word_before(obj)) }
+    // SAFETY: that allocator placed its slot `H::RESERVE` bytes before the header, laid out as
+    // `H::LAYOUT`, and it lives as long as the object's memory (this function's contract).
+    unsafe { Slot::from_raw(H::LAYOUT.word_of(obj, H::RESERVE)) }
 }
 
 /// The slot word of `obj` if the frontend allocator tagged `tag`, whose slots are laid out as
-/// `layout`, made it.
+/// `layout` with `reserve` host bytes between each slot and its header, made it.
 ///
 /// # Safety
-/// `obj` is a live object; `layout` is the layout that allocator was installed with.
+/// `obj` is a live object; `layout` and `reserve` are those that allocator was installed with.
 #[inline(always)]
-pub unsafe fn slot_in<'a>(obj: *mut ObjectHeader, tag: u32, layout: SlotLayout) -> Option<Slot<'a>> {
+pub unsafe fn slot_in<'a>(obj: *mut ObjectHeader, tag: u32, layout: SlotLayout, reserve: usize) -> Option<Slot<'a>> {
     // SAFETY: `obj` is live; its alloc_tag says whether the prefix exists.
     if unsafe { (*obj).alloc_tag } == tag && tag != crate::alloc::BUILTIN_TAG {
-        // SAFETY: that allocator placed its slot right before the header, laid out as
-        // `layout`, and it lives as long as the object's memory; the pointer is derived from
-        // `obj`, so it may reach the whole prefix.
-        Some(unsafe { Slot::from_raw(layout.word_before(obj)) })
+        // SAFETY: that allocator placed its slot `reserve` bytes before the header, laid out
+        // as `layout`, and it lives as long as the object's memory; the pointer is derived
+        // from `obj`, so it may reach the whole prefix.
+        Some(unsafe { Slot::from_raw(layout.word_of(obj, reserve)) })
     } else {
         None
     }
@@ -134,8 +134,8 @@ pub unsafe trait TieHost {
     /// hosts; see [`super::ClaimMode`]): at once only if converting the later arguments never
     /// runs language code when it succeeds.
     const CLAIM_MODE: super::ClaimMode = super::ClaimMode::AfterConversion;
-    /// Bytes this host's allocator sets aside in front of each object's slot for the host's
-    /// own use, freed with the object's memory (a multiple of 8; CPython: the memory of the
+    /// Bytes this host's allocator sets aside between each object's slot and its header for
+    /// the host's own use, freed with the object's memory (a multiple of 8; CPython: the memory of the
     /// object's wrapper, so the object and its wrapper are one allocation), zeroed when the
     /// object is allocated. A host reads and writes them only while it holds a strong or weak
     /// reference to the object.
