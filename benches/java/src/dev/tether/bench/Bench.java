@@ -279,6 +279,20 @@ public final class Bench {
     }
 
     /** Calibrates n to ~target ns per repeat, warms up, then takes the median of the repeats. */
+    /**
+     * Construction (W4) runs the same count per repeat for every peer, as the Node harness
+     * does: what a repeat pays for collecting objects and their Cleaner registrations grows with
+     * the count, so a count calibrated to a time (51k-201k objects, depending on how fast the
+     * first try ran) moved one peer's figure 2x between forks (Temurin 25, by hand: tether
+     * 302-775 ns, jni 313-703; with 100k for both, tether 320-504, jni 301-356). An untimed full
+     * collection before each repeat (Node's way) was tried: every repeat then paid for regrowing
+     * the heap G1 had shrunk (~630-830 ns for both peers), which measures the collector, not a
+     * construction.
+     */
+    private int fixedCount(String workload) {
+        return workload.equals("W4") ? (quick ? 2_000 : 100_000) : 0;
+    }
+
     private void measure(String workload, Body body) throws Exception {
         long target = quick ? 2_000_000L : 50_000_000L;
         int repeats = quick ? 3 : 15;
@@ -286,11 +300,18 @@ public final class Bench {
         int n = 1000;
         long warmEnd = System.nanoTime() + warmupNs;
         while (System.nanoTime() < warmEnd) body.run(n);
-        long dt;
-        while ((dt = body.run(n)) < target / 4 && n < (1 << 28)) n *= 2;
-        n = (int) Math.max(1, Math.min(1L << 28, n * target / Math.max(dt, 1)));
+        int fixed = fixedCount(workload);
+        if (fixed > 0) {
+            n = fixed;
+        } else {
+            long dt;
+            while ((dt = body.run(n)) < target / 4 && n < (1 << 28)) n *= 2;
+            n = (int) Math.max(1, Math.min(1L << 28, n * target / Math.max(dt, 1)));
+        }
         double[] perOp = new double[repeats];
-        for (int r = 0; r < repeats; r++) perOp[r] = (double) body.run(n) / n;
+        for (int r = 0; r < repeats; r++) {
+            perOp[r] = (double) body.run(n) / n;
+        }
         Arrays.sort(perOp);
         double median = perOp[repeats / 2];
         System.out.printf(Locale.ROOT, "java %-3s %-8s %9.2f ns/op  (n=%d, %d repeats)%n",
