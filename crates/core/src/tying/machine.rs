@@ -29,8 +29,9 @@ pub unsafe fn slot_of<'a, H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> Optio
 /// `obj` is a live object made by `H`'s frontend allocator.
 #[inline(always)]
 pub unsafe fn slot_of_prefixed<'a, H: TieHost>(obj: *mut ObjectHeader) -> Slot<'a> {
-    // SAFETY: that allocator placed its slot `H::RESERVE` bytes before the header, laid out as
-    // `H::LAYOUT`, and it lives as long as the object's memory (this function's contract).
+    // SAFETY: that allocator placed its slot, laid out as `H::LAYOUT`, right before the
+    // `H::RESERVE` bytes in front of the header, and it lives as long as the object's memory
+    // (this function's contract).
     unsafe { Slot::from_raw(H::LAYOUT.word_of(obj, H::RESERVE)) }
 }
 
@@ -43,9 +44,9 @@ pub unsafe fn slot_of_prefixed<'a, H: TieHost>(obj: *mut ObjectHeader) -> Slot<'
 pub unsafe fn slot_in<'a>(obj: *mut ObjectHeader, tag: u32, layout: SlotLayout, reserve: usize) -> Option<Slot<'a>> {
     // SAFETY: `obj` is live; its alloc_tag says whether the prefix exists.
     if unsafe { (*obj).alloc_tag } == tag && tag != crate::alloc::BUILTIN_TAG {
-        // SAFETY: that allocator placed its slot `reserve` bytes before the header, laid out
-        // as `layout`, and it lives as long as the object's memory; the pointer is derived
-        // from `obj`, so it may reach the whole prefix.
+        // SAFETY: that allocator placed its slot, laid out as `layout`, right before the
+        // `reserve` bytes in front of the header, and it lives as long as the object's memory;
+        // the pointer is derived from `obj`, so it may reach the whole prefix.
         Some(unsafe { Slot::from_raw(layout.word_of(obj, reserve)) })
     } else {
         None
