@@ -304,7 +304,8 @@ unsafe extern "C" fn frontend_allocate(ctx: *mut c_void, size: usize, align: usi
     // (offset, `align` and the reserve are multiples of 8).
     unsafe {
         let body = raw.add(offset);
-        let slot = body.sub(layout.size() + reserve);
+        // Where every reader looks for it (`SlotLayout::word_of`), one formula for both sides.
+        let slot = layout.word_of(body as *mut ObjectHeader, reserve) as *mut u8;
         match layout {
             SlotLayout::Full => (slot as *mut SlotPrefix).write(SlotPrefix::new()),
             SlotLayout::WordOnly => (slot as *mut AtomicUsize).write(AtomicUsize::new(0)),
