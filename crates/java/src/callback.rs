@@ -187,15 +187,20 @@ impl Drop for Lending {
     }
 }
 
-/// This thread's lending state and memo window, in one thread-local (each access is a
-/// `__tls_get_addr` call in a shared library): a lending call finds it once ([`LentArgs::new`])
-/// and hands it to [`lend`], [`reclaim`] and its [`MemoWindow`]; a callback reads it once.
+/// This thread's lending state, memo window and callback result slot, in one thread-local
+/// (each access is a `__tls_get_addr` call in a shared library): a lending call finds it once
+/// ([`LentArgs::new`]) and hands it to [`lend`], [`reclaim`] and its [`MemoWindow`]; a
+/// callback reads it once.
 pub struct ThreadLending {
     state: std::cell::RefCell<Lending>,
     /// The memo of the lending call whose function runs on this thread right now, null outside
     /// such a window and while a callback's Java code runs (its own calls are other frames,
     /// whose local references must not reach this one).
     memo: std::cell::Cell<*mut ResultMemo>,
+    /// The result slot of the callback this thread runs through `Callbacks.invoke0` right now
+    /// (the innermost one: a callback's Java code may run others), null outside one. Java
+    /// names it with slot address 0 ([`current_slot`]), so the upcall passes one argument.
+    slot: std::cell::Cell<*mut ResultSlot>,
 }
 
 thread_local! {
@@ -204,6 +209,7 @@ thread_local! {
         ThreadLending {
             state: std::cell::RefCell::new(Lending { spare: None, in_flight: Vec::new() }),
             memo: std::cell::Cell::new(std::ptr::null_mut()),
+            slot: std::cell::Cell::new(std::ptr::null_mut()),
         }
     };
 }
@@ -523,7 +529,9 @@ unsafe extern "C" fn call_java(handle: *mut ObjectHeader, args: *const AnyView<'
             if window.is_null() {
                 // No window: any thread, attached if need be.
                 // SAFETY: no memo; the caller's result cell holds None and is ours to fill.
-                return attach::with_env(|env| unsafe { invoke(env, cb, args, std::ptr::null_mut(), result) })?;
+                return attach::with_env(|env| unsafe {
+                    invoke(env, cb, args, std::ptr::null_mut(), Some(tl), result)
+                })?;
             }
             // In a lending call's window: this thread's env is the one that call was given.
             // SAFETY: the open window's memo, on this thread, whose `env` is this thread's.
@@ -532,14 +540,15 @@ unsafe extern "C" fn call_java(handle: *mut ObjectHeader, args: *const AnyView<'
             // frame is the one the upcall returns its local reference into (no Java frame
             // between: the window is masked while Java code runs); the caller's result cell
             // holds None and is ours to fill.
-            let done = unsafe { invoke(env, cb, args, window, result) };
+            let done = unsafe { invoke(env, cb, args, window, Some(tl), result) };
             tl.memo.set(window);
             done
         }) {
             Ok(done) => done,
-            // The thread is exiting (its thread-locals are gone): no window.
+            // The thread is exiting (its thread-locals are gone): no window, and the result
+            // slot's address travels with the upcall.
             // SAFETY: no memo; the caller's result cell holds None and is ours to fill.
-            Err(_) => attach::with_env(|env| unsafe { invoke(env, cb, args, std::ptr::null_mut(), result) })?,
+            Err(_) => attach::with_env(|env| unsafe { invoke(env, cb, args, std::ptr::null_mut(), None, result) })?,
         }
     });
     tether_core::function::call_status(outcome)
@@ -595,11 +604,19 @@ impl Drop for MemoWindow<'_> {
 ///
 /// # Safety
 /// `memo` is null or the memo of the window open on this thread (masked while this runs),
-/// whose native frame is the current one; `result` is a writable cell holding None.
+/// whose native frame is the current one; `tl` is this thread's `LENDING` when it still has
+/// one; `result` is a writable cell holding None.
 #[inline(always)]
-unsafe fn invoke(env: Env, cb: jobject, args: &[AnyView<'_>], memo: *mut ResultMemo, result: *mut Any) -> Result<()> {
+unsafe fn invoke(
+    env: Env,
+    cb: jobject,
+    args: &[AnyView<'_>],
+    memo: *mut ResultMemo,
+    tl: Option<&ThreadLending>,
+    result: *mut Any,
+) -> Result<()> {
     let mut slot: ResultSlot = None;
-    let instance = upcall(env, cb, args, &mut slot)?;
+    let instance = upcall(env, cb, args, tl, &mut slot)?;
     let value = if !instance.is_null() {
         // A non-null return: Java's method completed, so no exception is pending.
         // SAFETY: a `TetherInstance` `Callbacks` returned (a local reference of this frame);
@@ -621,23 +638,35 @@ unsafe fn invoke(env: Env, cb: jobject, args: &[AnyView<'_>], memo: *mut ResultM
 /// Run the callback through `Callbacks.invoke0` / `invoke`: a `TetherInstance` result (a local
 /// reference of this frame), or null with the outcome in `slot` (or an exception pending).
 /// Inline for a callback without arguments (its own call was ~4% of a `call(cb)`'s samples),
-/// out of line with arguments.
+/// out of line with arguments. Without arguments `slot` is this thread's current result slot
+/// (`tl.slot`) while Java runs, not an argument: JNI passes each argument by walking the
+/// method's signature, and one argument less was ~8% of a `call(cb)` on JDK 17 here.
 #[inline(always)]
-fn upcall(env: Env, cb: jobject, args: &[AnyView<'_>], slot: &mut ResultSlot) -> Result<jobject> {
-    if !args.is_empty() {
+fn upcall(
+    env: Env,
+    cb: jobject,
+    args: &[AnyView<'_>],
+    tl: Option<&ThreadLending>,
+    slot: &mut ResultSlot,
+) -> Result<jobject> {
+    let Some(tl) = tl.filter(|_| args.is_empty()) else {
         return upcall_with_arguments(env, cb, args, slot);
-    }
+    };
     let c = classes::get();
+    let outer = tl.slot.replace(slot);
     // No local reference is made here but the result's: no frame needed.
-    // SAFETY: `Callbacks.invoke0(Object, long) -> Object`, resolved at init; `slot` outlives
-    // the call, and only `putResult`/`putThrown` on this thread write it, during it.
-    Ok(unsafe {
-        env.call_static_object(
-            c.callbacks,
-            c.callbacks_invoke0,
-            &[jvalue { l: cb }, jvalue { j: slot as *mut ResultSlot as i64 }],
-        )
-    })
+    // SAFETY: `Callbacks.invoke0(Object) -> Object`, resolved at init; `slot` outlives the
+    // call, and only `putResult`/`putThrown` on this thread write it (found through
+    // `tl.slot`), during it.
+    let instance = unsafe { env.call_static_object(c.callbacks, c.callbacks_invoke0, &[jvalue { l: cb }]) };
+    tl.slot.set(outer);
+    Ok(instance)
+}
+
+/// The result slot `Callbacks` names with address 0: that of the callback this thread runs
+/// through `invoke0` right now, or null (none, or the thread is exiting).
+pub fn current_slot() -> *mut ResultSlot {
+    LENDING.try_with(|tl| tl.slot.get()).unwrap_or(std::ptr::null_mut())
 }
 
 /// [`upcall`] with arguments: an `Object[]` of them, in a local frame of its own.

@@ -21,8 +21,9 @@ pub struct Classes {
     pub wrappers_create: jmethodID,
     pub wrappers_adopt: jmethodID,
     pub callbacks: jclass,
-    /// `Callbacks.invoke0(Object, long) -> Object` and `Callbacks.invoke(Object, Object[], long)
-    /// -> Object` (a `TetherInstance` result itself, else null with the outcome in the slot).
+    /// `Callbacks.invoke0(Object) -> Object` (its slot the thread's current one) and
+    /// `Callbacks.invoke(Object, Object[], long) -> Object` (a `TetherInstance` result itself,
+    /// else null with the outcome in the slot).
     pub callbacks_invoke0: jmethodID,
     pub callbacks_invoke: jmethodID,
     pub errors: jclass,
@@ -124,7 +125,7 @@ pub fn init(env: Env) -> Result<(), String> {
         wrappers_create: static_method(env, wrappers, c"create", c"(JJ)Ljava/lang/Object;")?,
         wrappers_adopt: static_method(env, wrappers, c"adopt", c"(Ljava/lang/Object;JJ)Ljava/lang/Object;")?,
         callbacks,
-        callbacks_invoke0: static_method(env, callbacks, c"invoke0", c"(Ljava/lang/Object;J)Ljava/lang/Object;")?,
+        callbacks_invoke0: static_method(env, callbacks, c"invoke0", c"(Ljava/lang/Object;)Ljava/lang/Object;")?,
         callbacks_invoke: static_method(
             env,
             callbacks,

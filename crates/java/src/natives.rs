@@ -792,10 +792,18 @@ pub extern "system" fn Java_dev_tether_ffi_Native_putResult(
 ) {
     // SAFETY: JNI passes the calling thread's live env, valid for this native call.
     let env = unsafe { Env::from_raw(env) };
-    let slot = slot as *mut callback::ResultSlot;
+    let Some(slot) = result_slot(slot) else { return };
     // SAFETY: only `Callbacks` calls this, with the slot address the running callback on this
-    // thread handed it, and keeps `r` reachable; `put_result` writes the slot only at its end.
+    // thread handed it (or 0 for it), and keeps `r` reachable; `put_result` writes the slot
+    // only at its end.
     unsafe { put_guarded(slot, || callback::put_result(env, slot, kind, bits, r)) }
+}
+
+/// The result slot `Callbacks` names: its address, or for 0 the slot of the callback this
+/// thread runs through `invoke0` (none when no such callback runs: nothing to write).
+fn result_slot(address: jlong) -> Option<*mut callback::ResultSlot> {
+    let slot = if address == 0 { callback::current_slot() } else { address as *mut callback::ResultSlot };
+    (!slot.is_null()).then_some(slot)
 }
 
 /// Run `put`, which writes a callback's outcome into `slot`; a panic in it becomes the slot's
@@ -823,10 +831,10 @@ pub extern "system" fn Java_dev_tether_ffi_Native_putThrown(
 ) {
     // SAFETY: JNI passes the calling thread's live env, valid for this native call.
     let env = unsafe { Env::from_raw(env) };
-    let slot = slot as *mut callback::ResultSlot;
+    let Some(slot) = result_slot(slot) else { return };
     // SAFETY: only `Callbacks` calls this, with the slot address the running callback on this
-    // thread handed it; `t`, `kind` and `message` are this call's live local references;
-    // `put_thrown` writes the slot only at its end.
+    // thread handed it (or 0 for it); `t`, `kind` and `message` are this call's live local
+    // references; `put_thrown` writes the slot only at its end.
     unsafe { put_guarded(slot, || callback::put_thrown(env, slot, t, kind, message)) }
 }
 

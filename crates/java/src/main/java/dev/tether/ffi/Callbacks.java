@@ -59,16 +59,21 @@ final class Callbacks {
     private static final long TOKEN_MASK = (1L << 56) - 1;
 
     /**
-     * Call {@code callable} with no arguments for native code (see {@link #run}).
+     * Call {@code callable} with no arguments for native code (see {@link #run}). Its outcome,
+     * when it is not returned, goes to the result slot native code keeps for this thread's
+     * running callback ({@link #CURRENT_SLOT}): one argument less for JNI to pass per callback.
      */
-    static Object invoke0(Object callable, long slot) {
-        return run(callable, NO_ARGUMENTS, slot);
+    static Object invoke0(Object callable) {
+        return run(callable, NO_ARGUMENTS, CURRENT_SLOT);
     }
 
-    /** As {@link #invoke0}, with the arguments {@code args}. */
+    /** As {@link #invoke0}, with the arguments {@code args} and the result slot's address {@code slot}. */
     static Object invoke(Object callable, Object[] args, long slot) {
         return run(callable, args, slot);
     }
+
+    /** The slot address that names the result slot of the callback running on this thread. */
+    private static final long CURRENT_SLOT = 0L;
 
     /**
      * Call {@code callable} with {@code args} for native code. A result that is a {@link

@@ -124,7 +124,8 @@ final class Native {
     /**
      * A callback's result, encoded by {@code Marshal}, for the native frame that called it:
      * written into its result slot {@code slot} (only from {@code Callbacks}, with the slot of
-     * the call running on this thread). Never throws: a failure is written into the slot.
+     * the call running on this thread, or 0 for the one native code keeps for this thread's
+     * running callback). Never throws: a failure is written into the slot.
      */
     static native void putResult(long slot, int kind, long bits, Object ref);
 

@@ -27,6 +27,37 @@ class LentCallableTest {
         assertEquals(1L, CALL.call((TetherCallback) a -> 1L));
     }
 
+    /**
+     * A callback's outcome that is not a wrapper goes to the result slot native code keeps for
+     * the callback running on this thread: with callbacks nested (a callback's Java code makes
+     * another call that calls back), each value, wrapper and exception reaches its own frame.
+     */
+    @Test
+    void nestedCallbacksEachDeliverTheirOwnOutcome() {
+        TetherInstance p = (TetherInstance) t("make_pair").call(1L, 2L);
+        TetherCallback inner = a -> "inner";
+        assertEquals("inner+outer", CALL.call((TetherCallback) a -> CALL.call(inner) + "+outer"));
+        assertEquals(3L, CALL.call((TetherCallback) a -> {
+            assertSame(p, CALL.call((TetherCallback) b -> p), "a wrapper from the inner callback");
+            return 3L;
+        }));
+        assertSame(p, CALL.call((TetherCallback) a -> {
+            assertEquals(4L, CALL.call((TetherCallback) b -> 4L));
+            return p;
+        }), "a wrapper from the outer callback after an inner plain value");
+        IllegalStateException thrown = new IllegalStateException("deep");
+        assertEquals("deep!", CALL.call((TetherCallback) a -> {
+            IllegalStateException e = assertThrows(IllegalStateException.class,
+                    () -> CALL.call((TetherCallback) b -> { throw thrown; }));
+            assertSame(thrown, e, "the inner callback's own exception");
+            return e.getMessage() + "!";
+        }));
+        assertSame(thrown, assertThrows(IllegalStateException.class, () -> CALL.call((TetherCallback) a -> {
+            assertEquals(5L, CALL.call((TetherCallback) b -> 5L));
+            throw thrown;
+        })), "the outer callback's exception after an inner plain value");
+    }
+
     @Test
     void lentCallsLeaveNoObjectsBehind() throws InterruptedException {
         lentOnce();
