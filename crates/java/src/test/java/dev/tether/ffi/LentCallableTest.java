@@ -56,6 +56,16 @@ class LentCallableTest {
             assertEquals(5L, CALL.call((TetherCallback) b -> 5L));
             throw thrown;
         })), "the outer callback's exception after an inner plain value");
+        // Callbacks given arguments (`testing.call(f, args...)`) nested in ones given none and
+        // the other way round.
+        assertEquals(42L, CALL.call((TetherCallback) a -> (Long) a[0] + (Long) CALL.call(
+                (TetherCallback) b -> CALL.call((TetherCallback) c -> (Long) b[0] * 2), 20L), 2L));
+        assertEquals("x!", CALL.call((TetherCallback) a -> {
+            IllegalStateException e = assertThrows(IllegalStateException.class,
+                    () -> CALL.call((TetherCallback) b -> { throw thrown; }, "ignored"));
+            assertSame(thrown, e);
+            return a[0] + "!";
+        }, "x"));
     }
 
     @Test
