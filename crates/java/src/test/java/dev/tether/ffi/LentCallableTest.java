@@ -68,6 +68,25 @@ class LentCallableTest {
         }, "x"));
     }
 
+    /**
+     * A callback that calls back into itself without end: each level is a native call and a
+     * callback's upcall with its own result slot; the thread's stack runs out in Java, the
+     * StackOverflowError comes back out of the outermost call, and the thread keeps working.
+     */
+    @Test
+    void unboundedCallbackRecursionEndsInStackOverflowError() {
+        int[] depth = {0};
+        TetherCallback[] self = new TetherCallback[1];
+        self[0] = a -> {
+            depth[0]++;
+            return CALL.call(self[0]);
+        };
+        assertThrows(StackOverflowError.class, () -> CALL.call(self[0]));
+        assertTrue(depth[0] > 10, "the recursion went some levels deep: " + depth[0]);
+        assertEquals(7L, CALL.call((TetherCallback) a -> 7L), "the thread's next callback works");
+        assertEquals("inner+outer", CALL.call((TetherCallback) a -> CALL.call((TetherCallback) b -> "inner") + "+outer"));
+    }
+
     @Test
     void lentCallsLeaveNoObjectsBehind() throws InterruptedException {
         lentOnce();
