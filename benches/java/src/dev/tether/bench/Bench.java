@@ -278,12 +278,12 @@ public final class Bench {
         return dt * n / ((long) perThread * THREADS);
     }
 
-    /** Calibrates n to ~target ns per repeat, warms up, then takes the median of the repeats. */
     /**
-     * Construction (W4) runs the same count per repeat for every peer, as the Node harness
-     * does: what a repeat pays for collecting objects and their Cleaner registrations grows with
-     * the count, so a count calibrated to a time (51k-201k objects, depending on how fast the
-     * first try ran) moved one peer's figure 2x between forks (Temurin 25, by hand: tether
+     * The count per repeat of a workload that takes a fixed one, else 0. Construction (W4) runs
+     * the same count per repeat for every peer, as the Node harness does: what a repeat pays
+     * for collecting objects and their Cleaner registrations grows with the count, so a count
+     * calibrated to a time (51k-201k objects, depending on how fast the first try ran) moved
+     * one peer's figure 2x between forks (Temurin 25, by hand: tether
      * 302-775 ns, jni 313-703; with 100k for both, tether 320-504, jni 301-356). An untimed full
      * collection before each repeat (Node's way) was tried: every repeat then paid for regrowing
      * the heap G1 had shrunk (~630-830 ns for both peers), which measures the collector, not a
@@ -293,6 +293,10 @@ public final class Bench {
         return workload.equals("W4") ? (quick ? 2_000 : 100_000) : 0;
     }
 
+    /**
+     * Calibrates n to ~target ns per repeat (or takes the workload's {@link #fixedCount}), warms
+     * up, then takes the median of the repeats.
+     */
     private void measure(String workload, Body body) throws Exception {
         long target = quick ? 2_000_000L : 50_000_000L;
         int repeats = quick ? 3 : 15;
