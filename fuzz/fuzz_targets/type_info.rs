@@ -163,6 +163,7 @@ fuzz_target!(|data: &[u8]| {
             index: choice(&mut r, registered),
             depth,
             parent: choice(&mut r, reserved.map_or(-1, |i| i.parent)),
+            flags: r.u8() as u32 % 3,
             key: if r.below(4) == 0 { leak(r.short_bytes()) } else { leak(&key) },
             doc: leak(r.short_bytes()),
             ancestors: Box::leak(ancestors.into_boxed_slice()).as_ptr(),

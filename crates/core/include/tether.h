@@ -368,6 +368,11 @@ typedef struct TetherMethodInfo {
     int32_t is_static;
 } TetherMethodInfo;
 
+/* TetherTypeInfo.flags: the type's wrappers take weak references in Python (each carries
+ * CPython's weak-reference list, so it cannot live in its object's memory). Off by default;
+ * Node and the JVM take weak references to every wrapper. */
+#define TETHER_TYPE_WEAK_REFERENCEABLE 1u
+
 /* Immutable once published. Everything it points to must live for the whole process
  * (static storage in C), and the Functions it names hold one reference that is never
  * released. */
@@ -375,6 +380,7 @@ typedef struct TetherTypeInfo {
     int32_t index;
     int32_t depth;  /* 0 for the root Object; parent's + 1 */
     int32_t parent; /* -1 for the root */
+    uint32_t flags; /* TETHER_TYPE_WEAK_REFERENCEABLE; 0 for a key-only entry */
     TetherByteSlice key;
     TetherByteSlice doc;
     const int32_t *ancestors; /* ancestors[d] = index of the ancestor at depth d, d < depth */
@@ -541,6 +547,7 @@ TETHER_ASSERT_LAYOUT(offsetof(TetherMethodInfo, is_static) == 40, "MethodInfo.is
 TETHER_ASSERT_LAYOUT(sizeof(TetherTypeInfo) == 96, "TypeInfo is 96 bytes");
 TETHER_ASSERT_LAYOUT(offsetof(TetherTypeInfo, depth) == 4, "TypeInfo.depth");
 TETHER_ASSERT_LAYOUT(offsetof(TetherTypeInfo, parent) == 8, "TypeInfo.parent");
+TETHER_ASSERT_LAYOUT(offsetof(TetherTypeInfo, flags) == 12, "TypeInfo.flags");
 TETHER_ASSERT_LAYOUT(offsetof(TetherTypeInfo, key) == 16, "TypeInfo.key");
 TETHER_ASSERT_LAYOUT(offsetof(TetherTypeInfo, doc) == 32, "TypeInfo.doc");
 TETHER_ASSERT_LAYOUT(offsetof(TetherTypeInfo, ancestors) == 48, "TypeInfo.ancestors");

@@ -55,6 +55,7 @@ pub const SHARED: &[(&str, i64)] = &[
     ("FUNC_NONBLOCKING", FUNC_NONBLOCKING as i64),
     ("FUNC_INT_ENTRY", FUNC_INT_ENTRY as i64),
     ("INT_ENTRY_ARGS", INT_ENTRY_ARGS as i64),
+    ("TYPE_WEAK_REFERENCEABLE", crate::types::TYPE_WEAK_REFERENCEABLE as i64),
     ("TYPE_DESC_ANY", TypeKind::Any as i64),
     ("TYPE_DESC_NONE", TypeKind::None as i64),
     ("TYPE_DESC_BOOL", TypeKind::Bool as i64),

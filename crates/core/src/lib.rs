@@ -57,7 +57,7 @@ pub use containers::{ArrayObj, BytesObj, MapObj, StrObj};
 pub use error::{Error, ErrorKind, Result};
 pub use function::{Function, FunctionRef};
 pub use object::{Object, ObjectHeader};
-pub use types::{TypeBuilder, TypeInfo};
+pub use types::{TypeBuilder, TypeInfo, TYPE_WEAK_REFERENCEABLE};
 
 static INIT_DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 

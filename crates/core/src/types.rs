@@ -42,6 +42,13 @@ pub struct MethodInfo {
     pub is_static: i32,
 }
 
+/// [`TypeInfo::flags`] bit: the type's wrappers take weak references in languages where that
+/// costs room in every wrapper (Python's `weakref.ref`: a list pointer per wrapper, which a
+/// wrapper in its object's memory has no room for). Node and the JVM ignore it (every object
+/// there takes weak references). Off by default, as in pyo3 (`#[pyclass(weakref)]`) and
+/// nanobind (`nb::is_weak_referenceable()`).
+pub const TYPE_WEAK_REFERENCEABLE: u32 = 1;
+
 /// Everything the registry knows about a type. `#[repr(C)]` and immutable once published.
 #[repr(C)]
 pub struct TypeInfo {
@@ -49,6 +56,8 @@ pub struct TypeInfo {
     /// 0 for the root `Object`; a child's depth is its parent's plus one.
     pub depth: i32,
     pub parent: i32,
+    /// [`TYPE_WEAK_REFERENCEABLE`] and later bits; 0 for a key-only entry.
+    pub flags: u32,
     pub key: ByteSlice,
     pub doc: ByteSlice,
     /// `ancestors[d]` is the index of the ancestor at depth `d`, for `d < depth`.
@@ -66,6 +75,7 @@ const _: () = {
     assert!(std::mem::offset_of!(TypeInfo, index) == 0);
     assert!(std::mem::offset_of!(TypeInfo, depth) == 4);
     assert!(std::mem::offset_of!(TypeInfo, parent) == 8);
+    assert!(std::mem::offset_of!(TypeInfo, flags) == 12);
     assert!(std::mem::offset_of!(TypeInfo, key) == 16);
     assert!(std::mem::offset_of!(TypeInfo, doc) == 32);
     assert!(std::mem::offset_of!(TypeInfo, ancestors) == 48);
@@ -122,6 +132,10 @@ impl TypeInfo {
     pub fn constructor(&self) -> Option<Function> {
         // SAFETY: a leaked strong reference to a Function, never released.
         (!self.constructor.is_null()).then(|| unsafe { borrowed_function(self.constructor) })
+    }
+    /// Do the type's wrappers take weak references ([`TYPE_WEAK_REFERENCEABLE`])?
+    pub fn is_weak_referenceable(&self) -> bool {
+        self.flags & TYPE_WEAK_REFERENCEABLE != 0
     }
     /// Has reflection been registered (fields, methods or constructor)?
     pub fn is_reflected(&self) -> bool {
@@ -344,6 +358,7 @@ pub(crate) fn local_register_type_key(key: &str, parent: i32, fixed_index: Optio
         index,
         depth,
         parent: parent_info.map_or(-1, |p| p.index),
+        flags: 0,
         key: key_slice,
         doc: ByteSlice::empty(),
         ancestors: leak_slice(ancestors),
@@ -406,6 +421,16 @@ pub(crate) fn layout_difference(current: &TypeInfo, new: &TypeInfo) -> Option<St
     }
     if !current.is_reflected() || !new.is_reflected() {
         return None;
+    }
+    if current.flags != new.flags {
+        return Some(format!(
+            "type key {key:?} is registered with flags {:#x}, but this registration has flags {:#x} \
+             (weak_referenceable: {} against {}): one key names one layout",
+            current.flags,
+            new.flags,
+            current.is_weak_referenceable(),
+            new.is_weak_referenceable()
+        ));
     }
     let names = |t: &TypeInfo| t.fields().iter().map(|f| f.name()).collect::<Vec<_>>();
     let (had, has) = (names(current), names(new));
@@ -656,6 +681,7 @@ struct PendingMethod {
 #[must_use = "a TypeBuilder declares nothing until `.register()` or `.try_register()` publishes it"]
 pub struct TypeBuilder<T: Object> {
     doc: String,
+    flags: u32,
     fields: Vec<PendingField>,
     methods: Vec<PendingMethod>,
     constructor: Option<Function>,
@@ -674,6 +700,7 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
     pub fn new() -> Self {
         TypeBuilder {
             doc: String::new(),
+            flags: 0,
             fields: Vec::new(),
             methods: Vec::new(),
             constructor: None,
@@ -684,6 +711,15 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
 
     pub fn doc(mut self, doc: &str) -> Self {
         self.doc = doc.to_string();
+        self
+    }
+
+    /// Let the type's Python wrappers take weak references (`weakref.ref`, `WeakValueDictionary`):
+    /// each wrapper then carries CPython's weak-reference list and lives in a block of its own
+    /// beside its object, instead of in the object's memory. Off by default
+    /// ([`TYPE_WEAK_REFERENCEABLE`]); Node and the JVM take weak references to every wrapper.
+    pub fn weak_referenceable(mut self) -> Self {
+        self.flags |= TYPE_WEAK_REFERENCEABLE;
         self
     }
 
@@ -937,6 +973,7 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
             index,
             depth: current.depth,
             parent: current.parent,
+            flags: self.flags,
             key: current.key,
             doc: leak_str(&self.doc),
             ancestors: current.ancestors,
@@ -983,6 +1020,7 @@ impl<T: Object + Send + Sync> TypeBuilder<T> {
             index,
             depth: current.depth,
             parent: current.parent,
+            flags: self.flags,
             key: current.key,
             doc: ByteSlice::empty(),
             ancestors: current.ancestors,

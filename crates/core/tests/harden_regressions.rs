@@ -148,6 +148,7 @@ fn publish_type_info_refuses_metadata_that_disagrees_with_the_registry() {
             index,
             depth,
             parent: reserved.parent,
+            flags: 0,
             key: reserved.key,
             doc: ByteSlice::empty(),
             ancestors: reserved.ancestors().as_ptr(),

@@ -25,7 +25,8 @@ fn finish(r: Result<TokenStream2>) -> TokenStream {
 
 /// `#[tether::object("scene.Node")]` or `#[tether::object("geo.Circle", parent = Shape)]` on
 /// a struct: implements `Object` and `TetherType` (the `///` doc is the type's doc; fields
-/// marked `#[tether(field)]` are read-only reflected fields, read by `Clone`).
+/// marked `#[tether(field)]` are read-only reflected fields, read by `Clone`). `weakref` lets
+/// the type's Python wrappers take weak references (`TypeBuilder::weak_referenceable`).
 #[proc_macro_attribute]
 pub fn object(attr: TokenStream, item: TokenStream) -> TokenStream {
     finish(expand_object(attr.into(), item.into()))
@@ -551,6 +552,8 @@ fn new_object_like(ty: &Type) -> bool {
 struct ObjectArgs {
     key: LitStr,
     parent: Option<Type>,
+    /// `weakref`: Python wrappers take weak references (`TypeBuilder::weak_referenceable`).
+    weakref: bool,
 }
 
 impl Parse for ObjectArgs {
@@ -562,17 +565,21 @@ impl Parse for ObjectArgs {
         if key.value().trim().is_empty() || key.value().contains(char::is_whitespace) {
             return Err(Error::new(key.span(), "a type key is a non-empty name without spaces, like \"scene.Node\""));
         }
-        let mut parent = None;
+        let (mut parent, mut weakref) = (None, false);
         while input.parse::<Option<Token![,]>>()?.is_some() && !input.is_empty() {
             let name: Ident = input.parse()?;
+            if name == "weakref" {
+                weakref = true;
+                continue;
+            }
             input.parse::<Token![=]>()?;
             if name == "parent" {
                 parent = Some(input.parse()?);
             } else {
-                return Err(Error::new(name.span(), "unknown option: expected parent = Type"));
+                return Err(Error::new(name.span(), "unknown option: expected parent = Type or weakref"));
             }
         }
-        Ok(ObjectArgs { key, parent })
+        Ok(ObjectArgs { key, parent, weakref })
     }
 }
 
@@ -629,6 +636,7 @@ fn expand_object(attr: TokenStream2, item: TokenStream2) -> Result<TokenStream2>
         Some(parent) => quote!(::tether::declare_object!(#ident, #key, parent = #parent);),
         None => quote!(::tether::declare_object!(#ident, #key);),
     };
+    let weakref = args.weakref.then(|| quote!(let b = b.weak_referenceable();));
     let blocks = (0..8usize).map(|n| quote!(let b = (&::tether::__private::Block::<Self, #n>::NEW).apply(b);));
     Ok(quote! {
         #st
@@ -638,6 +646,7 @@ fn expand_object(attr: TokenStream2, item: TokenStream2) -> Result<TokenStream2>
                 #[allow(unused_imports)]
                 use ::tether::__private::{NoBlock as _, ViaBlock as _};
                 let b = ::tether::TypeBuilder::<Self>::new().doc(#doc);
+                #weakref
                 #(#fields)*
                 #(#blocks)*
                 b

@@ -110,7 +110,7 @@ impl Shape {
 }
 
 /// A circle: a shape of one side.
-#[tether::object("mtest.Circle", parent = Shape)]
+#[tether::object("mtest.Circle", parent = Shape, weakref)]
 pub struct Circle {
     #[tether(field)]
     radius: f64,
@@ -210,6 +210,8 @@ fn registered() -> &'static tether::TypeInfo {
 fn docs_names_and_defaults_come_from_the_source() {
     let info = registered();
     assert_eq!(info.key(), "mtest.Shape");
+    let circle = type_info(Circle::type_index()).unwrap();
+    assert!(circle.is_weak_referenceable() && !info.is_weak_referenceable(), "`weakref` is the type's own");
     assert_eq!(info.doc(), "A shape.\n\nWith a second paragraph.");
     let ctor = info.constructor().unwrap();
     assert_eq!(py("Shape", &ctor), "Shape(label: str, sides: int = 3) -> mtest.Shape");

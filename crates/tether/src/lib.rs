@@ -26,8 +26,9 @@
 //! ```
 //!
 //! - [`object`]: implements [`Object`] for a struct (its key written once, `parent = Type`
-//!   for a subtype) and [`TetherType`], whose builder starts with the struct's `///` doc and
-//!   its `#[tether(field)]` fields.
+//!   for a subtype, `weakref` for Python wrappers that take weak references) and
+//!   [`TetherType`], whose builder starts with the struct's `///` doc and its
+//!   `#[tether(field)]` fields.
 //! - [`methods`]: exports an impl block's functions: methods (`&self`,
 //!   or a first parameter `this: &ObjectArc<Self>` / `this: ObjectArc<Self>` when the method
 //!   needs the object's reference itself; stable Rust does not take `self: &ObjectArc<Self>`),
