@@ -120,7 +120,7 @@ fn hosts() -> &'static (FuzzHost<false>, FuzzHost<true>) {
     HOSTS.get_or_init(|| {
         tether_core::init();
         let install = || {
-            tether_core::alloc::install_frontend_allocator(SlotLayout::Full, 0, Some(on_free), std::ptr::null_mut())
+            tether_core::alloc::install_frontend_allocator(SlotLayout::Full, tether_core::tying::Reserve::NONE, Some(on_free), std::ptr::null_mut())
                 .expect("a frontend allocator")
         };
         let hosts = (FuzzHost::new(install()), FuzzHost::new(install()));

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, Ordering};
 
 use crate::object::ObjectHeader;
 use crate::plugin;
-use crate::slot::{AtomicUsize, SlotLayout, SlotPrefix};
+use crate::slot::{AtomicUsize, Reserve, SlotLayout, SlotPrefix};
 
 /// `allocate(ctx, size, align)` returns the object body (where the header goes) or null.
 pub type AllocateFn = unsafe extern "C" fn(ctx: *mut c_void, size: usize, align: usize) -> *mut u8;
@@ -264,14 +264,31 @@ pub type SlotFreeHook = unsafe extern "C" fn(ctx: *mut c_void, slot: *const Atom
 
 struct FrontendCtx {
     layout: SlotLayout,
-    /// Bytes between the slot and the header kept for the host ([`crate::tying::TieHost::RESERVE`]).
-    reserve: usize,
+    /// The bytes kept for the host ([`crate::tying::TieHost::RESERVE`]).
+    reserve: Reserve,
+    /// Where the slot and the reserve start, in bytes before the body, and the prefix's
+    /// size: the layout's choices as plain numbers, worked out once at registration.
+    slot_back: usize,
+    reserve_back: usize,
+    prefix: usize,
     on_free: Option<SlotFreeHook>,
     hook_ctx: *mut c_void,
 }
 
+impl FrontendCtx {
+    fn new(layout: SlotLayout, reserve: Reserve, on_free: Option<SlotFreeHook>, hook_ctx: *mut c_void) -> Self {
+        let slot_back = layout.size() + reserve.gap();
+        let reserve_back = match reserve {
+            Reserve::AfterSlot(bytes) => bytes,
+            Reserve::BeforeSlot(bytes) => layout.size() + bytes,
+        };
+        let prefix = layout.size() + reserve.bytes();
+        FrontendCtx { layout, reserve, slot_back, reserve_back, prefix, on_free, hook_ctx }
+    }
+}
+
 /// Bytes between the start of the allocation and the object body for an alignment, a slot
-/// layout and the host's reserve between the slot and the body (a multiple of 8). Both sides use this
+/// layout and the bytes of the host's reserve (a multiple of 8, on either side of the slot). Both sides use this
 /// one function, so allocate and free always agree (tvm-ffi once did not).
 ///
 /// `align` is a power of two (every `Layout`'s is; an allocation asked with another fails in
@@ -280,8 +297,14 @@ struct FrontendCtx {
 /// allocator waited for it). Below 8 it counts as 8, the slot's own alignment.
 #[inline]
 pub const fn prefix_offset(align: usize, layout: SlotLayout, reserve: usize) -> usize {
+    round_up_to_align(layout.size() + reserve, align)
+}
+
+/// `prefix` bytes rounded up to `align` (a power of two; below 8 it counts as 8).
+#[inline]
+const fn round_up_to_align(prefix: usize, align: usize) -> usize {
     let mask = if align < 8 { 7 } else { align - 1 };
-    (layout.size() + reserve + mask) & !mask
+    (prefix + mask) & !mask
 }
 
 unsafe extern "C" fn frontend_allocate(ctx: *mut c_void, size: usize, align: usize) -> *mut u8 {
@@ -289,8 +312,9 @@ unsafe extern "C" fn frontend_allocate(ctx: *mut c_void, size: usize, align: usi
         return std::ptr::null_mut();
     }
     // SAFETY: `ctx` is the leaked `FrontendCtx` passed at registration.
-    let FrontendCtx { layout, reserve, .. } = *unsafe { &*(ctx as *const FrontendCtx) };
-    let offset = prefix_offset(align, layout, reserve);
+    let FrontendCtx { layout, reserve, slot_back, reserve_back, prefix, .. } =
+        *unsafe { &*(ctx as *const FrontendCtx) };
+    let offset = round_up_to_align(prefix, align);
     let Ok(mem) = Layout::from_size_align(size + offset, align.max(8)) else {
         return std::ptr::null_mut();
     };
@@ -299,24 +323,28 @@ unsafe extern "C" fn frontend_allocate(ctx: *mut c_void, size: usize, align: usi
     if raw.is_null() {
         return raw;
     }
-    // SAFETY: `offset <= size + offset`, and `offset >= layout.size() + reserve` leaves room
-    // for the reserve right before the body and the slot before it; both are 8-aligned
-    // (offset, `align` and the reserve are multiples of 8).
+    // SAFETY: `offset <= size + offset`, and `offset >= layout.size() + reserve.bytes()`
+    // leaves room for the slot and the reserve in front of the body, in either order; both
+    // are 8-aligned (offset, `align` and the reserve are multiples of 8).
     unsafe {
         let body = raw.add(offset);
-        // Where every reader looks for it (`SlotLayout::word_of`), one formula for both sides.
-        let slot = layout.word_of(body as *mut ObjectHeader, reserve) as *mut u8;
+        // Where every reader looks for them (`SlotLayout::word_of`, `reserve_at`).
+        let slot = body.sub(slot_back);
         match layout {
             SlotLayout::Full => (slot as *mut SlotPrefix).write(SlotPrefix::new()),
             SlotLayout::WordOnly => (slot as *mut AtomicUsize).write(AtomicUsize::new(0)),
         }
-        zero_reserve(body.sub(reserve), reserve);
+        zero_reserve(body.sub(reserve_back), prefix - layout.size());
+        debug_assert_eq!(slot as *mut AtomicUsize, layout.word_of(body as *mut ObjectHeader, reserve));
+        debug_assert!(
+            reserve.bytes() == 0 || body.sub(reserve_back) == layout.reserve_at(slot as *mut AtomicUsize, reserve)
+        );
         body
     }
 }
 
 /// Zero a host's reserve of `bytes` (a multiple of 8) at the 8-aligned `start`. A reserve is a
-/// few words (CPython's wrapper: 32 bytes), which word stores zero in place, where
+/// few words (CPython's wrapper head: 16 bytes, Node's box: 48), which word stores zero in place, where
 /// `write_bytes` of a length known only at run time was a `memset` call per allocation.
 ///
 /// # Safety
@@ -341,9 +369,9 @@ unsafe extern "C" fn frontend_free(ctx: *mut c_void, body: *mut u8, size: usize,
     let fctx = unsafe { &*(ctx as *const FrontendCtx) };
     if let Some(hook) = fctx.on_free {
         // SAFETY: the slot word is in bounds and nobody else can reach the object any more.
-        unsafe { hook(fctx.hook_ctx, fctx.layout.word_of(body as *mut ObjectHeader, fctx.reserve)) };
+        unsafe { hook(fctx.hook_ctx, body.sub(fctx.slot_back) as *const AtomicUsize) };
     }
-    let offset = prefix_offset(align, fctx.layout, fctx.reserve);
+    let offset = round_up_to_align(fctx.prefix, align);
     // SAFETY: the exact layout `frontend_allocate` used for this size and alignment.
     unsafe {
         block_free(body.sub(offset), Layout::from_size_align_unchecked(size + offset, align.max(8)), KEEP_FREED_BLOCKS)
@@ -392,26 +420,25 @@ unsafe fn block_free(raw: *mut u8, mem: Layout, keep: bool) {
 }
 
 /// Register an allocator that puts a tying slot of `layout` in front of every object, and
-/// `reserve` bytes for the host between the slot and the header, and make it current. (The
-/// slot comes first so that a wrapper kept in the reserve starts right after it: a call reads
-/// the slot and the wrapper's head as one run of bytes, in one cache line for more blocks than
-/// with the slot on the far side of the wrapper.) Returns its tag:
+/// `reserve` for the host beside it (a wrapper kept there is read with the slot as one run
+/// of bytes), and make it current. Returns its tag:
 /// objects whose `alloc_tag` equals it carry the slot. `layout` and `reserve` must be the ones
 /// of the host that ties these objects ([`crate::tying::TieHost::LAYOUT`] and
 /// [`crate::tying::TieHost::RESERVE`]).
 pub fn install_frontend_allocator(
     layout: SlotLayout,
-    reserve: usize,
+    reserve: Reserve,
     on_free: Option<SlotFreeHook>,
     hook_ctx: *mut c_void,
 ) -> crate::Result<u32> {
-    if reserve % 8 != 0 {
+    if reserve.bytes() % 8 != 0 {
         return Err(crate::Error::value(format!(
-            "a frontend allocator's reserve must be a multiple of 8, not {reserve}"
+            "a frontend allocator's reserve must be a multiple of 8, not {}",
+            reserve.bytes()
         )));
     }
     let ctx =
-        Box::leak(Box::new(FrontendCtx { layout, reserve, on_free, hook_ctx })) as *mut FrontendCtx as *mut c_void;
+        Box::leak(Box::new(FrontendCtx::new(layout, reserve, on_free, hook_ctx))) as *mut FrontendCtx as *mut c_void;
     // SAFETY: the frontend allocator functions follow the contract; `ctx` is leaked.
     let tag = unsafe { register_allocator(frontend_allocate, frontend_free, ctx) }?;
     set_current_allocator(tag)?;

@@ -100,10 +100,52 @@ impl SlotLayout {
     }
 
     /// Where the slot word of `obj` is, for an allocator with this layout that keeps
-    /// `reserve` host bytes between the slot and the header (meaningful only for objects that
-    /// allocator made: check `alloc_tag` first, see [`crate::tying::slot_of`]).
-    pub fn word_of(self, obj: *mut ObjectHeader, reserve: usize) -> *mut AtomicUsize {
-        (obj as *mut u8).wrapping_sub(self.size() + reserve) as *mut AtomicUsize
+    /// `reserve` for the host (meaningful only for objects that allocator made: check
+    /// `alloc_tag` first, see [`crate::tying::slot_of`]).
+    pub fn word_of(self, obj: *mut ObjectHeader, reserve: Reserve) -> *mut AtomicUsize {
+        (obj as *mut u8).wrapping_sub(self.size() + reserve.gap()) as *mut AtomicUsize
+    }
+
+    /// Where the host's `reserve` starts, for the slot whose word is at `word`.
+    pub fn reserve_at(self, word: *const AtomicUsize, reserve: Reserve) -> *mut u8 {
+        match reserve {
+            Reserve::AfterSlot(_) => (word as *mut u8).wrapping_add(self.size()),
+            Reserve::BeforeSlot(bytes) => (word as *mut u8).wrapping_sub(bytes),
+        }
+    }
+}
+
+/// The bytes a frontend allocator sets aside in each object's memory for the host, and on
+/// which side of the slot (a multiple of 8; zeroed at allocation). The host puts its wrapper
+/// there, so an object and its first wrapper are one allocation; the side decides which bytes
+/// a call reads together with the slot word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reserve {
+    /// Between the slot and the header: block = slot, reserve, header (Node's box, whose
+    /// call reads the slot and then the box).
+    AfterSlot(usize),
+    /// In front of the slot: block = reserve, slot, header (CPython's wrapper head, whose next
+    /// word is the slot itself: the wrapper reads its object's slot as its own last field).
+    BeforeSlot(usize),
+}
+
+impl Reserve {
+    /// No reserve.
+    pub const NONE: Reserve = Reserve::AfterSlot(0);
+
+    /// Its size in bytes.
+    pub const fn bytes(self) -> usize {
+        match self {
+            Reserve::AfterSlot(bytes) | Reserve::BeforeSlot(bytes) => bytes,
+        }
+    }
+
+    /// Bytes between the slot and the header.
+    pub const fn gap(self) -> usize {
+        match self {
+            Reserve::AfterSlot(bytes) => bytes,
+            Reserve::BeforeSlot(_) => 0,
+        }
     }
 }
 

@@ -222,7 +222,12 @@ pub(crate) fn register() {
         .leaf_constructor(Pair::new)
         .params(&["first", "second"])
         .register();
-    let triple = TypeBuilder::<Triple>::new().doc("A Pair with a third settable value (a subtype of testing.Pair).");
+    // Weak-referenceable (its Python wrappers take `weakref.ref`), where its parent is not.
+    let triple = TypeBuilder::<Triple>::new()
+        .doc(
+            "A Pair with a third settable value (a subtype of testing.Pair); its Python wrappers take weak references.",
+        )
+        .weak_referenceable();
     let triple = crate::cell_field_rw!(triple, Triple, third, "third").field_doc("The third value.");
     triple.leaf_constructor(Triple::new).params(&["first", "second", "third"]).register();
     TypeBuilder::<AlignedMarker>::new().doc("An object whose body has a requested alignment.").register();

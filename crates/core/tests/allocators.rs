@@ -13,7 +13,7 @@ use tether_core::alloc::{
     self, allocator, current_allocator_tag, install_frontend_allocator, live_objects, prefix_offset,
     register_allocator, set_current_allocator, BUILTIN_TAG,
 };
-use tether_core::tying::{slot_in, SlotLayout, SlotPrefix};
+use tether_core::tying::{slot_in, Reserve, SlotLayout, SlotPrefix};
 use tether_core::{Any, AnyView, ObjectHeader, ObjectRef};
 
 const ALIGNMENTS: [i64; 6] = [1, 8, 16, 32, 64, 4096];
@@ -105,7 +105,7 @@ fn prefix_offset_makes_room_for_the_slot_and_a_reserve() {
             }
         }
     }
-    assert_eq!(prefix_offset(8, SlotLayout::WordOnly, 32), 40, "a CPython wrapper and the word: 40 bytes");
+    assert_eq!(prefix_offset(8, SlotLayout::WordOnly, 32), 40, "a Node box and the word: 40 bytes");
     assert_eq!(prefix_offset(16, SlotLayout::WordOnly, 32), 48);
 }
 
@@ -113,43 +113,68 @@ fn prefix_offset_makes_room_for_the_slot_and_a_reserve() {
 fn a_frontend_allocator_reserve_is_writable_and_freed_with_the_object() {
     let _g = common::serial();
     let previous = current_allocator_tag();
-    assert!(install_frontend_allocator(SlotLayout::WordOnly, 12, None, std::ptr::null_mut()).is_err(), "multiple of 8");
-    let tag = install_frontend_allocator(SlotLayout::WordOnly, 32, None, std::ptr::null_mut()).unwrap();
-    let base = live_objects();
-    for align in [8, 8, 16, 16, 64, 4096, 8] {
-        let obj = make_aligned(align);
-        // SAFETY: made by this frontend allocator (its tag says so).
-        let word = unsafe { slot_in(obj.as_ptr(), tag, SlotLayout::WordOnly, 32) }.expect("a slot word");
-        assert_eq!(tether_core::tying::peek(word), 0, "a new slot is Detached");
-        assert_eq!(word.as_ptr() as usize + 8 + 32, obj.as_ptr() as usize, "the slot, the reserve, the header");
-        // SAFETY: `obj` is live; its header is readable.
-        let (type_index, alloc_tag) = unsafe { ((*obj.as_ptr()).type_index, (*obj.as_ptr()).alloc_tag) };
-        let reserve = (obj.as_ptr() as *mut u8).wrapping_sub(32);
-        // SAFETY: the 32 reserved bytes between the slot and the header are the object's
-        // memory (Miri and the sanitizers check the bounds); the memory of the last round's
-        // object, reused or not, was scribbled on.
-        unsafe {
-            assert!(std::slice::from_raw_parts(reserve, 32).iter().all(|&b| b == 0), "a new reserve is zeroed");
-            std::ptr::write_bytes(reserve, 0xa5, 32);
+    assert!(
+        install_frontend_allocator(SlotLayout::WordOnly, Reserve::AfterSlot(12), None, std::ptr::null_mut()).is_err(),
+        "multiple of 8"
+    );
+    assert!(
+        install_frontend_allocator(SlotLayout::WordOnly, Reserve::BeforeSlot(4), None, std::ptr::null_mut()).is_err(),
+        "multiple of 8 on either side"
+    );
+    // Node's box after the slot; CPython's wrapper head in front of it (the head's next word
+    // is the slot).
+    for (reserve, bytes) in [(Reserve::AfterSlot(32), 32usize), (Reserve::BeforeSlot(16), 16)] {
+        let tag = install_frontend_allocator(SlotLayout::WordOnly, reserve, None, std::ptr::null_mut()).unwrap();
+        let base = live_objects();
+        for align in [8, 8, 16, 16, 64, 4096, 8] {
+            let obj = make_aligned(align);
+            // SAFETY: made by this frontend allocator (its tag says so).
+            let word = unsafe { slot_in(obj.as_ptr(), tag, SlotLayout::WordOnly, reserve) }.expect("a slot word");
+            assert_eq!(tether_core::tying::peek(word), 0, "a new slot is Detached");
+            let (word_at, header_at) = (word.as_ptr() as usize, obj.as_ptr() as usize);
+            let start = match reserve {
+                Reserve::AfterSlot(_) => {
+                    assert_eq!(word_at + 8 + bytes, header_at, "the slot, the reserve, the header");
+                    word_at + 8
+                }
+                Reserve::BeforeSlot(_) => {
+                    assert_eq!(word_at + 8, header_at, "the reserve, the slot, the header");
+                    word_at - bytes
+                }
+            };
+            assert_eq!(SlotLayout::WordOnly.reserve_at(word.as_ptr(), reserve) as usize, start);
+            // SAFETY: `obj` is live; its header is readable.
+            let (type_index, alloc_tag) = unsafe { ((*obj.as_ptr()).type_index, (*obj.as_ptr()).alloc_tag) };
+            let reserved = start as *mut u8;
+            // SAFETY: the reserved bytes beside the slot are the object's memory (Miri and the
+            // sanitizers check the bounds); the memory of the last round's object, reused or
+            // not, was scribbled on.
+            unsafe {
+                assert!(std::slice::from_raw_parts(reserved, bytes).iter().all(|&b| b == 0), "a new reserve is zeroed");
+                std::ptr::write_bytes(reserved, 0xa5, bytes);
+            }
+            assert_eq!(tether_core::tying::peek(word), 0, "the reserve does not cover the slot");
+            // SAFETY: `obj` is live; its header is readable.
+            let after = unsafe { ((*obj.as_ptr()).type_index, (*obj.as_ptr()).alloc_tag) };
+            assert_eq!(after, (type_index, alloc_tag), "nor the header");
+            assert!(is_aligned(&obj), "align {align}");
         }
-        assert_eq!(tether_core::tying::peek(word), 0, "the reserve begins after the slot");
-        // SAFETY: `obj` is live; its header is readable.
-        let after = unsafe { ((*obj.as_ptr()).type_index, (*obj.as_ptr()).alloc_tag) };
-        assert_eq!(after, (type_index, alloc_tag), "and ends before the header");
-        assert!(is_aligned(&obj), "align {align}");
-    }
-    assert_eq!(live_objects(), base);
-    // The entry as a C plugin calls it: an alignment that is not a power of two gets null (its
-    // round-up is a mask), 0 and 4 the slot's own 8, with the reserve zeroed and room for all.
-    let entry = allocator(tag).expect("registered");
-    // SAFETY: the frontend allocator's ABI entries, with a non-zero size.
-    unsafe {
-        assert!((entry.allocate)(entry.ctx, 64, 24).is_null(), "align 24 is refused");
-        for align in [0usize, 4] {
-            let body = (entry.allocate)(entry.ctx, 64, align);
-            assert!(!body.is_null() && body as usize % 8 == 0, "align {align}");
-            assert!(std::slice::from_raw_parts(body.sub(32), 32).iter().all(|&b| b == 0), "the reserve, zeroed");
-            (entry.free)(entry.ctx, body, 64, align);
+        assert_eq!(live_objects(), base);
+        // The entry as a C plugin calls it: an alignment that is not a power of two gets null
+        // (its round-up is a mask), 0 and 4 the slot's own 8, with the reserve zeroed and room
+        // for all.
+        let entry = allocator(tag).expect("registered");
+        // SAFETY: the frontend allocator's ABI entries, with a non-zero size.
+        unsafe {
+            assert!((entry.allocate)(entry.ctx, 64, 24).is_null(), "align 24 is refused");
+            for align in [0usize, 4] {
+                let body = (entry.allocate)(entry.ctx, 64, align);
+                assert!(!body.is_null() && body as usize % 8 == 0, "align {align}");
+                let word = SlotLayout::WordOnly.word_of(body as *mut ObjectHeader, reserve);
+                let reserved = SlotLayout::WordOnly.reserve_at(word, reserve);
+                assert!(std::slice::from_raw_parts(reserved, bytes).iter().all(|&b| b == 0), "the reserve, zeroed");
+                (entry.free)(entry.ctx, body, 64, align);
+            }
         }
     }
     set_current_allocator(previous).unwrap();
@@ -201,7 +226,8 @@ fn builtin_custom_then_frontend_allocators_each_free_their_own_objects() {
 
     // 3. Frontend allocators: a slot in front of every new object (a full prefix, or the
     // word alone), and a free hook.
-    let word_only = install_frontend_allocator(SlotLayout::WordOnly, 0, Some(on_free), 0x7e7e as *mut c_void).unwrap();
+    let word_only =
+        install_frontend_allocator(SlotLayout::WordOnly, Reserve::NONE, Some(on_free), 0x7e7e as *mut c_void).unwrap();
     assert_eq!(current_allocator_tag(), word_only);
     let hooks = HOOK_CALLS.load(Ordering::SeqCst);
     round_trip_alignments(word_only);
@@ -209,7 +235,8 @@ fn builtin_custom_then_frontend_allocators_each_free_their_own_objects() {
     for align in [8, 4096] {
         let obj = make_aligned(align);
         // SAFETY: `obj` was made by this frontend allocator (its alloc_tag says so).
-        let word = unsafe { slot_in(obj.as_ptr(), word_only, SlotLayout::WordOnly, 0) }.expect("a slot word");
+        let word =
+            unsafe { slot_in(obj.as_ptr(), word_only, SlotLayout::WordOnly, Reserve::NONE) }.expect("a slot word");
         assert_eq!(word.as_ptr() as usize, obj.as_ptr() as usize - 8, "the word right before the header");
         assert_eq!(tether_core::tying::peek(word), 0, "a new slot is Detached");
         let at = word.as_ptr() as usize;
@@ -217,7 +244,8 @@ fn builtin_custom_then_frontend_allocators_each_free_their_own_objects() {
         assert_eq!(HOOK_LAST_SLOT.load(Ordering::SeqCst), at, "the hook names the freed object's slot word");
     }
 
-    let tag = install_frontend_allocator(SlotLayout::Full, 0, Some(on_free), 0x7e7e as *mut c_void).unwrap();
+    let tag =
+        install_frontend_allocator(SlotLayout::Full, Reserve::NONE, Some(on_free), 0x7e7e as *mut c_void).unwrap();
     assert_eq!(current_allocator_tag(), tag);
     let hooks = HOOK_CALLS.load(Ordering::SeqCst);
     round_trip_alignments(tag);
@@ -227,7 +255,8 @@ fn builtin_custom_then_frontend_allocators_each_free_their_own_objects() {
     let prefix = obj.as_ptr() as usize - std::mem::size_of::<SlotPrefix>();
     assert_eq!(prefix % 8, 0);
     // SAFETY: `obj` was made by this frontend allocator (its alloc_tag says so).
-    let slot_ref = unsafe { slot_in(obj.as_ptr(), tag, SlotLayout::Full, 0) }.expect("frontend objects carry a slot");
+    let slot_ref =
+        unsafe { slot_in(obj.as_ptr(), tag, SlotLayout::Full, Reserve::NONE) }.expect("frontend objects carry a slot");
     assert_eq!(slot_ref.as_ptr() as usize, prefix, "the word opens the SlotPrefix");
     assert_eq!(tether_core::tying::peek(slot_ref), 0, "a new slot is Detached");
     drop(obj);
@@ -237,7 +266,8 @@ fn builtin_custom_then_frontend_allocators_each_free_their_own_objects() {
     assert_eq!(alloc_tag_of(&made_by_builtin), BUILTIN_TAG);
     assert_eq!(alloc_tag_of(&made_by_counting), counting);
     // SAFETY: not made by the frontend allocator: no slot may be read.
-    assert!(unsafe { slot_in(made_by_builtin.view().as_object_ptr().unwrap(), tag, SlotLayout::Full, 0) }.is_none());
+    assert!(unsafe { slot_in(made_by_builtin.view().as_object_ptr().unwrap(), tag, SlotLayout::Full, Reserve::NONE) }
+        .is_none());
     let frees = COUNTING_FREES.load(Ordering::SeqCst);
     let hooks = HOOK_CALLS.load(Ordering::SeqCst);
     drop(made_by_counting);

@@ -15,7 +15,7 @@ use tether_core::alloc::{
 };
 use tether_core::error::{catch_out_of_memory, catch_panic, OUT_OF_MEMORY_MESSAGE};
 use tether_core::testing::Pair;
-use tether_core::tying::SlotLayout;
+use tether_core::tying::{Reserve, SlotLayout};
 use tether_core::{Any, AnyView, ArrayObj, Error, ErrorKind, Function, MapObj, ObjectHeader};
 
 static DROPS: AtomicUsize = AtomicUsize::new(0);
@@ -39,7 +39,7 @@ fn assert_memory_error(e: &Error) {
 #[test]
 fn an_allocation_failure_is_a_memory_error_and_the_process_keeps_working() {
     tether_core::init();
-    let frontend = install_frontend_allocator(SlotLayout::Full, 0, None, std::ptr::null_mut()).unwrap();
+    let frontend = install_frontend_allocator(SlotLayout::Full, Reserve::NONE, None, std::ptr::null_mut()).unwrap();
     let base = live_objects();
 
     // A native function whose object cannot be allocated raises the MemoryError.

@@ -347,7 +347,13 @@ fn word_only_pair() -> (ObjectRef, u32) {
     static TAG: OnceLock<u32> = OnceLock::new();
     let h = host();
     let tag = *TAG.get_or_init(|| {
-        install_frontend_allocator(<WordOnly as tying::TieHost>::LAYOUT, 0, None, std::ptr::null_mut()).unwrap()
+        install_frontend_allocator(
+            <WordOnly as tying::TieHost>::LAYOUT,
+            tying::Reserve::NONE,
+            None,
+            std::ptr::null_mut(),
+        )
+        .unwrap()
     });
     set_current_allocator(tag).unwrap();
     let obj = new_pair();

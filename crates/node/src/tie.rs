@@ -12,7 +12,7 @@ use std::ptr;
 use std::sync::Arc;
 
 use napi::sys;
-use tether_core::boundary::{ClaimMode, Previous, Returned, TieHost};
+use tether_core::boundary::{ClaimMode, Previous, Reserve, Returned, TieHost};
 use tether_core::object::{dec_ref, ObjectHeader};
 use tether_core::{Error, ObjectRef, TypeIndex};
 
@@ -131,7 +131,7 @@ pub unsafe fn wrapper_of_handle<'a>(handle: f64) -> Option<&'a Wrapper> {
 /// a heap box it loads a neighbour's lines, and a prefetch never faults.
 #[inline(always)]
 fn prefetch_object_of(box_address: usize) {
-    let header = box_address + <EnvState as TieHost>::RESERVE;
+    let header = box_address + <EnvState as TieHost>::RESERVE.gap();
     tether_core::boundary::prefetch(header as *const u8);
     tether_core::boundary::prefetch(box_address.wrapping_sub(<EnvState as TieHost>::LAYOUT.size()) as *const u8);
 }
@@ -167,7 +167,7 @@ unsafe impl TieHost for EnvState {
     /// same spare: claim only once every argument is converted.
     const CLAIM_MODE: ClaimMode = ClaimMode::AfterConversion;
     /// A wrapper box, between the slot and the header (see [`Wrapper`]).
-    const RESERVE: usize = std::mem::size_of::<Wrapper>();
+    const RESERVE: Reserve = Reserve::AfterSlot(std::mem::size_of::<Wrapper>());
 
     unsafe fn revive(&self, word: usize) -> Option<Value> {
         let mut v = ptr::null_mut();

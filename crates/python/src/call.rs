@@ -243,7 +243,8 @@ pub unsafe extern "C" fn function_vectorcall(
     // SAFETY: CPython's vectorcall contract: `args` holds `n` live borrowed objects, then one
     // value per name in `kwnames`.
     unsafe {
-        let func = (*(callable as *mut Wrapper)).native.object(Ordering::Acquire);
+        // A Function's wrapper is a block of its own (`FunctionWrapper`).
+        let func = (*(callable as *mut Wrapper)).native.own_block_object(Ordering::Acquire);
         if func.is_null() {
             return wrapper::native_of(callable).map_or(null_mut(), |_| null_mut());
         }

@@ -134,21 +134,23 @@ fn common_slots() -> Vec<ffi::PyType_Slot> {
     ]
 }
 
-/// One special offset member (`__weaklistoffset__`, `__vectorcalloffset__`) and the list's end:
-/// how PyType_FromSpec learns where such a field lives. CPython copies the members into the
-/// type, so the array only has to outlive `make_type`.
-fn offset_members(name: &'static std::ffi::CStr, offset: usize) -> [ffi::PyMemberDef; 2] {
-    [
-        ffi::PyMemberDef {
+/// The special offset members (`__weaklistoffset__`, `__vectorcalloffset__`) and the list's
+/// end: how PyType_FromSpec learns where such fields live. CPython copies the members into the
+/// type, so the list only has to outlive `make_type`.
+fn offset_members(members: &[(&'static std::ffi::CStr, usize)]) -> Vec<ffi::PyMemberDef> {
+    let mut list: Vec<ffi::PyMemberDef> = members
+        .iter()
+        .map(|&(name, offset)| ffi::PyMemberDef {
             name: name.as_ptr(),
             type_code: ffi::Py_T_PYSSIZET,
             offset: offset as ffi::Py_ssize_t,
             flags: ffi::Py_READONLY,
             doc: null_mut(),
-        },
-        // SAFETY: an all-zero PyMemberDef ends the list.
-        unsafe { std::mem::zeroed() },
-    ]
+        })
+        .collect();
+    // SAFETY: an all-zero PyMemberDef ends the list.
+    list.push(unsafe { std::mem::zeroed() });
+    list
 }
 
 unsafe fn make_type(
@@ -309,11 +311,9 @@ unsafe extern "C" fn native_class_dealloc(cls: *mut ffi::PyObject) {
 
 /// Build `tether_ffi.Object` (once, at import).
 pub unsafe fn build_base_type() -> *mut ffi::PyTypeObject {
-    // Its weak reference list: every generated class inherits it, so `weakref.ref(wrapper)` works.
-    let mut members = offset_members(c"__weaklistoffset__", std::mem::offset_of!(Wrapper, weaklist));
-    let mut slots = common_slots();
-    slots.push(slot(ffi::Py_tp_members, members.as_mut_ptr() as *mut c_void));
-    // SAFETY: GIL held at import; `members` outlives the call.
+    // No weak-reference list: only classes declared weak-referenceable add one (`build`).
+    let slots = common_slots();
+    // SAFETY: GIL held at import.
     let tp = unsafe {
         make_type(
             "tether_ffi.Object",
@@ -356,15 +356,28 @@ unsafe fn build(index: i32) -> *mut ffi::PyTypeObject {
         let is_function = index == TypeIndex::FUNCTION;
         let mut slots = common_slots();
         let mut flags = 0u64;
-        let mut members = offset_members(c"__vectorcalloffset__", std::mem::offset_of!(FunctionWrapper, vectorcall));
-        let basicsize = if is_function {
-            slots.push(slot(ffi::Py_tp_members, members.as_mut_ptr() as *mut c_void));
+        let inherited = (*parent).tp_basicsize as usize;
+        let (basicsize, mut members) = if is_function {
             slots.push(slot(ffi::Py_tp_call, ffi::PyVectorcall_Call as *mut c_void));
             flags |= ffi::Py_TPFLAGS_HAVE_VECTORCALL;
-            std::mem::size_of::<FunctionWrapper>()
+            let members = offset_members(&[
+                (c"__vectorcalloffset__", std::mem::offset_of!(FunctionWrapper, vectorcall)),
+                (c"__weaklistoffset__", std::mem::offset_of!(FunctionWrapper, weaklist)),
+            ]);
+            (std::mem::size_of::<FunctionWrapper>(), members)
+        } else if info.is_weak_referenceable() && (*parent).tp_weaklistoffset == 0 {
+            // The list after the parent's layout; such a wrapper never fits its object's memory.
+            (
+                inherited + std::mem::size_of::<*mut ffi::PyObject>(),
+                offset_members(&[(c"__weaklistoffset__", inherited)]),
+            )
         } else {
-            (*parent).tp_basicsize as usize
+            // A weak-referenceable parent's list, or none.
+            (inherited, Vec::new())
         };
+        if !members.is_empty() {
+            slots.push(slot(ffi::Py_tp_members, members.as_mut_ptr() as *mut c_void));
+        }
         let bases = ffi::PyTuple_Pack(1, parent as *mut ffi::PyObject);
         if bases.is_null() {
             return null_mut();

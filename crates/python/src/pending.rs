@@ -182,7 +182,7 @@ pub unsafe extern "C" fn on_native_free(_ctx: *mut c_void, slot: *const AtomicUs
     // SAFETY: the allocator passes the live slot word of the object being freed.
     if let Some(block) = unsafe { tether_core::boundary::cached_block(slot) } {
         // An embedded block goes with the object's memory.
-        if block as *mut u8 != tether_core::boundary::Frontend::<crate::wrapper::PyHost>::reserve_after_slot(slot) {
+        if block as *mut u8 != tether_core::boundary::Frontend::<crate::wrapper::PyHost>::reserve_of_slot(slot) {
             release(Release::Block(block as *mut ffi::PyObject));
         }
     }

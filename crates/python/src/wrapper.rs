@@ -1,21 +1,21 @@
 //! The wrapper objects: a hand-built base type `tether_ffi.Object` with its own
 //! tp_alloc/tp_free/tp_dealloc, and the adapter of the core tying state machine to CPython.
 //!
-//! Layout of every wrapper: `PyObject_HEAD`, the native object it owns (+1) and its weak
-//! reference list (32 bytes, pymalloc's size class for 24 as well). A wrapper
-//! is untied in its own dealloc, while its memory still exists, so it names itself to the
-//! core by address (`PyHost` is a word-only host: 8 bytes of slot in front of each native
+//! Layout of every wrapper: `PyObject_HEAD` and its native word, the object it owns (+1)
+//! (24 bytes; a class declared weak-referenceable adds CPython's weak-reference list). A
+//! wrapper is untied in its own dealloc, while its memory still exists, so it names itself to
+//! the core by address (`PyHost` is a word-only host: 8 bytes of slot in front of each native
 //! object, no generation). When a wrapper dies while its native object lives, its memory
 //! block stays in the object's slot (Inactive) and the next return of that object
 //! re-initialises the block in place, so `id()` is stable.
 //!
-//! The frontend allocator reserves a wrapper's 32 bytes between each object's slot and its
-//! header (`TieHost::RESERVE`), so an object and its first wrapper are one allocation: a
-//! generated class's wrapper lives there (its "embedded" block) and goes with the object's
-//! memory. A call reads the slot word and the wrapper's first 24 bytes, one run of 32 bytes:
-//! in one cache line for three of the four places an 80-byte block starts at. Wrappers of other sizes
-//! (Functions), Python subclasses' instances and objects of other allocators use blocks of
-//! their own. An embedded wrapper that `_move()` empties outlives its object's value: it holds
+//! The frontend allocator reserves a wrapper head's 16 bytes in front of each object's slot
+//! (`TieHost::RESERVE`), so an object and its first wrapper are one allocation: a generated
+//! class's wrapper lives there (its "embedded" block), its last word is the object's slot
+//! word ([`NativeWord`]), and it goes with the object's memory. A two-field object is one
+//! 64-byte block, on one cache line. Wrappers of other sizes (Functions, weak-referenceable
+//! classes), Python subclasses' instances and objects of other allocators use blocks of their
+//! own. An embedded wrapper that `_move()` empties outlives its object's value: it holds
 //! a weak reference to the object (the memory) until it dies ([`MOVED_EMBEDDED`]).
 
 use std::ffi::{c_int, c_void};
@@ -24,49 +24,65 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 
 use pyo3::ffi;
 use tether_core::arc::ObjectRef;
-use tether_core::boundary::{ClaimMode, Previous, Returned, TieHost, TAG_INACTIVE};
+use tether_core::boundary::{ClaimMode, Previous, Reserve, Returned, TieHost, TAG_INACTIVE};
 use tether_core::object::ObjectHeader;
 use tether_core::{AnyView, Error};
 
 use crate::errors::PyErrSet;
 use crate::{callback, classes, errors, pending, state};
 
-/// The memory of every wrapper.
+/// The memory of every wrapper: `PyObject_HEAD` and the [`NativeWord`]. A class declared
+/// weak-referenceable adds CPython's weak-reference list after it (`classes::build`).
 #[repr(C)]
 pub struct Wrapper {
     pub ob_base: ffi::PyObject,
-    /// The native object (owned +1) with its type index; null once moved out by `_move()`,
-    /// and in a Python subclass's instance until the base class's `__init__` made it.
+    /// The native object (owned +1); in a wrapper that lives in its object's memory, the
+    /// object's slot word itself.
     pub native: NativeWord,
-    /// CPython's list of weak references to the wrapper (`__weaklistoffset__`); emptied when
-    /// the wrapper dies, before its block may be revived.
-    pub weaklist: *mut ffi::PyObject,
 }
 
 const _: () = {
     let head = std::mem::size_of::<ffi::PyObject>();
-    assert!(std::mem::size_of::<Wrapper>() == head + 16 && std::mem::offset_of!(Wrapper, weaklist) == head + 8);
+    assert!(std::mem::size_of::<Wrapper>() == head + 8 && std::mem::offset_of!(Wrapper, native) == head);
 };
 
-/// A wrapper's native object: its address; in its low bit, whether this frontend's allocator
-/// made the object (it has the prefix slot); and the object's type index in the 16 bits above
-/// the address when both fit (0 there otherwise: user-space addresses stay below 2^48 on the
-/// 64-bit targets CPython runs on, unless a mapping asks for more, and type indices below 2^16
-/// in any real registry). A wrapper argument's view and its spare claim then need the wrapper
-/// and the slot, not the object's header: an `echo(o)` of one of 2^20 objects reads bytes
-/// 0-40 of its 80-byte block (one cache line for half the blocks) instead of 0-56 (for a
-/// quarter).
+/// A wrapper's last word, read as one of two things:
+///
+/// - In a wrapper of its own block, the *native word*: the object's address; in bits 0-1 the
+///   tag [`NATIVE_TAG`]; in bit 2, whether this frontend's allocator made the object (it has
+///   the prefix slot); and the object's type index in the 16 bits above the address when both
+///   fit (0 there otherwise: user-space addresses stay below 2^48 on the 64-bit targets CPython
+///   runs on, unless a mapping asks for more, and type indices below 2^16 in any real registry).
+///   0 when the object was moved out (`_move()`) or not made yet (a Python subclass's instance
+///   before the base `__init__`).
+/// - In a wrapper that lives in its object's memory (the allocator's reserve in front of the
+///   slot: block = wrapper head, slot, header, body), the object's *slot word*: while the slot
+///   is Active and names this wrapper, the object is the header right after it. A slot word's
+///   low bits are never [`NATIVE_TAG`] (Active 00, Locked 01, Inactive 10). Any other slot word
+///   (Detached after `_move()`, or naming a newer wrapper) reads as moved out.
+///
+/// So a two-field object and its wrapper are one 64-byte block (head 16, slot 8, header 24,
+/// two cells 16), which mimalloc aligns to a cache line: an `echo(o)` or `o.first` of an object
+/// nothing has touched lately waits for one line, as pyo3's own 64-byte objects do.
 #[repr(transparent)]
 pub struct NativeWord(AtomicPtr<ObjectHeader>);
 
 /// Where a native word's type index starts.
 const TYPE_SHIFT: u32 = 48;
+/// The low bits of every native word (never a slot word's).
+const NATIVE_TAG: usize = 0b11;
 /// The bit that says the object has this frontend's prefix slot (headers are 8-aligned).
-const PREFIXED: usize = 1;
-const ADDRESS_MASK: usize = ((1 << TYPE_SHIFT) - 1) & !PREFIXED;
-// The word holds an address, a bit below it and 16 bits above it: 64-bit pointers, and headers
-// aligned past the bit.
-const _: () = assert!(usize::BITS == 64 && std::mem::align_of::<ObjectHeader>() > PREFIXED);
+const PREFIXED: usize = 0b100;
+const ADDRESS_MASK: usize = ((1 << TYPE_SHIFT) - 1) & !(NATIVE_TAG | PREFIXED);
+// The word holds an address, three bits below it and 16 bits above it: 64-bit pointers, and
+// headers aligned past the bits.
+const _: () = assert!(usize::BITS == 64 && std::mem::align_of::<ObjectHeader>() > (NATIVE_TAG | PREFIXED));
+// A slot word's tags, which a native word's must differ from in every state.
+const _: () = assert!(
+    tether_core::slot::TAG_LOCKED | tether_core::slot::TAG_INACTIVE == NATIVE_TAG
+        && tether_core::slot::TAG_LOCKED != NATIVE_TAG
+        && tether_core::slot::TAG_INACTIVE != NATIVE_TAG
+);
 
 /// A wrapper's native object as its [`NativeWord`] gives it.
 pub struct Native<'a> {
@@ -77,10 +93,37 @@ pub struct Native<'a> {
 }
 
 impl NativeWord {
+    /// The object whose slot this word is, when it is the slot word of this wrapper's object
+    /// and names this wrapper (the wrapper lives in its object's memory).
+    #[inline(always)]
+    fn in_memory_object(&self, bits: usize) -> Option<*mut ObjectHeader> {
+        let this = self as *const NativeWord as *mut u8;
+        let wrapper = this.wrapping_sub(std::mem::size_of::<ffi::PyObject>());
+        let named = tether_core::slot::SlotState::active_naming(bits, wrapper as usize, PyHost::SERIALIZED).is_some();
+        // The header follows the slot word (the allocator's `Reserve::BeforeSlot` layout).
+        named.then(|| this.wrapping_add(std::mem::size_of::<NativeWord>()) as *mut ObjectHeader)
+    }
+
     /// The object's address (null: moved out, or not made yet).
     #[inline(always)]
     pub fn object(&self, order: Ordering) -> *mut ObjectHeader {
-        self.0.load(order).map_addr(|a| a & ADDRESS_MASK)
+        let word = self.0.load(order);
+        if let Some(obj) = self.in_memory_object(word.addr()) {
+            obj
+        } else if word.addr() & NATIVE_TAG == NATIVE_TAG {
+            word.map_addr(|a| a & ADDRESS_MASK)
+        } else {
+            null_mut()
+        }
+    }
+
+    /// As [`NativeWord::object`], for a wrapper that never lives in its object's memory (a
+    /// Function's: its class is wider than a plain wrapper): the word is a native word or 0.
+    #[inline(always)]
+    pub fn own_block_object(&self, order: Ordering) -> *mut ObjectHeader {
+        let word = self.0.load(order);
+        debug_assert!(word.is_null() || word.addr() & NATIVE_TAG == NATIVE_TAG, "a wrapper in its object's memory");
+        word.map_addr(|a| a & ADDRESS_MASK)
     }
 
     /// The object (`None`: moved out, or not made yet), its type index from the word when the
@@ -91,28 +134,37 @@ impl NativeWord {
     #[inline(always)]
     pub unsafe fn native<'a>(&self, order: Ordering) -> Option<Native<'a>> {
         let word = self.0.load(order);
+        let bits = word.addr();
+        // A wrapper in its object's memory first (every generated class's first wrapper of an
+        // object our allocator made): one compare, as a native word never names the wrapper.
+        if let Some(obj) = self.in_memory_object(bits) {
+            // SAFETY: the wrapper's +1 keeps `obj` alive (the caller's guarantee); its header
+            // is in the wrapper's own cache line.
+            return Some(Native { view: unsafe { AnyView::from_object_ptr(obj) }, prefixed: true });
+        }
+        if bits & NATIVE_TAG != NATIVE_TAG {
+            return None; // moved out, or not made yet
+        }
         let obj = word.map_addr(|a| a & ADDRESS_MASK);
-        let type_index = (word.addr() >> TYPE_SHIFT) as i32;
+        let type_index = (bits >> TYPE_SHIFT) as i32;
         // A type index in the word says the object is there (`set` writes one only with it).
         let view = if type_index != 0 {
             // SAFETY: the wrapper's +1 keeps `obj` alive (the caller's guarantee); the type
             // index is the header's, written by `set` from it.
             unsafe { AnyView::from_object_ptr_of_type(obj, type_index) }
-        } else if obj.is_null() {
-            return None;
         } else {
             // SAFETY: the wrapper's +1 keeps `obj` alive (the caller's guarantee); its header
             // gives the type index that did not fit the word.
             unsafe { AnyView::from_object_ptr(obj) }
         };
-        Some(Native { view, prefixed: word.addr() & PREFIXED != 0 })
+        Some(Native { view, prefixed: bits & PREFIXED != 0 })
     }
 
-    /// Store `obj`, whose +1 is the wrapper's from now; `prefixed` when this frontend's
-    /// allocator made it.
+    /// Store `obj`, whose +1 is the wrapper's from now, in a wrapper of its own block;
+    /// `prefixed` when this frontend's allocator made it.
     ///
     /// # Safety
-    /// `obj` is a live object.
+    /// `obj` is a live object; the wrapper does not live in `obj`'s memory.
     #[inline(always)]
     pub unsafe fn set(&self, obj: *mut ObjectHeader, prefixed: bool, order: Ordering) {
         // SAFETY: a live object's header is readable (the caller's guarantee).
@@ -120,29 +172,42 @@ impl NativeWord {
         // Both fit: no address bit at or above the shift, no type bit at or above 64 - shift.
         let fits = (obj.addr() >> TYPE_SHIFT) | (type_index >> (64 - TYPE_SHIFT)) == 0;
         let typed = if fits { type_index << TYPE_SHIFT } else { 0 };
-        self.0.store(obj.map_addr(|a| a | typed | prefixed as usize), order);
+        let prefixed = if prefixed { PREFIXED } else { 0 };
+        self.0.store(obj.map_addr(|a| a | typed | prefixed | NATIVE_TAG), order);
     }
 
-    /// Take the object out, leaving null; the caller must serialize with the word's other
-    /// writers (the GIL), unless `atomic`.
+    /// Take the object out (null when it was moved out already). A native word is left 0; the
+    /// caller must serialize with the word's other writers (the GIL), unless `atomic`. A slot
+    /// word is left alone: untying the wrapper, which the caller does next, rewrites it.
     #[inline(always)]
     fn take(&self, atomic: bool) -> *mut ObjectHeader {
+        let word = self.0.load(Ordering::Acquire);
+        if let Some(obj) = self.in_memory_object(word.addr()) {
+            return obj;
+        }
+        if word.addr() & NATIVE_TAG != NATIVE_TAG {
+            return null_mut();
+        }
         let word = if atomic {
             self.0.swap(null_mut(), Ordering::AcqRel)
         } else {
-            let word = self.0.load(Ordering::Relaxed);
             self.0.store(null_mut(), Ordering::Relaxed);
             word
         };
+        if word.addr() & NATIVE_TAG != NATIVE_TAG {
+            return null_mut(); // taken by a racing `_move()` meanwhile
+        }
         word.map_addr(|a| a & ADDRESS_MASK)
     }
 }
 
-/// Function wrappers also carry their vectorcall entry point.
+/// Function wrappers also carry their vectorcall entry point, and take weak references (as
+/// Python's own functions do).
 #[repr(C)]
 pub struct FunctionWrapper {
     pub base: Wrapper,
     pub vectorcall: Option<ffi::vectorcallfunc>,
+    pub weaklist: *mut ffi::PyObject,
 }
 
 /// `tether_ffi.Object`, the base of every generated class.
@@ -248,15 +313,19 @@ pub unsafe fn free_cached_block(block: *mut ffi::PyObject) {
     }
 }
 
-/// Empty a dying wrapper's weak references (their callbacks run here).
+/// Empty a dying wrapper's weak references (their callbacks run here), when its class takes
+/// any. (A Python subclass that added the list itself had it emptied by CPython's
+/// `subtype_dealloc` before ours ran.)
 ///
 /// # Safety
 /// GIL held; `o` is the dying wrapper (refcount 0).
 #[inline]
 unsafe fn clear_weak_refs(o: *mut ffi::PyObject) {
-    // SAFETY: `o` is a wrapper (caller); its list is read only while CPython keeps it.
+    // SAFETY: `o` is a wrapper (caller) of a live type; its list is read only while CPython
+    // keeps it, at the offset its type declares.
     unsafe {
-        if !(*(o as *mut Wrapper)).weaklist.is_null() {
+        let offset = (*ffi::Py_TYPE(o)).tp_weaklistoffset;
+        if offset > 0 && !(*((o as *mut u8).add(offset as usize) as *mut *mut ffi::PyObject)).is_null() {
             ffi::PyObject_ClearWeakRefs(o);
         }
     }
@@ -511,17 +580,27 @@ unsafe impl TieHost for PyHost {
     /// methods, no GC-tracked allocation that could run a finalizer), and a failed one abandons
     /// the call before the claim settles. Keep it so when changing `convert::to_view`.
     const CLAIM_MODE: ClaimMode = ClaimMode::AtOnce;
-    /// A generated class's wrapper, between the slot and the header (GIL builds; see the module doc).
-    const RESERVE: usize = if cfg!(Py_GIL_DISABLED) { 0 } else { std::mem::size_of::<Wrapper>() };
+    /// A generated class's wrapper head in front of the slot, whose word is then the
+    /// wrapper's last (GIL builds; see the module doc and [`NativeWord`]).
+    const RESERVE: Reserve =
+        if cfg!(Py_GIL_DISABLED) { Reserve::NONE } else { Reserve::BeforeSlot(std::mem::size_of::<ffi::PyObject>()) };
 
     #[inline]
     unsafe fn revive(&self, word: usize) -> Option<Handle> {
         let o = word as *mut ffi::PyObject;
         #[cfg(not(Py_GIL_DISABLED))]
         {
-            // SAFETY: with the GIL an Active word names a live wrapper: dealloc unties
-            // before anything else, and nothing else can run in between.
-            unsafe { ffi::Py_INCREF(o) };
+            // SAFETY: with the GIL an Active word names a wrapper whose memory lives: our
+            // dealloc unties before anything else. A Python subclass that added its own
+            // weak-reference list has it emptied by CPython before our dealloc runs, and a
+            // callback there may ask for the object: its wrapper is dying then (count 0), and a
+            // new one is made instead of reviving it.
+            unsafe {
+                if ffi::Py_REFCNT(o) == 0 {
+                    return None;
+                }
+                ffi::Py_INCREF(o);
+            }
             Some(o)
         }
         #[cfg(Py_GIL_DISABLED)]
@@ -572,15 +651,21 @@ unsafe impl TieHost for PyHost {
                 }
                 Previous::Detached => match embedded {
                     Some(block) if fits_embedded(prepared) && embedded_is_free(block) => {
-                        std::ptr::write_bytes(block as *mut Wrapper, 0, 1);
+                        // The head only: the word after it is the slot.
+                        std::ptr::write_bytes(block as *mut ffi::PyObject, 0, 1);
                         ffi::PyObject_Init(block as *mut ffi::PyObject, cls)
                     }
                     _ => allocate(prepared)?,
                 },
                 Previous::Dying(_) => allocate(prepared)?,
             };
-            let w = o as *mut Wrapper;
-            (*w).native.set(obj.into_raw(), embedded.is_some(), Ordering::Release);
+            if embedded == Some(o as *mut u8) {
+                // Its +1 is the wrapper's from now: the slot word naming it, which the tie
+                // writes next, is the wrapper's native word (see `NativeWord`).
+                let _ = obj.into_raw();
+            } else {
+                (*(o as *mut Wrapper)).native.set(obj.into_raw(), embedded.is_some(), Ordering::Release);
+            }
             let offset = (*cls).tp_vectorcall_offset;
             if offset > 0 {
                 *((o as *mut u8).add(offset as usize) as *mut Option<ffi::vectorcallfunc>) =

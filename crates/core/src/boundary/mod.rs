@@ -37,7 +37,7 @@ use crate::host_value::HostValueObj;
 use crate::object::{dec_ref, ObjectHeader};
 use crate::thread_spares::{SpareCell, ThreadSpares};
 use crate::tying::{self, Slot};
-pub use crate::tying::{ClaimMode, Previous, Returned, SideTable, SlotLayout, TieHost, TAG_INACTIVE};
+pub use crate::tying::{ClaimMode, Previous, Reserve, Returned, SideTable, SlotLayout, TieHost, TAG_INACTIVE};
 
 /// Start loading the cache line at `address` (a hint: it reads nothing architecturally and
 /// never faults, whatever the address). Frontends whose wrappers live in their objects'
@@ -107,26 +107,25 @@ impl<H: TieHost> Frontend<H> {
         Ok(tag)
     }
 
-    /// The [`TieHost::RESERVE`] bytes between `obj`'s slot and its header, when `obj` was made
-    /// by this domain's allocator and the host reserves any (None otherwise). They live as long
-    /// as `obj`'s memory.
+    /// Where `obj`'s [`TieHost::RESERVE`] starts, when `obj` was made by this domain's
+    /// allocator and the host reserves any (None otherwise). It lives as long as `obj`'s memory.
     ///
     /// # Safety
     /// `obj` is a live object (strong or weak reference held).
     #[inline]
     pub unsafe fn reserve_of(&self, obj: *mut ObjectHeader) -> Option<*mut u8> {
         // SAFETY: `obj`'s header is readable (the caller's guarantee); only its tag is read.
-        if H::RESERVE == 0 || unsafe { (*obj).alloc_tag } != self.tag() {
+        if H::RESERVE.bytes() == 0 || unsafe { (*obj).alloc_tag } != self.tag() {
             return None;
         }
-        Some((obj as *mut u8).wrapping_sub(H::RESERVE))
+        Some(H::LAYOUT.reserve_at(H::LAYOUT.word_of(obj, H::RESERVE), H::RESERVE))
     }
 
-    /// The [`TieHost::RESERVE`] bytes after the slot whose word is `slot`, of an object this
-    /// domain's allocator made (the free hook's argument).
+    /// Where the [`TieHost::RESERVE`] of the slot whose word is `slot` starts, for an object
+    /// this domain's allocator made (the free hook's argument).
     #[inline]
-    pub fn reserve_after_slot(slot: *const AtomicUsize) -> *mut u8 {
-        (slot as *mut u8).wrapping_add(H::LAYOUT.size())
+    pub fn reserve_of_slot(slot: *const AtomicUsize) -> *mut u8 {
+        H::LAYOUT.reserve_at(slot, H::RESERVE)
     }
 
     /// Tie through the slots of the allocator tagged `tag`, installed for `H` (another domain

@@ -7,7 +7,7 @@ use super::side_table::SideTable;
 use super::spares::keep_spare;
 use crate::arc::ObjectRef;
 use crate::object::ObjectHeader;
-use crate::slot::{aux_of, ActiveWord, Slot, SlotLayout, SlotState, GENERATION_MASK, TAG_LOCKED};
+use crate::slot::{aux_of, ActiveWord, Reserve, Slot, SlotLayout, SlotState, GENERATION_MASK, TAG_LOCKED};
 use crate::spin::backoff;
 
 /// The slot word of `obj` if the allocator tagged `tag` (host `H`'s) made it.
@@ -17,7 +17,7 @@ use crate::spin::backoff;
 #[inline(always)]
 pub unsafe fn slot_of<'a, H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> Option<Slot<'a>> {
     // SAFETY: `obj` is live (this function's contract); `H`'s allocator lays its slots out as
-    // `H::LAYOUT`, with `H::RESERVE` bytes between the slot and the header.
+    // `H::LAYOUT`, with `H::RESERVE` beside them.
     unsafe { slot_in(obj, tag, H::LAYOUT, H::RESERVE) }
 }
 
@@ -29,23 +29,23 @@ pub unsafe fn slot_of<'a, H: TieHost>(obj: *mut ObjectHeader, tag: u32) -> Optio
 /// `obj` is a live object made by `H`'s frontend allocator.
 #[inline(always)]
 pub unsafe fn slot_of_prefixed<'a, H: TieHost>(obj: *mut ObjectHeader) -> Slot<'a> {
-    // SAFETY: that allocator placed its slot, laid out as `H::LAYOUT`, right before the
-    // `H::RESERVE` bytes in front of the header, and it lives as long as the object's memory
-    // (this function's contract).
+    // SAFETY: that allocator placed its slot, laid out as `H::LAYOUT`, in front of the header
+    // with `H::RESERVE` beside it, and it lives as long as the object's memory (this
+    // function's contract).
     unsafe { Slot::from_raw(H::LAYOUT.word_of(obj, H::RESERVE)) }
 }
 
 /// The slot word of `obj` if the frontend allocator tagged `tag`, whose slots are laid out as
-/// `layout` with `reserve` host bytes between each slot and its header, made it.
+/// `layout` with `reserve` beside each, made it.
 ///
 /// # Safety
 /// `obj` is a live object; `layout` and `reserve` are those that allocator was installed with.
 #[inline(always)]
-pub unsafe fn slot_in<'a>(obj: *mut ObjectHeader, tag: u32, layout: SlotLayout, reserve: usize) -> Option<Slot<'a>> {
+pub unsafe fn slot_in<'a>(obj: *mut ObjectHeader, tag: u32, layout: SlotLayout, reserve: Reserve) -> Option<Slot<'a>> {
     // SAFETY: `obj` is live; its alloc_tag says whether the prefix exists.
     if unsafe { (*obj).alloc_tag } == tag && tag != crate::alloc::BUILTIN_TAG {
-        // SAFETY: that allocator placed its slot, laid out as `layout`, right before the
-        // `reserve` bytes in front of the header, and it lives as long as the object's memory;
+        // SAFETY: that allocator placed its slot, laid out as `layout`, in front of the header
+        // with `reserve` beside it, and it lives as long as the object's memory;
         // the pointer is derived from `obj`, so it may reach the whole prefix.
         Some(unsafe { Slot::from_raw(layout.word_of(obj, reserve)) })
     } else {
@@ -135,12 +135,12 @@ pub unsafe trait TieHost {
     /// hosts; see [`super::ClaimMode`]): at once only if converting the later arguments never
     /// runs language code when it succeeds.
     const CLAIM_MODE: super::ClaimMode = super::ClaimMode::AfterConversion;
-    /// Bytes this host's allocator sets aside between each object's slot and its header for
-    /// the host's own use, freed with the object's memory (a multiple of 8; CPython: the memory of the
-    /// object's wrapper, so the object and its wrapper are one allocation), zeroed when the
-    /// object is allocated. A host reads and writes them only while it holds a strong or weak
-    /// reference to the object.
-    const RESERVE: usize = 0;
+    /// Bytes this host's allocator sets aside beside each object's slot for the host's own
+    /// use, freed with the object's memory (a multiple of 8; CPython and Node: the memory of
+    /// the object's first wrapper, so the object and its wrapper are one allocation), zeroed
+    /// when the object is allocated. A host reads and writes them only while it holds a strong
+    /// or weak reference to the object.
+    const RESERVE: Reserve = Reserve::NONE;
     /// The slot layout of this host's allocator (follows [`Self::WORD_ONLY`]).
     const LAYOUT: SlotLayout = if Self::WORD_ONLY { SlotLayout::WordOnly } else { SlotLayout::Full };
     /// Try to get a strong handle from an Active word; `None` if the wrapper is dying.

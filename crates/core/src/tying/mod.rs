@@ -38,7 +38,7 @@ mod machine;
 mod side_table;
 mod spares;
 
-pub use crate::slot::{Slot, SlotLayout, SlotPrefix, TAG_INACTIVE, TAG_LOCKED};
+pub use crate::slot::{Reserve, Slot, SlotLayout, SlotPrefix, TAG_INACTIVE, TAG_LOCKED};
 pub use cells::revive_in_cell;
 pub use machine::{
     peek, revive_any, slot_in, slot_of, take_inactive, tie, tie_any, untie, untie_any, Previous, Returned, TieHost,

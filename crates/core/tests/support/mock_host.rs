@@ -75,9 +75,13 @@ pub fn host() -> &'static MockHost {
     static HOST: OnceLock<MockHost> = OnceLock::new();
     HOST.get_or_init(|| {
         tether_core::init(); // registry objects made now keep the builtin tag: side-table path
-        let tag =
-            tether_core::alloc::install_frontend_allocator(MockHost::LAYOUT, 0, Some(on_free), std::ptr::null_mut())
-                .unwrap();
+        let tag = tether_core::alloc::install_frontend_allocator(
+            MockHost::LAYOUT,
+            tether_core::tying::Reserve::NONE,
+            Some(on_free),
+            std::ptr::null_mut(),
+        )
+        .unwrap();
         MockHost {
             tag,
             side: SideTable::new(),
