@@ -26,7 +26,7 @@ extern "C" {
 /* ---- versioning ------------------------------------------------------------------------ */
 
 #define TETHER_ABI_MAJOR 1u
-#define TETHER_ABI_MINOR 6u
+#define TETHER_ABI_MINOR 7u
 /* The value a plugin exports as `tether_module_abi`: major << 16 | minor. */
 #define TETHER_MODULE_ABI_WORD ((TETHER_ABI_MAJOR << 16) | TETHER_ABI_MINOR)
 

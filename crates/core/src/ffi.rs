@@ -154,10 +154,16 @@ unsafe extern "C" fn api_type_info(index: i32) -> *const TypeInfo {
 }
 unsafe extern "C" fn api_publish_type_info(info: *const TypeInfo) -> i32 {
     // SAFETY: the plugin passes a leaked, immutable info (ABI contract).
-    let Some(info) = (unsafe { info.as_ref() }) else {
+    let Some(mut info) = (unsafe { info.as_ref() }) else {
         set_last_error(Error::value("publish_type_info: null info"));
         return -1;
     };
+    // A module built before `flags` existed left padding there: read it as 0 (in a leaked copy,
+    // as every published info is leaked).
+    if info.flags != 0 && crate::plugin::initialising_abi_minor().is_some_and(|m| m < crate::plugin::TYPE_FLAGS_MINOR) {
+        // SAFETY: a bitwise copy of an immutable info with no destructor; the copy is leaked.
+        info = Box::leak(Box::new(TypeInfo { flags: 0, ..unsafe { std::ptr::read(info) } }));
+    }
     // SAFETY: the info's arrays are as long as its counts and its object pointers are live
     // (ABI contract); everything else in it is checked.
     if let Err(e) = unsafe { check_published(info) } {

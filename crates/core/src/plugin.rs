@@ -21,7 +21,10 @@ use crate::signature::SignatureInfo;
 use crate::types::TypeInfo;
 
 pub const ABI_MAJOR: u32 = 1;
-pub const ABI_MINOR: u32 = 6;
+/// 1.7: `TypeInfo.flags` (`TYPE_WEAK_REFERENCEABLE`), which was padding before.
+pub const ABI_MINOR: u32 = 7;
+/// The first minor whose `TypeInfo` has `flags`: an older plugin's are read as 0.
+pub(crate) const TYPE_FLAGS_MINOR: u32 = 7;
 /// The value a plugin exports as `tether_module_abi`.
 pub const ABI_WORD: u32 = (ABI_MAJOR << 16) | ABI_MINOR;
 
@@ -353,6 +356,8 @@ thread_local! {
     /// During a plugin's init on this thread: the path it was loaded by, for messages that
     /// name who registered what ([`registrant`]).
     static INITIALISING: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+    /// During a plugin's init on this thread: the ABI minor it was built for.
+    static INITIALISING_MINOR: std::cell::Cell<Option<u32>> = const { std::cell::Cell::new(None) };
     /// During a plugin's init on this thread: the types whose reflection it published first.
     static PUBLISHED: std::cell::RefCell<Vec<i32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
@@ -363,6 +368,11 @@ pub(crate) fn note_published(index: i32) {
     if INITIALISING.with(|m| m.borrow().is_some()) {
         PUBLISHED.with(|p| p.borrow_mut().push(index));
     }
+}
+
+/// The ABI minor of the module whose init is running on this thread, if one is.
+pub(crate) fn initialising_abi_minor() -> Option<u32> {
+    INITIALISING_MINOR.with(|m| m.get())
 }
 
 /// Who is registering on this thread: the module whose init is running, else the host.
@@ -455,10 +465,12 @@ pub fn load_module(path: &str) -> Result<ObjectArc<ModuleObj>> {
     let mut pending = PendingModule::default();
     REJECTED.with(|r| *r.borrow_mut() = Some(Vec::new()));
     INITIALISING.with(|m| *m.borrow_mut() = Some(path.to_string()));
+    INITIALISING_MINOR.with(|m| m.set(Some(minor)));
     PUBLISHED.with(|p| p.borrow_mut().clear());
     // SAFETY: the host table is `'static`; `pending` outlives the call.
     let rc = unsafe { init(crate::ffi::host_table(), &mut pending as *mut PendingModule as *mut c_void) };
     INITIALISING.with(|m| *m.borrow_mut() = None);
+    INITIALISING_MINOR.with(|m| m.set(None));
     let mut rejected = REJECTED.with(|r| r.borrow_mut().take()).unwrap_or_default();
     // A type the module declared but left out of its exports is a mistake in its source.
     let published = PUBLISHED.with(|p| std::mem::take(&mut *p.borrow_mut()));

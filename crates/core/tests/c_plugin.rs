@@ -480,6 +480,17 @@ fn a_key_registered_with_another_api_fails_the_load_naming_both_modules() {
 
 #[test]
 #[cfg_attr(miri, ignore = "compiles C and dlopens it")]
+fn a_module_of_an_older_minor_publishes_no_type_flags() {
+    let _g = loaded();
+    load_module(&build("old_minor")).expect("an ABI 1.6 module loads");
+    let index = tether_core::types::type_index_of("oldminor.Thing").expect("registered");
+    let info = tether_core::types::type_info(index).expect("published");
+    assert_eq!(info.flags, 0, "the bytes where flags now are were padding in ABI 1.6");
+    assert!(!info.is_weak_referenceable() && info.is_reflected());
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "compiles C and dlopens it")]
 fn a_type_left_out_of_its_module_fails_the_load() {
     let _g = loaded();
     let e = load_module(&build("unexported")).unwrap_err();
