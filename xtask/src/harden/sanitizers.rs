@@ -15,7 +15,9 @@ use crate::workspace::Ctx;
 
 mod python;
 
-const ASAN_FLAGS: &str = "-Zsanitizer=address";
+/// `--cfg tether_asan`: the Python frontend keeps its native words plain addresses there (no
+/// type index above the address), which LeakSanitizer can follow (crates/python/src/wrapper.rs).
+const ASAN_FLAGS: &str = "-Zsanitizer=address --cfg tether_asan";
 /// The lines that start an AddressSanitizer or LeakSanitizer report.
 const ASAN_REPORTS: &[&str] = &["ERROR: AddressSanitizer", "ERROR: LeakSanitizer"];
 
