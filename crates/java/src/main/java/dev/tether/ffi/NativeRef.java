@@ -1,6 +1,8 @@
 package dev.tether.ffi;
 
 import java.lang.ref.Cleaner;
+import java.lang.ref.PhantomReference;
+import java.lang.ref.ReferenceQueue;
 
 /**
  * A wrapper's native reference (+1 strong): what every wrapper class keeps in fields of its
@@ -18,20 +20,15 @@ import java.lang.ref.Cleaner;
  *       {@code wrapper_word} makes it), so native code builds the argument and finds this
  *       thread's spare without reading the object's header or slot. Set with the handle, never
  *       changed after.</li>
- *   <li>{@code Cleaner.Cleanable cleanable}: its registration with the Cleaner, whose action
- *       captures only the handle and the generation, never the wrapper (so it cannot keep the
- *       wrapper alive). {@code close()} marks the handle closed, then runs it; a Cleanable runs
- *       its action once, so the reference is released exactly once.</li>
+ *   <li>{@code Cleaner.Cleanable cleanable}: its {@link Release}, a phantom reference to the
+ *       wrapper that holds only the handle and the generation, never the wrapper (so it cannot
+ *       keep the wrapper alive), and releases them once the wrapper is unreachable.
+ *       {@code close()} marks the handle closed, then runs it; it runs once, so the reference
+ *       is released exactly once.</li>
  * </ul>
  */
 final class NativeRef {
     private NativeRef() {}
-
-    private static final Cleaner CLEANER = Cleaner.create(runnable -> {
-        Thread t = new Thread(runnable, "tether-cleaner");
-        t.setDaemon(true);
-        return t;
-    });
 
     // The word's layout (crates/java/src/tie.rs `wrapper_word` makes it, natives.rs reads it).
     static final int TYPE_SHIFT = 8;
@@ -40,9 +37,9 @@ final class NativeRef {
     static final long SPARES = 1L << 24;
     static final int GENERATION_SHIFT = 32;
 
-    /** Register {@code wrapper}'s Cleaner: it releases {@code handle} of {@code word}'s generation. */
+    /** Register {@code wrapper}'s release: of {@code handle} of {@code word}'s generation. */
     static Cleaner.Cleanable register(Object wrapper, long handle, long word) {
-        return CLEANER.register(wrapper, new Release(handle, generation(word)));
+        return new Release(wrapper, handle, generation(word));
     }
 
     /** The handle a wrapper holding {@code handle} keeps once closed (idempotent). */
@@ -78,18 +75,89 @@ final class NativeRef {
         return Marshal.OBJECT | ((long) typeIndex << TYPE_SHIFT);
     }
 
-    private static final class Release implements Runnable {
+    /**
+     * A wrapper's release: what {@code Cleaner.register(wrapper, action)} gives, in one object
+     * instead of the Cleaner's record and its action (one allocation per wrapper, and 24 bytes,
+     * fewer; the records live until the wrapper dies, so the collector copies them). Each is
+     * kept reachable in one of {@link #LISTS}' doubly linked lists (a phantom reference that
+     * nothing reaches is never enqueued), chosen by thread so that threads making wrappers
+     * rarely wait for one another; the {@code tether-cleaner} thread runs those the collector
+     * enqueues. Whoever unlinks one (that thread, or {@code close()}) runs it, so it runs once.
+     */
+    private static final class Release extends PhantomReference<Object> implements Cleaner.Cleanable {
         private final long handle;
         private final long generation;
+        /** Its list (the lock of its links), and its neighbours there; null once unlinked. */
+        private final Release list;
+        private Release prev;
+        private Release next;
 
-        Release(long handle, long generation) {
-            this.handle = handle;
-            this.generation = generation;
+        /** A list's head: links only. */
+        private Release() {
+            super(null, null);
+            this.handle = 0;
+            this.generation = 0;
+            this.list = this;
+            this.prev = this;
+            this.next = this;
         }
 
+        Release(Object wrapper, long handle, long generation) {
+            super(wrapper, QUEUE);
+            this.handle = handle;
+            this.generation = generation;
+            this.list = LISTS[(int) Thread.currentThread().getId() & (LISTS.length - 1)];
+            synchronized (list) {
+                prev = list;
+                next = list.next;
+                list.next.prev = this;
+                list.next = this;
+            }
+        }
+
+        /** Release the reference unless it was already (the first caller unlinks it). */
         @Override
-        public void run() {
-            Native.release(handle, generation);
+        public void clean() {
+            boolean unlinked;
+            synchronized (list) {
+                unlinked = next != null;
+                if (unlinked) {
+                    prev.next = next;
+                    next.prev = prev;
+                    prev = null;
+                    next = null;
+                }
+            }
+            if (unlinked) {
+                clear();
+                Native.release(handle, generation);
+            }
+        }
+    }
+
+    private static final ReferenceQueue<Object> QUEUE = new ReferenceQueue<>();
+
+    /** The lists that keep releases reachable (a power of two of them). */
+    private static final Release[] LISTS = new Release[8];
+
+    static {
+        for (int i = 0; i < LISTS.length; i++) {
+            LISTS[i] = new Release();
+        }
+        Thread cleaner = new Thread(NativeRef::runReleases, "tether-cleaner");
+        cleaner.setDaemon(true);
+        cleaner.start();
+    }
+
+    /** The {@code tether-cleaner} thread: run each release whose wrapper became unreachable. */
+    private static void runReleases() {
+        while (true) {
+            try {
+                ((Release) QUEUE.remove()).clean();
+            } catch (Throwable t) {
+                // An interrupt, or a release that failed: the thread goes on with the next one,
+                // as a Cleaner's does.
+            }
         }
     }
 }
