@@ -7,33 +7,22 @@
 
 __attribute__((visibility("default"))) const uint32_t tether_module_abi = (TETHER_ABI_MAJOR << 16) | 6u;
 
-static int32_t zero(TetherObjectHeader *self, const TetherAnyView *args, int32_t n, TetherAny *result) {
-    (void)self, (void)args, (void)n;
-    result->type_index = TETHER_TYPE_INT;
-    result->payload.v_int = 0;
-    return 0;
-}
-
 static int32_t ancestors[1] = {TETHER_TYPE_OBJECT};
-static TetherFieldInfo fields[1];
 static TetherTypeInfo info;
 
 __attribute__((visibility("default"))) int32_t tether_module_init(const TetherApiTable *api, void *module) {
     int32_t index = api->register_type_key(SLICE("oldminor.Thing"), TETHER_TYPE_OBJECT);
-    TetherObjectHeader *get = api->make_function(zero, NULL, NULL, SLICE("oldminor.Thing.size"), 1);
-    if (index < 0 || !get) {
+    if (index < 0) {
         return TETHER_INIT_ERROR;
     }
-    fields[0] = (TetherFieldInfo){SLICE("size"), SLICE(""), SLICE(""), get, NULL};
     info = (TetherTypeInfo){
         .index = index,
         .depth = 1,
         .parent = TETHER_TYPE_OBJECT,
         .flags = 0xffffffffu,
         .key = SLICE("oldminor.Thing"),
+        .doc = SLICE("A type of a module built before flags."),
         .ancestors = ancestors,
-        .fields = fields,
-        .n_fields = 1,
     };
     if (api->publish_type_info(&info) < 0 || api->module_add_type(module, index)) {
         return TETHER_INIT_ERROR;
