@@ -386,7 +386,7 @@ def test_T17_a_python_subclass_takes_weak_references_and_its_callback_may_fetch_
     assert watch() is None and len(fetched) == 1
     got = fetched.pop()
     assert isinstance(got, testing.Pair) and got.first == 1 and testing.echo(got) is got
-    assert id(got) != before or type(got) is testing.Pair
+    assert type(got) is testing.Pair and id(got) != before, "a new wrapper, not the dying subclass instance"
     del got
     assert live_now() == baseline
 
