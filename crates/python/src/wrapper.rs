@@ -104,17 +104,17 @@ impl NativeWord {
         named.then(|| this.wrapping_add(std::mem::size_of::<NativeWord>()) as *mut ObjectHeader)
     }
 
+    /// The object a native word names (None for any other word: a slot word, or 0).
+    #[inline(always)]
+    fn native_word_object(word: *mut ObjectHeader) -> Option<*mut ObjectHeader> {
+        (word.addr() & NATIVE_TAG == NATIVE_TAG).then(|| word.map_addr(|a| a & ADDRESS_MASK))
+    }
+
     /// The object's address (null: moved out, or not made yet).
     #[inline(always)]
     pub fn object(&self, order: Ordering) -> *mut ObjectHeader {
         let word = self.0.load(order);
-        if let Some(obj) = self.in_memory_object(word.addr()) {
-            obj
-        } else if word.addr() & NATIVE_TAG == NATIVE_TAG {
-            word.map_addr(|a| a & ADDRESS_MASK)
-        } else {
-            null_mut()
-        }
+        self.in_memory_object(word.addr()).or_else(|| Self::native_word_object(word)).unwrap_or(null_mut())
     }
 
     /// As [`NativeWord::object`], for a wrapper that never lives in its object's memory (a
@@ -142,10 +142,7 @@ impl NativeWord {
             // is in the wrapper's own cache line.
             return Some(Native { view: unsafe { AnyView::from_object_ptr(obj) }, prefixed: true });
         }
-        if bits & NATIVE_TAG != NATIVE_TAG {
-            return None; // moved out, or not made yet
-        }
-        let obj = word.map_addr(|a| a & ADDRESS_MASK);
+        let obj = Self::native_word_object(word)?; // None: moved out, or not made yet
         let type_index = (bits >> TYPE_SHIFT) as i32;
         // A type index in the word says the object is there (`set` writes one only with it).
         let view = if type_index != 0 {
@@ -188,7 +185,7 @@ impl NativeWord {
         if let Some(obj) = self.in_memory_object(word.addr()) {
             return obj;
         }
-        if word.addr() & NATIVE_TAG != NATIVE_TAG {
+        if Self::native_word_object(word).is_none() {
             return null_mut();
         }
         let word = if atomic {
@@ -197,10 +194,8 @@ impl NativeWord {
             self.0.store(null_mut(), Ordering::Relaxed);
             word
         };
-        if word.addr() & NATIVE_TAG != NATIVE_TAG {
-            return null_mut(); // taken by a racing `_move()` meanwhile
-        }
-        word.map_addr(|a| a & ADDRESS_MASK)
+        // None when a racing `_move()` took it meanwhile.
+        Self::native_word_object(word).unwrap_or(null_mut())
     }
 }
 
