@@ -274,6 +274,51 @@ fn a_late_release_of_an_older_wrapper_leaves_the_new_one_alone() {
 }
 
 #[test]
+fn a_wrapper_holding_the_only_reference_takes_it_back_without_an_untie() {
+    let _g = common::serial();
+    let (f, lang) = (frontend(), Lang::default());
+    let obj = new_pair();
+    let w = f.return_object(&lang, obj.clone()).unwrap().into_handle();
+    let ptr = obj.as_ptr();
+    let word = Rc::downgrade(&w).as_ptr() as usize;
+    // SAFETY: serialized (one thread); `ptr` is live (ours and the wrapper's references).
+    assert!(unsafe { f.take_sole(ptr) }.is_none(), "another reference: the wrapper unties as usual");
+    drop(obj);
+    let live = live_objects();
+    // The language lets go of its wrapper, which held the only reference.
+    assert_eq!(w.obj.replace(std::ptr::null_mut()), ptr);
+    drop(w);
+    // SAFETY: the wrapper's +1, the object's only reference; serialized.
+    let held = unsafe { f.take_sole(ptr) }.expect("the only reference comes back");
+    // SAFETY: the object is live until `held` goes.
+    let slot = unsafe { tether_core::tying::slot_of::<Lang>(ptr, f.tag()) }.expect("a prefixed object");
+    assert_eq!(tether_core::tying::peek(slot) & 0xffff_ffff_ffff, word, "the slot still names the wrapper");
+    drop(held);
+    assert_eq!(live_objects(), live - 1, "the object died with its wrapper");
+    dispose(word); // the mock's word owns a `Weak`, which an untie would have handed back
+}
+
+#[test]
+fn a_result_whose_only_reference_is_its_own_decodes_no_argument() {
+    let _g = common::serial();
+    let (f, lang) = (frontend(), Lang::default());
+    let arg = new_pair();
+    let w = f.return_object(&lang, arg.clone()).unwrap().into_handle();
+    let word = Rc::downgrade(&w).as_ptr() as usize;
+    let decoded = Cell::new(0);
+    let args = || [(0, arg.as_ptr(), word)].into_iter().inspect(|_| decoded.set(decoded.get() + 1));
+    // SAFETY: serialized; the argument's wrapper owns its +1.
+    unsafe {
+        let back = f.result_argument(new_pair(), args(), None).expect_err("a new object is no argument");
+        assert_eq!((decoded.get(), back.header().strong_count()), (0, 1), "no argument read, nothing kept");
+        assert_eq!(f.result_argument(arg.clone(), args(), None).ok(), Some(0));
+        assert_eq!(decoded.get(), 1, "a shared object is looked for among the arguments");
+    }
+    finalize(w);
+    assert_eq!(arg.header().strong_count(), 1);
+}
+
+#[test]
 fn a_result_that_is_an_argument_goes_back_as_that_wrapper() {
     let _g = common::serial();
     let (f, lang) = (frontend(), Lang::default());

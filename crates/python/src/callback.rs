@@ -279,8 +279,19 @@ impl Drop for HangOnForcedUnwind {
     }
 }
 
+/// A vectorcall entry, declared "C-unwind" (see above).
+type VectorcallUnwinding = unsafe extern "C-unwind" fn(
+    *mut ffi::PyObject,
+    *const *mut ffi::PyObject,
+    usize,
+    *mut ffi::PyObject,
+) -> *mut ffi::PyObject;
+
 /// `PyObject_Vectorcall` that hangs this thread instead of letting interpreter shutdown
-/// unwind it.
+/// unwind it. A Python function (the usual callback) is entered through its own vectorcall
+/// entry: `PyObject_Vectorcall` adds a thread-state lookup and a check that the result agrees
+/// with the error indicator, which a Python function's entry always keeps (~25 instructions of
+/// each callback).
 ///
 /// # Safety
 /// GIL held; the vectorcall contract for `callable`, `args` and `nargsf`.
@@ -291,8 +302,21 @@ unsafe fn vectorcall_or_hang(
 ) -> *mut ffi::PyObject {
     let guard = HangOnForcedUnwind;
     // SAFETY: the caller holds the GIL and passes live `callable` and `args` (this function's
-    // contract); the symbol is CPython's PyObject_Vectorcall, declared as "C-unwind".
-    let r = unsafe { PyObject_Vectorcall_unwinding(callable, args, nargsf, null_mut()) };
+    // contract). A `function` object's type has `Py_TPFLAGS_HAVE_VECTORCALL` and a positive
+    // `tp_vectorcall_offset`, where the object keeps its entry (never null for a function);
+    // the entry follows the vectorcall ABI, declared "C-unwind" as PyObject_Vectorcall is.
+    let r = unsafe {
+        let tp = ffi::Py_TYPE(callable);
+        let entry = if tp == std::ptr::addr_of_mut!(ffi::PyFunction_Type) {
+            *((callable as *const u8).offset((*tp).tp_vectorcall_offset) as *const Option<VectorcallUnwinding>)
+        } else {
+            None
+        };
+        match entry {
+            Some(entry) => entry(callable, args, nargsf, null_mut()),
+            None => PyObject_Vectorcall_unwinding(callable, args, nargsf, null_mut()),
+        }
+    };
     std::mem::forget(guard);
     r
 }
