@@ -353,10 +353,20 @@ pub unsafe extern "C" fn wrapper_dealloc(o: *mut ffi::PyObject) {
             }
             return;
         }
+        let embedded = is_embedded(o, obj);
+        // A wrapper in its object's memory holding the object's only reference (a temporary,
+        // `Pair(x, x)` dropped at once): the two die together, with no untie; a class with
+        // weak references takes the path below, whose callbacks run after the untie.
+        if embedded && (*tp).tp_weaklistoffset == 0 {
+            if let Some(held) = state::frontend().take_sole(obj) {
+                ffi::Py_DECREF(tp as *mut ffi::PyObject);
+                tether_core::object::dec_ref_expecting_last(held.into_raw());
+                return;
+            }
+        }
         // An object whose only reference of any kind is this wrapper's dies with it: nothing
         // could revive the block, and caching it would only hand it to the free hook.
         let sole = (*obj).combined_ref_count.load(Ordering::Acquire) == ObjectHeader::INITIAL_COUNT;
-        let embedded = is_embedded(o, obj);
         let cache = !sole && (*obj).alloc_tag == state::tag() && revivable(tp) && !pending::finalizing();
         let replacement = if cache { o as usize | TAG_INACTIVE } else { 0 };
         // Untied first, the object kept alive by its +1 meanwhile: a weak reference's callback
