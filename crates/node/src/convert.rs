@@ -96,18 +96,24 @@ pub fn wrapper_view(
     leaf: Option<(&mut LeafCall<'_, EnvState>, usize)>,
     owned: &mut Vec<Any>,
 ) -> JsResult<AnyView<'static>> {
-    let obj = w.live_object()?;
     if let Some((leaf, index)) = leaf {
-        // SAFETY: this env's slots change only on this, its JS thread; the wrapper is an
-        // argument of the running call, so it and its +1 outlive the call (a leaf function
-        // cannot run JS that disposes of it); the claim is made at `LeafCall::commit`.
-        return Ok(unsafe {
-            leaf.wrapper_argument(index, AnyView::from_object_ptr(obj), w.reference.get() as usize, false)
-        });
+        return leaf_wrapper_view(w, leaf, index);
     }
+    let obj = w.live_object()?;
     // SAFETY: the wrapper's +1 keeps `obj` alive while we take our own.
     let r = unsafe { ObjectRef::from_borrowed(obj) };
     Ok(keep(owned, Any::object(r)))
+}
+
+/// The view of wrapper `w`, argument `index` of a running leaf call (borrowed, or lent a spare;
+/// see [`LeafCall::wrapper_argument`]).
+#[inline(always)]
+pub fn leaf_wrapper_view(w: &Wrapper, leaf: &mut LeafCall<'_, EnvState>, index: usize) -> JsResult<AnyView<'static>> {
+    let obj = w.live_object()?;
+    // SAFETY: this env's slots change only on this, its JS thread; the wrapper is an argument
+    // of the running call, so it and its +1 outlive the call (a leaf function cannot run JS
+    // that disposes of it); the claim is made at `LeafCall::commit`.
+    Ok(unsafe { leaf.wrapper_argument(index, AnyView::from_object_ptr(obj), w.reference.get() as usize, false) })
 }
 
 /// A view of a plain (non-object, non-borrowing) cell.
