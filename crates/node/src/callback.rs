@@ -392,7 +392,9 @@ fn invoke_on_js_thread(state: &EnvState, cb: &JsCallable, args: &[AnyView<'_>]) 
         // SAFETY: the env's frame, on its JS thread: `invokeCallable` sets `returned` when it
         // hands a wrapper result back as its handle, right before it returns.
         unsafe { (*frame).returned = 0 };
-        let out = raw::call(env, raw::undefined(env)?, invoke, argv)?;
+        // The receiver is the callback itself, a handle already at hand: `invokeCallable`
+        // (strict code) never reads `this`, and it calls `f` with `undefined` as its own.
+        let out = raw::call(env, argv[0], invoke, argv)?;
         // SAFETY: the env's frame on its JS thread; no JS has run since `invokeCallable` returned.
         if unsafe { (*frame).returned } == RESULT_IN_FRAME {
             // SAFETY: index.js wrote the handle of the wrapper it returned (`out`, which keeps
