@@ -129,11 +129,7 @@ pub unsafe fn to_view_into<'a>(
         let tp = ffi::Py_TYPE(o);
         let hold = leaf.is_none();
         if let (Some((leaf, index)), true) = (leaf, wrapper::deallocs_as_wrapper(tp)) {
-            let native = wrapper::native_view_of(o)?;
-            // The GIL serialises every slot change; the wrapper's +1 outlives the leaf call.
-            // Claimed at once (`PyHost::CLAIM_MODE`).
-            slot.write(leaf.wrapper_argument(index, native.view, o as usize, native.prefixed));
-            return Ok(());
+            return leaf_wrapper_view_into(o, leaf, index, slot);
         }
         if tp == std::ptr::addr_of_mut!(ffi::PyLong_Type) {
             if let Some(v) = compact_long(o) {
@@ -144,6 +140,27 @@ pub unsafe fn to_view_into<'a>(
         slot.write(to_view(o, arena, hold)?);
         Ok(())
     }
+}
+
+/// The view of wrapper `o` of ours, argument `index` of a running leaf call (borrowed, or lent
+/// a spare; see [`LeafCall::wrapper_argument`]).
+///
+/// # Safety
+/// As [`to_view_into`] with a leaf call; `o`'s type deallocs as a wrapper.
+#[inline(always)]
+pub unsafe fn leaf_wrapper_view_into<'a>(
+    o: *mut ffi::PyObject,
+    leaf: &mut LeafCall<'_, wrapper::PyHost>,
+    index: usize,
+    slot: &mut MaybeUninit<AnyView<'a>>,
+) -> Result<(), PyErrSet> {
+    // SAFETY: GIL held, `o` a live wrapper (caller). The GIL serialises every slot change; the
+    // wrapper's +1 outlives the leaf call. Claimed at once (`PyHost::CLAIM_MODE`).
+    unsafe {
+        let native = wrapper::native_view_of(o)?;
+        slot.write(leaf.wrapper_argument(index, native.view, o as usize, native.prefixed));
+    }
+    Ok(())
 }
 
 /// Convert a Python argument to a view. `hold` takes a native reference on wrapped objects
