@@ -1,5 +1,5 @@
 // Node workloads for `cargo xtask bench`: tether-ffi against napi-rs and raw Node-API.
-// usage: node --expose-gc bench.cjs --out FILE --peers DIR --tether DIR [--quick] [--only W4]
+// usage: node --expose-gc bench.cjs --out FILE|- --peers DIR --tether DIR [--quick] [--only W4]
 // (--only: workloads by hand, e.g. W3 or W1,W3; W5, W8, W9 and the instruction counts run only
 // without it)
 // Each (peer, workload) gets its own loop function (new Function), so every call site sees one
@@ -381,7 +381,10 @@ async function main() {
     records.push(...runCounts(peers));
   }
   const versions = { node: process.version, 'node-api': process.versions.napi };
-  fs.writeFileSync(out, JSON.stringify({ records, versions, skipped }, null, 1));
+  const json = JSON.stringify({ records, versions, skipped }, null, 1);
+  // `--out -`: standard output (a by-hand run), not a file named `-`.
+  if (out === '-') process.stdout.write(`${json}\n`);
+  else fs.writeFileSync(out, json);
 }
 
 if (require('worker_threads').isMainThread) {

@@ -1,6 +1,6 @@
 """Python workloads for `cargo xtask bench`: tether_ffi against pyo3, nanobind, pybind11, tvm-ffi.
 
-usage: python bench.py --peers DIR --out FILE [--quick]
+usage: python bench.py --peers DIR --out FILE|- [--quick]
        python bench.py --peers DIR --w5 PEER      (one W5 measurement, run in a fresh process)
        python bench.py --peers DIR --count PEER WORKLOAD LOW HIGH   (two loops, for callgrind)
        python bench.py --peers DIR --loop PEER WORKLOAD SECONDS      (one peer's loop, for perf)
@@ -412,8 +412,13 @@ def main():
     records = run_timed(loaded, a.quick)
     records += run_w5(peers_dir, list(loaded), a.quick)
     records += run_counts(peers_dir, list(loaded), a.quick)
-    with open(a.out, "w") as f:
-        json.dump({"records": records, "versions": versions(), "skipped": skipped}, f, indent=1)
+    result = {"records": records, "versions": versions(), "skipped": skipped}
+    if a.out == "-":  # standard output (a by-hand run), not a file named "-"
+        json.dump(result, sys.stdout, indent=1)
+        print()
+    else:
+        with open(a.out, "w") as f:
+            json.dump(result, f, indent=1)
 
 
 if __name__ == "__main__":
