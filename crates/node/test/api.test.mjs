@@ -223,6 +223,11 @@ test('constructor and class checks', () => {
   gone[Symbol.dispose]();
   assert.throws(() => new Pair(a, gone), { name: 'TetherRuntimeError', message: /^testing.Pair\(\) argument 'second': this tether object was disposed/ });
   assert.equal(new Pair(a, b).second, b, 'and construction keeps working');
+  // `echo(x)` of one wrapper runs its own path (the frame's handle alone): a disposed
+  // argument there is still its parameter's typed error, and the next call works.
+  assert.equal(testing.echo(a), a);
+  assert.throws(() => testing.echo(gone), { name: 'TetherRuntimeError', message: /^testing.echo\(\) argument .*this tether object was disposed/ });
+  assert.equal(testing.echo(b), b);
   assert.equal(tether.getClass('no.such.Type'), undefined);
   const Aligned = tether.getClass('testing.Aligned');
   assert.throws(() => new Aligned(), { name: 'TetherTypeError', message: /no constructor/ });

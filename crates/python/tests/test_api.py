@@ -788,3 +788,22 @@ def test_field_reads_and_int_calls_refuse_what_does_not_fit_and_leak_nothing(tes
     with pytest.raises(ValueError, match="was moved"):
         moved.first
     assert p.first is x
+
+
+def test_a_one_wrapper_leaf_call_names_an_emptied_argument_and_temporaries_die_with_their_wrappers(testing):
+    # `echo(x)` runs its own path (the wrapper alone, no arena); an emptied wrapper there is
+    # still the argument's typed error, and a call after it works.
+    x = testing.Pair(1, 2)
+    assert testing.echo(x) is x
+    x._move()
+    with pytest.raises(ValueError, match="argument .*was moved"):
+        testing.echo(x)
+    y = testing.Pair(3, 4)
+    assert testing.echo(y) is y
+    # A temporary's wrapper holds its object's only reference: the two die together, with
+    # no untie (`Frontend::take_sole`), and nothing is left behind.
+    baseline = live_now()
+    for _ in range(1000):
+        testing.Pair(y, y)
+    assert live_now() == baseline
+    assert testing.Pair(y, None).first is y
