@@ -71,6 +71,16 @@ pub unsafe fn inc_ref(obj: *mut ObjectHeader) {
     unsafe { (*obj).combined_ref_count.fetch_add(STRONG_ONE, Ordering::Relaxed) };
 }
 
+/// Add `n` strong references at once (one atomic operation).
+///
+/// # Safety
+/// As [`inc_ref`].
+#[inline]
+pub unsafe fn inc_ref_n(obj: *mut ObjectHeader, n: u32) {
+    // SAFETY: the caller guarantees `obj` is live.
+    unsafe { (*obj).combined_ref_count.fetch_add(n as u64 * STRONG_ONE, Ordering::Relaxed) };
+}
+
 /// Drop one strong reference, destroying the value (and maybe the memory) at zero.
 ///
 /// # Safety

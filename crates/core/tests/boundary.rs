@@ -21,6 +21,7 @@ use tether_core::function::{FunctionObj, FUNC_LEAF};
 use tether_core::host_value::{HostLanguage, HostValueObj};
 use tether_core::testing::Pair;
 use tether_core::thread_spares::ThreadSpares;
+use tether_core::tying::CHARGE;
 use tether_core::Function;
 use tether_core::{Any, AnyView, ObjectArc, ObjectHeader, ObjectRef};
 
@@ -361,7 +362,8 @@ fn a_leaf_call_returning_its_claimed_argument_never_writes_the_slot() {
         assert_eq!(call.settle(None), None);
     }
     assert_eq!(obj.header().strong_count(), before - 1, "the spare was spent");
-    // An abandoned call gives back only what it took out of slots.
+    // An abandoned call gives back only what it took out of slots: the claimed spare never
+    // left its slot; the same object's second argument took a spare beyond it, released now.
     drop(f.return_object(&lang, obj.clone()).unwrap());
     drop(f.return_object(&lang, obj.clone()).unwrap());
     let before = obj.header().strong_count();
@@ -370,11 +372,37 @@ fn a_leaf_call_returning_its_claimed_argument_never_writes_the_slot() {
     unsafe {
         let claimed = call.wrapper_argument(0, AnyView::from_object_ptr(ptr), word, true);
         let taken = call.wrapper_argument(1, AnyView::from_object_ptr(ptr), word, true);
-        assert!(claimed.is_lent());
-        assert!(!taken.is_lent(), "the claimed object is borrowed again, never lent twice");
+        assert!(claimed.is_lent() && taken.is_lent(), "each lent a spare of its own");
         call.abandon([&claimed, &taken]);
     }
-    assert_eq!(obj.header().strong_count(), before, "nothing lost, nothing released twice");
+    assert_eq!(obj.header().strong_count(), before - 1, "the taken spare released, once");
+    finalize(w);
+    assert_eq!(obj.header().strong_count(), 1);
+}
+
+#[test]
+fn a_later_argument_is_lent_a_spare_of_a_bulk_charge() {
+    let _g = common::serial();
+    let (f, lang) = (frontend(), Lang::default());
+    // A constructor: its fields adopt what they are lent (`Pair(x, x)`).
+    let pair = Function::from_typed("t.pair", |x: Any, y: Any| -> ObjectRef { Pair::new(x, y).into() }).leaf();
+    let obj = new_pair();
+    let w = f.return_object(&lang, obj.clone()).unwrap().into_handle();
+    assert_eq!(obj.header().strong_count(), 2, "ours and the wrapper's: no spare yet");
+    // The first argument, with no spare to claim, is borrowed (its field adds a reference);
+    // the second charges the slot with CHARGE references at once and is lent one of them.
+    let (called, first, _) = drive(f, &pair, &[Ok(&w), Ok(&w)]);
+    assert_eq!(called, Ok(Called::Result));
+    let charged = 2 + 2 + CHARGE - 1;
+    assert_eq!(obj.header().strong_count(), 2 + 2 + (CHARGE - 1), "two fields, CHARGE - 1 spares");
+    // Later calls, in either claim mode, lend both from the slot: no reference is added.
+    let (_, second, _) = drive(f, &pair, &[Ok(&w), Ok(&w)]);
+    assert_eq!(obj.header().strong_count(), charged + 2 - 2, "two more fields, two spares fewer");
+    let (_, third, _) = drive(frontend_after(), &pair, &[Ok(&w), Ok(&w)]);
+    assert_eq!(obj.header().strong_count(), charged + 4 - 4);
+    drop((first, second, third));
+    assert_eq!(obj.header().strong_count(), 2 + (CHARGE - 1) - 4, "the spares left in the slot");
+    // The wrapper's release takes back what is left of the charge.
     finalize(w);
     assert_eq!(obj.header().strong_count(), 1);
 }

@@ -237,10 +237,11 @@ impl<'f, H: TieHost> LeafCall<'f, H> {
     }
 
     /// The call is abandoned before it ran (an argument failed to convert): give back the
-    /// references lent to the converted `views`, except a claimed spare, which never left its
-    /// slot.
+    /// references lent to the converted `views` (arguments 0, 1, ... in order), except a
+    /// claimed spare, which never left its slot.
     pub fn abandon<'v>(&self, views: impl IntoIterator<Item = &'v AnyView<'v>>) {
-        views.into_iter().filter(|v| !self.claim.is_claimed(v)).for_each(|v| v.release_if_lent());
+        let lent = views.into_iter().enumerate().filter(|(index, _)| !self.claim.is_claimed(*index));
+        lent.for_each(|(_, v)| v.release_if_lent());
     }
 
     /// After the call: the index of the argument whose wrapper the caller returns as is, when

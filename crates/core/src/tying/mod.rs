@@ -47,5 +47,5 @@ pub use machine::{
 pub use side_table::SideTable;
 pub use spares::{
     argument_view, class_hint, generation_of, has_spare_for, keep_if_tied_to, set_class_hint, spares, take_spare,
-    ClaimMode, SpareClaim,
+    ClaimMode, SpareClaim, CHARGE,
 };

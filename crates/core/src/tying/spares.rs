@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use super::machine::{peek, slot_of, slot_of_prefixed, TieHost};
 use crate::arc::ObjectRef;
-use crate::object::ObjectHeader;
+use crate::object::{inc_ref_n, ObjectHeader};
 use crate::slot::{aux_of, ActiveWord, Slot, SlotState, GENERATION_MASK, HINT_SHIFT};
 
 /// Keep `obj`'s extra +1 in its Active slot, or drop it when the slot is full.
@@ -116,6 +116,77 @@ pub unsafe fn argument_view_of<'a, H: TieHost>(view: crate::AnyView<'a>, tag: u3
     }
 }
 
+/// Spare references a slot is charged with when a leaf call would lend one and it holds none:
+/// one atomic add serves that many lends to callees that adopt them (a constructor's fields,
+/// `Pair(x, x)`), where each would otherwise add its own reference with a locked increment
+/// (on the Intel Xeon of issue 18, `Pair(x, x)`'s two cost ~8 ns of its 75). The spares are
+/// the slot's until its wrapper is untied.
+pub const CHARGE: u32 = 16;
+
+/// The Active word of `slot`, which names wrapper `word`, once it holds more than `kept`
+/// spares: when it holds no more, the slot is charged with [`CHARGE`] references to `obj`
+/// first. `None` when the slot names another wrapper or none.
+///
+/// # Safety
+/// As [`take_spare`]; `slot` is `obj`'s, and the wrapper `word` names owns its +1 and will be
+/// untied (so the charged spares are released) before `obj` could otherwise die.
+#[inline(always)]
+unsafe fn spare_beyond<H: TieHost>(
+    obj: *mut ObjectHeader,
+    slot: Slot<'_>,
+    word: usize,
+    kept: u32,
+) -> Option<ActiveWord> {
+    let active = SlotState::active_naming(slot.load(Ordering::Relaxed), word, H::SERIALIZED)?;
+    if active.spares(H::SERIALIZED) > kept {
+        return Some(active);
+    }
+    // SAFETY: the caller's guarantee, passed on.
+    Some(unsafe { charge(obj, slot, active) })
+}
+
+/// The view of a later argument of a leaf call, wrapper `word` of `view`'s object, whose slot
+/// is `slot`: lent one of the slot's spares beyond the `kept` ones (claimed by an earlier
+/// argument), the slot charged first when it has no more; borrowed when the slot names another
+/// wrapper or none.
+///
+/// # Safety
+/// As [`spare_beyond`], for `view`'s object; the callee adopts lent views.
+#[inline(always)]
+unsafe fn lend_charging<'a, H: TieHost>(
+    view: crate::AnyView<'a>,
+    slot: Option<Slot<'_>>,
+    word: usize,
+    kept: u32,
+) -> crate::AnyView<'a> {
+    // SAFETY: the caller's guarantee; the spare taken goes to the view.
+    unsafe {
+        let obj = view.as_object_ptr().unwrap_unchecked();
+        match slot.and_then(|slot| Some((slot, spare_beyond::<H>(obj, slot, word, kept)?))) {
+            Some((slot, active)) => {
+                slot.store(active.with_spare_taken().unwrap_unchecked().word(), Ordering::Relaxed);
+                view.lent()
+            }
+            None => view,
+        }
+    }
+}
+
+/// Add [`CHARGE`] strong references to `obj` and count them as spares of its `slot` (whose
+/// word is `active`, holding at most one spare: a charge never reaches the cap).
+///
+/// # Safety
+/// As [`spare_beyond`].
+#[cold]
+#[inline(never)]
+unsafe fn charge(obj: *mut ObjectHeader, slot: Slot<'_>, active: ActiveWord) -> ActiveWord {
+    // SAFETY: `obj` is live and the references go to its slot, which owns them from now on.
+    unsafe { inc_ref_n(obj, CHARGE) };
+    let charged = ActiveWord::new(active.wrapper(true), active.spares(true) + CHARGE);
+    slot.store(charged.word(), Ordering::Relaxed);
+    charged
+}
+
 /// When a serialized host's leaf call claims the spare it lends to its first wrapper argument
 /// (see `tying::SpareClaim`). A host picks the mode its argument conversions allow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,8 +223,9 @@ impl SpareClaim {
     }
 
     /// The view of argument `index`, wrapper `word` of the object `view` borrows, claiming the
-    /// first spare at once (never lending the claimed object twice); other arguments go as
-    /// [`argument_view`].
+    /// first spare at once; the first argument otherwise goes as [`argument_view`], later ones
+    /// are lent a spare beyond the claimed one, their slot charged when it has none (a call
+    /// that returns its first argument, `echo(x)`, is served by the claim and never charges).
     ///
     /// # Safety
     /// As [`argument_view_of`], for a leaf call of serialized host `H` whose later argument
@@ -170,7 +242,8 @@ impl SpareClaim {
         prefixed: bool,
     ) -> crate::AnyView<'a> {
         // SAFETY: the host is serialized and locked for the call (this method's contract); the
-        // wrapper's +1 keeps the object alive for it; `prefixed` says `H`'s allocator made it.
+        // wrapper's +1 keeps the object alive for it, and owns its +1 (so a charge is
+        // released at its untie); `prefixed` says `H`'s allocator made it.
         unsafe {
             let obj = view.as_object_ptr().unwrap_unchecked();
             let has_spare = || match prefixed {
@@ -179,17 +252,24 @@ impl SpareClaim {
             };
             if lend && self.obj.is_null() && has_spare() {
                 *self = SpareClaim { obj, index, word, claimed: true };
-                view.lent()
-            } else if obj == self.obj {
-                view
-            } else {
-                argument_view_of::<H>(view, tag, lend)
+                return view.lent();
             }
+            if !lend || index == 0 {
+                return argument_view_of::<H>(view, tag, lend);
+            }
+            let slot = match prefixed {
+                true => Some(slot_of_prefixed::<H>(obj)),
+                false => slot_of::<H>(obj, tag),
+            };
+            // The claimed spare stays counted in its slot until the call settles: another
+            // argument of the same object takes one beyond it.
+            lend_charging::<H>(view, slot, word, (obj == self.obj) as u32)
         }
     }
 
     /// The view of argument `index`, wrapper `word` of `view`'s object: the first one is borrowed for now
-    /// and offered for a claim at [`SpareClaim::commit`]; others go as [`argument_view`].
+    /// and offered for a claim at [`SpareClaim::commit`]; later ones are lent a spare, their
+    /// slot charged when it has none.
     ///
     /// # Safety
     /// As [`argument_view_of`], for a leaf call of serialized host `H`.
@@ -208,8 +288,15 @@ impl SpareClaim {
             *self = SpareClaim { obj, index, word, claimed: false };
             return view;
         }
-        // SAFETY: the caller's guarantee (serialized host, locked, the object kept alive by its wrapper).
-        unsafe { argument_view_of::<H>(view, tag, lend) }
+        if !lend {
+            return view;
+        }
+        // SAFETY: the caller's guarantee (serialized host, locked, the object kept alive by its
+        // wrapper, which owns its +1); the claim is made only at `commit`, so none is counted yet.
+        unsafe {
+            let slot = slot_of::<H>(view.as_object_ptr().unwrap_unchecked(), tag);
+            lend_charging::<H>(view, slot, word, 0)
+        }
     }
 
     /// Once every argument is converted, right before the call: claim the offered argument's
@@ -229,10 +316,11 @@ impl SpareClaim {
         Some((self.index, unsafe { crate::AnyView::lent_object(self.obj) }))
     }
 
-    /// Is `view` the claimed argument? (Its lent reference was never taken: a call abandoned
-    /// before it ran must not release it.)
-    pub fn is_claimed(&self, view: &crate::AnyView<'_>) -> bool {
-        self.claimed && view.as_object_ptr() == Some(self.obj)
+    /// Is argument `index` the claimed one? (Its lent reference was never taken: a call
+    /// abandoned before it ran must not release it. By index, not object: a later argument of
+    /// the same object may hold a spare it did take.)
+    pub fn is_claimed(&self, index: usize) -> bool {
+        self.claimed && index == self.index
     }
 
     /// After the call: the claimed argument's index when `result` is the claimed object (its
