@@ -50,25 +50,40 @@ unsafe fn call_native_inline(func: *mut ObjectHeader, args: &[*mut ffi::PyObject
         if f.flags & FUNC_LEAF != 0 && !cfg!(Py_GIL_DISABLED) {
             // Leaf calls of one to three arguments (`echo(x)`, `Pair(x, x)`, `add3(1, 2, 3)`,
             // most methods) run the driver with its argument loop unrolled, without the loop's
-            // set-up. One argument inline; two and three in functions of their own (inline, they
-            // made this one's registers spill onto the stack: W1 +1 ns).
+            // set-up. One wrapper argument inline; everything else in functions of their own
+            // (inline, they made this one's registers spill onto the stack: W1 +1-2 ns).
             match args.len() {
                 1 if wrapper::deallocs_as_wrapper(ffi::Py_TYPE(*args.as_ptr())) => {
                     call_leaf_of_wrapper(func, f, *args.as_ptr())
                 }
-                // Out of line, so that the vectorcall keeps only the wrapper path's registers.
                 1 => call_of::<true, 1>(func, f, args.as_ptr()),
                 2 => call_of::<true, 2>(func, f, args.as_ptr()),
                 3 => call_of::<true, 3>(func, f, args.as_ptr()),
-                _ => call_with::<true, STACK_ARGS>(func, f, args),
+                _ => call_many::<true>(func, f, args),
             }
         } else if args.len() == 1 {
             // A non-leaf call of one argument (`call(cb)`): unrolled too, out of line.
             call_of::<false, 1>(func, f, args.as_ptr())
         } else {
-            call_with::<false, STACK_ARGS>(func, f, args)
+            call_many::<false>(func, f, args)
         }
     }
+}
+
+/// A call of any number of arguments (a leaf's of more than three), out of line: inline, its
+/// driver loop made the vectorcall spill its argument pointer in `echo(x)`, whose reads
+/// waited for it (W1 +1.5-2 ns on the Xeon).
+///
+/// # Safety
+/// As [`call_with`].
+#[inline(never)]
+unsafe fn call_many<const LEAF: bool>(
+    func: *mut ObjectHeader,
+    f: &FunctionObj,
+    args: &[*mut ffi::PyObject],
+) -> *mut ffi::PyObject {
+    // SAFETY: the caller's guarantees.
+    unsafe { call_with::<LEAF, STACK_ARGS>(func, f, args) }
 }
 
 /// A leaf call of `N` arguments through `f`'s int entry ([`FUNC_INT_ENTRY`]) when every

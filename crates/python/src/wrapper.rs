@@ -629,6 +629,8 @@ unsafe impl TieHost for PyHost {
         Ok(PyPrepared { cls, fresh: null_mut() })
     }
 
+    // Inline into the tie, its one caller (left out of line, a construction paid the call).
+    #[inline(always)]
     unsafe fn create(
         &self,
         prepared: &PyPrepared,
@@ -806,8 +808,10 @@ pub unsafe fn return_argument(obj: ObjectRef, args: &[*mut ffi::PyObject]) -> Re
 }
 
 /// Return a native object to Python: its canonical wrapper (revived or new). Every native
-/// object handed to Python goes through here. Null with a Python error on failure.
-#[inline]
+/// object handed to Python goes through here. Null with a Python error on failure. Out of
+/// line, with core's return inlined into it: LLVM's choice otherwise varies with unrelated
+/// code (W4 +45 instructions when it inlined this one and left core's out).
+#[inline(never)]
 pub unsafe fn return_object(obj: ObjectRef) -> *mut ffi::PyObject {
     match state::frontend().return_object(&PyHost, obj) {
         Ok(Returned::HostValue(o)) => {
