@@ -807,3 +807,31 @@ def test_a_one_wrapper_leaf_call_names_an_emptied_argument_and_temporaries_die_w
         testing.Pair(y, y)
     assert live_now() == baseline
     assert testing.Pair(y, None).first is y
+
+
+def test_a_constructor_given_one_wrapper_twice_borrows_charged_spares_and_leaks_none(testing):
+    # `Pair(x, x)`: the second argument is lent a spare from `x`'s slot, which is charged with
+    # several references at once when it has none. Those references belong to the slot: they
+    # keep `x` alive exactly as long as before, go when its wrapper goes, and a call that fails
+    # on a later argument gives back what it took.
+    baseline = live_now()
+    x = testing.Pair(1, 2)
+    pairs = [testing.Pair(x, x) for _ in range(100)]
+    assert all(p.first is x and p.second is x for p in pairs)
+    moved = testing.Pair(None, None)
+    moved._move()
+    for _ in range(50):
+        with pytest.raises(ValueError, match="argument 'second'.*was moved"):
+            testing.Pair(x, moved)
+    pairs = pairs[:3]
+    # The wrapper dies while the pairs still hold the object: the slot's spares go with the
+    # wrapper, the object stays, and a new canonical wrapper comes back for it.
+    x_id = id(x)
+    del x
+    gc.collect()
+    again = pairs[0].first
+    assert again is pairs[1].second and again.first == 1
+    assert testing.Pair(again, again).second is again
+    del again, pairs, moved
+    gc.collect()
+    assert live_now() == baseline, (x_id, live_now(), baseline)
