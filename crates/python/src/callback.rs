@@ -204,15 +204,21 @@ unsafe extern "C" fn call_callable(
     n: i32,
     result: *mut Any,
 ) -> i32 {
-    if pending::interpreter_is_finalizing() {
-        set_last_error(Error::runtime("the Python interpreter is shutting down"));
-        return -1;
-    }
     // A callback from a nonblocking call runs on the thread that holds the GIL: nothing to
-    // take (PyGILState_Ensure would only count it). Otherwise attach, from any thread, while
-    // the interpreter runs.
-    // SAFETY: both only read this thread's and the runtime's thread state.
-    let gstate = (!unsafe { holds_gil() }).then(|| unsafe { ffi::PyGILState_Ensure() });
+    // take (PyGILState_Ensure would only count it), and Python code may run there even while
+    // the interpreter finalizes (a `__del__` can call native code). Any other thread attaches,
+    // while the interpreter runs.
+    // SAFETY: only reads this thread's and the runtime's thread state.
+    let gstate = if unsafe { holds_gil() } {
+        None
+    } else {
+        if pending::interpreter_is_finalizing() {
+            set_last_error(Error::runtime("the Python interpreter is shutting down"));
+            return -1;
+        }
+        // SAFETY: the interpreter runs; this thread does not hold the GIL.
+        Some(unsafe { ffi::PyGILState_Ensure() })
+    };
     // SAFETY: `handle` is a live Function made by `function_for`; `args` holds `n` cells; the
     // caller's result cell holds None and is ours to fill (in this frame: `call_status`).
     let outcome = tether_core::error::catch_panic_registered(|| unsafe {

@@ -445,6 +445,23 @@ def test_nested_and_recursive_callbacks_are_errors_and_the_interpreter_goes_on(t
     assert live_now() == baseline
 
 
+def test_a_callback_on_the_thread_holding_the_gil_runs_while_the_interpreter_finalizes():
+    # A `__del__` run by the module teardown (after finalization began) calls native code that
+    # calls back into Python on the same thread: it holds the GIL, so the callback runs as any
+    # Python code there would (a thread without the GIL is refused: test_conformance's T41).
+    script = r"""
+import os, tether_ffi
+T = tether_ffi.testing
+class Late:
+    def __del__(self, call=T.call, write=os.write, finalizing=__import__("sys").is_finalizing):
+        write(1, b"finalizing %d, callback %d\n" % (finalizing(), call(lambda: 7)))
+late = Late()
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "finalizing 1, callback 7\n", (proc.stdout, proc.stderr)
+
+
 def test_callback_results_take_the_slots_spares(testing, baseline):
     # A callback returning a wrapper hands native code one of its slot's spare references,
     # which the return to Python keeps as a spare again: counts must balance however often
