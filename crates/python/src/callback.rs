@@ -211,11 +211,10 @@ unsafe extern "C" fn call_callable(
     // SAFETY: only reads this thread's and the runtime's thread state.
     let gstate = if unsafe { holds_gil() } {
         None
+    } else if pending::interpreter_is_finalizing() {
+        set_last_error(Error::runtime("the Python interpreter is shutting down"));
+        return -1;
     } else {
-        if pending::interpreter_is_finalizing() {
-            set_last_error(Error::runtime("the Python interpreter is shutting down"));
-            return -1;
-        }
         // SAFETY: the interpreter runs; this thread does not hold the GIL.
         Some(unsafe { ffi::PyGILState_Ensure() })
     };
