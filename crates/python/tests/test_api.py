@@ -462,6 +462,29 @@ late = Late()
     assert proc.stdout == "finalizing 1, callback 7\n", (proc.stdout, proc.stderr)
 
 
+def test_callbacks_during_finalization_return_objects_nest_and_raise():
+    # The same thread, later in the teardown: a callback's object result comes back canonical,
+    # callbacks nest, and a callback's exception reaches the `__del__` as its own type.
+    script = r"""
+import os, tether_ffi
+T = tether_ffi.testing
+class Late:
+    def __del__(self, call=T.call, Pair=T.Pair, write=os.write):
+        p = call(lambda: Pair(1, None))
+        q = call(lambda: call(lambda: p))
+        try:
+            call(lambda: 1 // 0)
+            raised = "nothing"
+        except ZeroDivisionError:
+            raised = "ZeroDivisionError"
+        write(1, b"%d %s %s\n" % (p.first, str(q is p).encode(), raised.encode()))
+late = Late()
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "1 True ZeroDivisionError\n", (proc.stdout, proc.stderr)
+
+
 def test_callback_results_take_the_slots_spares(testing, baseline):
     # A callback returning a wrapper hands native code one of its slot's spare references,
     # which the return to Python keeps as a spare again: counts must balance however often
