@@ -46,6 +46,7 @@ pub mod slot;
 mod spin;
 pub mod testing;
 mod thread_alloc;
+mod thread_owners;
 pub mod thread_spares;
 pub mod tying;
 pub mod types;

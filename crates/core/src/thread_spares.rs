@@ -27,25 +27,21 @@
 //! them; between a keep and the release the owner's calls need no atomic instruction.
 //!
 //! Cells are found by the thread's [`thread_token`], hashed into a fixed table with a short
-//! probe; a thread that finds no free cell simply keeps no spares. A thread hands its cell
-//! back when it exits (a thread-local destructor drops the entry and clears the owner).
+//! probe (`thread_owners`, whose owner words live apart from the cells); a thread that finds
+//! no free cell simply keeps no spares. A thread hands its cell back when it exits (a
+//! thread-local destructor drops the entry and clears the owner).
 
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
 use crate::arc::ObjectRef;
 use crate::object::{dec_ref, ObjectHeader};
+pub use crate::thread_owners::thread_token;
+use crate::thread_owners::{Owners, CELLS};
 
-/// Cells in a table; the `claimed` mask has one bit per cell. (`thread_alloc`'s per-thread
-/// cells use the same table shape.)
-pub(crate) const CELLS: usize = 64;
-/// Cells a thread tries, from its hash, before giving up on keeping spares.
-pub(crate) const PROBES: usize = 4;
-
-/// One thread's cell, alone on its cache line (owners write theirs on every call).
+/// One thread's cell, alone on its cache line (owners write theirs on every call). Its owner
+/// is in the table's [`Owners`].
 #[repr(C, align(64))]
 struct Cell {
-    /// The owning thread's token; 0 while free.
-    owner: AtomicUsize,
     /// The object of the entry, null when empty; the entry owns one strong reference.
     obj: AtomicPtr<ObjectHeader>,
     /// The generation of the wrapper the entry was kept for.
@@ -59,7 +55,6 @@ const _: () = assert!(std::mem::size_of::<Cell>() == 64);
 impl Cell {
     const fn new() -> Cell {
         Cell {
-            owner: AtomicUsize::new(0),
             obj: AtomicPtr::new(std::ptr::null_mut()),
             generation: AtomicU64::new(0),
             marked: AtomicBool::new(false),
@@ -69,6 +64,7 @@ impl Cell {
 
 /// A table of per-thread cells; a frontend keeps one in a static.
 pub struct ThreadSpares {
+    owners: Owners,
     cells: [Cell; CELLS],
     /// Bit `i` set once cell `i` has an owner: what a steal scans.
     claimed: AtomicU64,
@@ -82,7 +78,7 @@ impl Default for ThreadSpares {
 
 impl ThreadSpares {
     pub const fn new() -> ThreadSpares {
-        ThreadSpares { cells: [const { Cell::new() }; CELLS], claimed: AtomicU64::new(0) }
+        ThreadSpares { owners: Owners::new(), cells: [const { Cell::new() }; CELLS], claimed: AtomicU64::new(0) }
     }
 
     /// The calling thread's cell, claiming a free one on its first call; `None` when the
@@ -90,48 +86,35 @@ impl ThreadSpares {
     #[inline]
     pub fn cell(&'static self) -> Option<SpareCell<'static>> {
         let token = thread_token();
-        let start = probe_start(token);
-        match self.owned_cell(token, start) {
-            Some(cell) => Some(cell),
-            None => self.claim(start, token),
+        match self.owners.find(token) {
+            Some(index) => Some(self.spare_cell(index)),
+            None => self.claim(token),
         }
     }
 
     /// [`ThreadSpares::cell`] without claiming one: `None` for a thread that has none.
     #[inline]
     pub fn claimed_cell(&'static self) -> Option<SpareCell<'static>> {
-        let token = thread_token();
-        self.owned_cell(token, probe_start(token))
+        self.owners.find(thread_token()).map(|index| self.spare_cell(index))
     }
 
-    /// The cell of the thread `token` names in its probe run from `start`, if it owns one.
     #[inline(always)]
-    fn owned_cell(&'static self, token: usize, start: usize) -> Option<SpareCell<'static>> {
-        for i in 0..PROBES {
-            let cell = &self.cells[(start + i) % CELLS];
-            if cell.owner.load(Ordering::Relaxed) == token {
-                return Some(SpareCell { cell, _owner_thread: std::marker::PhantomData });
-            }
-        }
-        None
+    fn spare_cell(&'static self, index: usize) -> SpareCell<'static> {
+        SpareCell { cell: &self.cells[index], _owner_thread: std::marker::PhantomData }
     }
 
-    /// Claim the first free cell of the calling thread's probe run (from `start`; `token` is
-    /// the thread's) and arrange to hand it back when the thread exits.
+    /// Claim a free cell of the calling thread's probe run (`token` is the thread's) and
+    /// arrange to hand it back when the thread exits.
     #[cold]
-    fn claim(&'static self, start: usize, token: usize) -> Option<SpareCell<'static>> {
-        let index = (0..PROBES).map(|i| (start + i) % CELLS).find(|&index| {
-            // Acquire: the previous owner emptied the cell before it let go.
-            self.cells[index].owner.compare_exchange(0, token, Ordering::Acquire, Ordering::Relaxed).is_ok()
-        })?;
-        let cell = &self.cells[index];
-        if OWNED.try_with(|owned| owned.0.borrow_mut().push(cell)).is_err() {
+    fn claim(&'static self, token: usize) -> Option<SpareCell<'static>> {
+        let index = self.owners.claim(token)?;
+        if OWNED.try_with(|owned| owned.0.borrow_mut().push((self, index))).is_err() {
             // The thread is exiting: nothing would hand the cell back.
-            cell.owner.store(0, Ordering::Release);
+            self.owners.release(index);
             return None;
         }
         self.claimed.fetch_or(1 << index, Ordering::Release);
-        Some(SpareCell { cell, _owner_thread: std::marker::PhantomData })
+        Some(self.spare_cell(index))
     }
 
     /// A wrapper of `generation` for `obj` was released: drop every entry kept for it.
@@ -176,11 +159,13 @@ thread_local! {
     static OWNED: OwnedCells = const { OwnedCells(std::cell::RefCell::new(Vec::new())) };
 }
 
-struct OwnedCells(std::cell::RefCell<Vec<&'static Cell>>);
+/// The tables and cell indices the thread owns.
+struct OwnedCells(std::cell::RefCell<Vec<(&'static ThreadSpares, usize)>>);
 
 impl Drop for OwnedCells {
     fn drop(&mut self) {
-        for cell in self.0.get_mut().drain(..) {
+        for (table, index) in self.0.get_mut().drain(..) {
+            let cell = &table.cells[index];
             let obj = cell.obj.load(Ordering::Acquire);
             // A release may be stealing the entry right now: whoever swaps it out drops it.
             if !obj.is_null()
@@ -189,47 +174,9 @@ impl Drop for OwnedCells {
                 // SAFETY: the entry's strong reference, now ours.
                 unsafe { dec_ref(obj) };
             }
-            // Release: the next owner sees the cell empty.
             cell.marked.store(false, Ordering::Relaxed);
-            cell.owner.store(0, Ordering::Release);
+            table.owners.release(index);
         }
-    }
-}
-
-/// The first cell a thread (`token`) tries: a multiplicative hash of its token.
-#[inline(always)]
-pub(crate) fn probe_start(token: usize) -> usize {
-    (token >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - CELLS.trailing_zeros())
-}
-
-/// A number that names the calling thread among the live ones: its thread pointer (the TLS
-/// ABI's thread control block address), which the C library reuses only after the thread,
-/// thread-local destructors included, is gone. One instruction on x86-64 and aarch64 Linux.
-#[inline(always)]
-pub fn thread_token() -> usize {
-    #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
-    {
-        let tp: usize;
-        // SAFETY: the x86-64 TLS ABI keeps the thread pointer at %fs:0 (the TCB's self link);
-        // reading it has no side effects.
-        unsafe {
-            std::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp, options(nostack, readonly, preserves_flags))
-        };
-        tp
-    }
-    #[cfg(all(target_arch = "aarch64", target_os = "linux", not(miri)))]
-    {
-        let tp: usize;
-        // SAFETY: reading the thread pointer register has no side effects.
-        unsafe { std::arch::asm!("mrs {}, tpidr_el0", out(reg) tp, options(nomem, nostack, preserves_flags)) };
-        tp
-    }
-    #[cfg(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux", not(miri))))]
-    {
-        thread_local! {
-            static MARK: u8 = const { 0 };
-        }
-        MARK.with(|m| m as *const u8 as usize)
     }
 }
 
