@@ -26,7 +26,7 @@ extern "C" {
 /* ---- versioning ------------------------------------------------------------------------ */
 
 #define TETHER_ABI_MAJOR 1u
-#define TETHER_ABI_MINOR 7u
+#define TETHER_ABI_MINOR 8u
 /* The value a plugin exports as `tether_module_abi`: major << 16 | minor. */
 #define TETHER_MODULE_ABI_WORD ((TETHER_ABI_MAJOR << 16) | TETHER_ABI_MINOR)
 
@@ -183,6 +183,18 @@ typedef struct TetherIntOutcome {
 } TetherIntOutcome;
 typedef TetherIntOutcome (*TetherIntEntry)(TetherObjectHeader *handle, int64_t a0, int64_t a1, int64_t a2,
                                            int64_t a3);
+/* Flag (ABI 1.8): set by the core on typed closures of at most 2 parameters: the function's
+ * data holds two entry pointers, the TetherIntEntry (NULL unless TETHER_FUNC_INT_ENTRY is set)
+ * and a TetherValueEntry, which takes the first `arity` of its two argument cells by value
+ * (pass a None cell for the rest; lent ones as for safe_call) and returns the result cell by
+ * value, or a cell whose type index is TETHER_VALUE_RAISED with the error raised (the value
+ * and error safe_call would give). Never set it yourself. */
+#define TETHER_FUNC_VALUE_ENTRY 64u
+/* The most arguments a TetherValueEntry takes (its cells after the handle). */
+#define TETHER_VALUE_ENTRY_ARGS 2
+/* The type index of a TetherValueEntry's result that says "the error is raised". */
+#define TETHER_VALUE_RAISED (-2147483648)
+typedef TetherAny (*TetherValueEntry)(TetherObjectHeader *handle, TetherAnyView a0, TetherAnyView a1);
 #define TETHER_LENT_MARK 1u
 
 /* ---- signatures (ABI 1.4) ----------------------------------------------------------------

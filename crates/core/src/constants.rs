@@ -10,7 +10,8 @@
 use crate::any::TypeIndex;
 use crate::error::ErrorKind;
 use crate::function::{
-    FUNC_ADOPTS_LENT, FUNC_CELL_GETTER, FUNC_INT_ENTRY, FUNC_LEAF, FUNC_NONBLOCKING, FUNC_SIGNED, INT_ENTRY_ARGS,
+    FUNC_ADOPTS_LENT, FUNC_CELL_GETTER, FUNC_INT_ENTRY, FUNC_LEAF, FUNC_NONBLOCKING, FUNC_SIGNED, FUNC_VALUE_ENTRY,
+    INT_ENTRY_ARGS, VALUE_ENTRY_ARGS,
 };
 use crate::plugin::{ABI_MAJOR, ABI_MINOR};
 use crate::signature::{TypeKind, PARAM_HAS_DEFAULT, PARAM_KEYWORD, SIG_RECEIVER};
@@ -55,6 +56,9 @@ pub const SHARED: &[(&str, i64)] = &[
     ("FUNC_NONBLOCKING", FUNC_NONBLOCKING as i64),
     ("FUNC_INT_ENTRY", FUNC_INT_ENTRY as i64),
     ("INT_ENTRY_ARGS", INT_ENTRY_ARGS as i64),
+    ("FUNC_VALUE_ENTRY", FUNC_VALUE_ENTRY as i64),
+    ("VALUE_ENTRY_ARGS", VALUE_ENTRY_ARGS as i64),
+    ("VALUE_RAISED", crate::function::ValueOutcome::RAISED as i64),
     ("TYPE_WEAK_REFERENCEABLE", crate::types::TYPE_WEAK_REFERENCEABLE as i64),
     ("TYPE_DESC_ANY", TypeKind::Any as i64),
     ("TYPE_DESC_NONE", TypeKind::None as i64),

@@ -104,9 +104,91 @@ pub unsafe fn call_int_entry<const N: usize>(
     Ok(out.value)
 }
 
+/// Flag (ABI 1.8): besides `safe_call`, the function has a [`ValueEntryFn`] that takes its
+/// `arity` (at most [`VALUE_ENTRY_ARGS`]) arguments as cells in registers and gives its result
+/// the same way: no argument array, no result cell in memory. Its `data` starts with two
+/// function pointers: the int entry ([`FUNC_INT_ENTRY`]; null when that flag is clear) and this
+/// entry. Set by the core for typed closures of at most two parameters
+/// ([`Function::from_typed`]); a frontend calling with that many arguments may use it instead
+/// of `safe_call`, with the same arguments (lent ones included): its value and error are the
+/// ones `safe_call` would give.
+pub const FUNC_VALUE_ENTRY: u32 = 64;
+
+/// The most arguments a [`ValueEntryFn`] takes.
+pub const VALUE_ENTRY_ARGS: usize = 2;
+
+/// What a [`ValueEntryFn`] returns: an owned cell's two words (its layout: the type index in
+/// the low half of `head`, the inline length in the high half, then the payload), or the type
+/// index [`ValueOutcome::RAISED`] with the error in the thread's raised slot. Two words:
+/// returned in registers.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ValueOutcome {
+    pub head: u64,
+    pub payload: *mut u8,
+}
+
+impl ValueOutcome {
+    /// The type index that says "the error is raised": no type has it.
+    pub const RAISED: i32 = i32::MIN;
+
+    /// The outcome of a call that raised its error.
+    pub const fn raised() -> ValueOutcome {
+        ValueOutcome { head: ValueOutcome::RAISED as u32 as u64, payload: std::ptr::null_mut() }
+    }
+
+    /// An owned value, moved in.
+    pub fn value(value: Any) -> ValueOutcome {
+        let (head, payload) = value.into_words();
+        ValueOutcome { head, payload }
+    }
+
+    /// The value, or the raised error (taken from this thread's raised slot).
+    ///
+    /// # Safety
+    /// `self` is a value entry's outcome, not read before.
+    #[inline(always)]
+    pub unsafe fn into_result(self) -> Result<Any> {
+        if self.head as u32 as i32 == ValueOutcome::RAISED {
+            return Err(take_last_error());
+        }
+        // SAFETY: an entry's owned value, in the words `value` made.
+        Ok(unsafe { Any::from_words(self.head, self.payload) })
+    }
+}
+
+/// The value entry of a [`FUNC_VALUE_ENTRY`] function: `handle` is the function object, then
+/// the arguments in order, the first `arity` of the [`VALUE_ENTRY_ARGS`] read (pass None for
+/// the rest). Never unwinds.
+pub type ValueEntryFn =
+    unsafe extern "C" fn(handle: *mut ObjectHeader, a0: AnyView<'_>, a1: AnyView<'_>) -> ValueOutcome;
+
+/// Call `entry`, a [`FUNC_VALUE_ENTRY`] function's, with `args` (the rest None): its value, or
+/// the error it raised (taken from this thread's raised slot). Lent arguments are consumed, as
+/// by `safe_call`.
+///
+/// # Safety
+/// `entry` is the value entry of the live function `handle`, whose arity is `N`; `args` as for
+/// its `safe_call`.
+#[inline(always)]
+pub unsafe fn call_value_entry<const N: usize>(
+    entry: ValueEntryFn,
+    handle: *mut ObjectHeader,
+    args: [AnyView<'_>; N],
+) -> Result<Any> {
+    debug_assert!(N <= VALUE_ENTRY_ARGS, "no value entry takes {N} arguments");
+    let at = |i: usize| if i < N { args[i] } else { AnyView::none() };
+    // SAFETY: this function's contract.
+    let out = unsafe { entry(handle, at(0), at(1)) };
+    // SAFETY: the entry's outcome, read once.
+    unsafe { out.into_result() }
+}
+
 const _: () = {
     assert!(std::mem::size_of::<IntOutcome>() == 16);
     assert!(std::mem::offset_of!(IntOutcome, status) == 8);
+    assert!(std::mem::size_of::<ValueOutcome>() == 16);
+    assert!(std::mem::offset_of!(ValueOutcome, payload) == 8);
 };
 
 /// The body of a Function object. `#[repr(C)]`; C and plugins build these too.
@@ -160,6 +242,17 @@ impl FunctionObj {
         }
         // SAFETY: the flag says `data` starts with the entry (a function pointer, non-null).
         Some(unsafe { *(self.data as *const IntEntryFn) })
+    }
+
+    /// The value entry, when the flags say there is one ([`FUNC_VALUE_ENTRY`]).
+    #[inline(always)]
+    pub fn value_entry(&self) -> Option<ValueEntryFn> {
+        if self.flags & FUNC_VALUE_ENTRY == 0 {
+            return None;
+        }
+        // SAFETY: the flag says `data`'s second word is the entry (a function pointer,
+        // non-null).
+        Some(unsafe { *(self.data as *const ValueEntryFn).add(1) })
     }
 
     /// The signature, when the function has one.
@@ -285,10 +378,11 @@ where
 }
 
 /// The `data` of a typed closure: the int entry first (what [`FUNC_INT_ENTRY`] promises when
-/// it is set), then the closure.
+/// it is set), the value entry second (as [`FUNC_VALUE_ENTRY`] promises), then the closure.
 #[repr(C)]
 struct TypedClosure<F> {
     int_entry: Option<IntEntryFn>,
+    value_entry: Option<ValueEntryFn>,
     f: F,
 }
 
@@ -325,6 +419,31 @@ unsafe extern "C" fn typed_int_entry<Marker, F: TypedFn<Marker>>(
     }
 }
 
+/// The [`ValueEntryFn`] of [`Function::from_typed`] (at most [`VALUE_ENTRY_ARGS`]
+/// parameters): the typed call on the arguments in registers, under the same panic guard as
+/// `typed_safe_call`.
+unsafe extern "C" fn typed_value_entry<Marker, F: TypedFn<Marker>>(
+    handle: *mut ObjectHeader,
+    a0: AnyView<'_>,
+    a1: AnyView<'_>,
+) -> ValueOutcome {
+    // SAFETY: `handle` is a Function made by `from_typed::<Marker, F>` (its `data` is this
+    // `TypedClosure`); its arity is `F::ARITY`, so the first that many arguments are its own.
+    let outcome = catch_panic_registered(|| unsafe {
+        let func = &(*(handle as *const crate::arc::ObjectBox<FunctionObj>)).value;
+        let closure = &*(func.data as *const TypedClosure<F>);
+        let args = [a0, a1];
+        closure.f.call_packed(func, &args[..F::ARITY.min(VALUE_ENTRY_ARGS)])
+    });
+    match outcome {
+        Ok(value) => ValueOutcome::value(value),
+        Err(e) => {
+            failed_call(e);
+            ValueOutcome::raised()
+        }
+    }
+}
+
 pub(crate) unsafe extern "C" fn drop_closure<F>(data: *mut c_void) {
     // SAFETY: `data` is the `Box<F>` leaked in `from_typed` or `from_packed`.
     drop(unsafe { Box::from_raw(data as *mut F) });
@@ -356,7 +475,12 @@ impl Function {
             register_catching_frame(entry as usize);
             flags |= FUNC_INT_ENTRY;
         }
-        let data = Box::into_raw(Box::new(TypedClosure { int_entry, f })) as *mut c_void;
+        let value_entry = (F::ARITY <= VALUE_ENTRY_ARGS).then_some(typed_value_entry::<Marker, F> as ValueEntryFn);
+        if let Some(entry) = value_entry {
+            register_catching_frame(entry as usize);
+            flags |= FUNC_VALUE_ENTRY;
+        }
+        let data = Box::into_raw(Box::new(TypedClosure { int_entry, value_entry, f })) as *mut c_void;
         // SAFETY: `typed_safe_call::<Marker, F>` and the int entry read exactly this payload
         // (the entry first, as `FUNC_INT_ENTRY` says); `drop_closure` frees it.
         let function = unsafe {

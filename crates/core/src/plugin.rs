@@ -21,8 +21,9 @@ use crate::signature::SignatureInfo;
 use crate::types::TypeInfo;
 
 pub const ABI_MAJOR: u32 = 1;
-/// 1.7: `TypeInfo.flags` (`TYPE_WEAK_REFERENCEABLE`), which was padding before.
-pub const ABI_MINOR: u32 = 7;
+/// 1.7: `TypeInfo.flags` (`TYPE_WEAK_REFERENCEABLE`), which was padding before. 1.8: the
+/// function flag `FUNC_VALUE_ENTRY`.
+pub const ABI_MINOR: u32 = 8;
 /// The first minor whose `TypeInfo` has `flags`: an older plugin's are read as 0.
 pub(crate) const TYPE_FLAGS_MINOR: u32 = 7;
 /// The value a plugin exports as `tether_module_abi`.

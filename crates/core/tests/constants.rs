@@ -3,7 +3,8 @@
 
 use tether_core::constants::SHARED;
 
-/// `#define TETHER_<NAME> <integer>` lines of the header (a `u` suffix and a comment allowed).
+/// `#define TETHER_<NAME> <integer>` lines of the header (a `u` suffix, parentheses and a
+/// comment allowed).
 fn header_defines() -> Vec<(String, i64)> {
     let header = concat!(env!("CARGO_MANIFEST_DIR"), "/include/tether.h");
     let text = std::fs::read_to_string(header).expect("read tether.h");
@@ -12,7 +13,7 @@ fn header_defines() -> Vec<(String, i64)> {
             let rest = line.trim().strip_prefix("#define TETHER_")?;
             let mut parts = rest.split_whitespace();
             let name = parts.next()?;
-            let value = parts.next()?.trim_end_matches('u');
+            let value = parts.next()?.trim_end_matches('u').trim_start_matches('(').trim_end_matches(')');
             Some((name.to_string(), value.parse().ok()?))
         })
         .collect()

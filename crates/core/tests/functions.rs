@@ -7,8 +7,8 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tether_core::function::{
-    get_global, list_globals, register_global, remove_global, FUNC_ADOPTS_LENT, FUNC_INT_ENTRY, FUNC_LEAF,
-    FUNC_NONBLOCKING, FUNC_SIGNED,
+    call_value_entry, get_global, list_globals, register_global, remove_global, FUNC_ADOPTS_LENT, FUNC_INT_ENTRY,
+    FUNC_LEAF, FUNC_NONBLOCKING, FUNC_SIGNED, FUNC_VALUE_ENTRY,
 };
 use tether_core::testing::Pair;
 use tether_core::{Any, AnyView, Function, ObjectArc, ObjectHeader, TypeIndex};
@@ -76,8 +76,9 @@ fn packed_functions_see_raw_cells_and_flags_and_docs_stick() {
     let g = Function::from_typed("tests.g", |a: i64| a);
     assert_eq!(
         (g.flags(), g.doc()),
-        (FUNC_ADOPTS_LENT | FUNC_SIGNED | FUNC_INT_ENTRY, ""),
-        "typed closures take lent arguments, have a signature, and are not leaves; int ones have an int entry"
+        (FUNC_ADOPTS_LENT | FUNC_SIGNED | FUNC_INT_ENTRY | FUNC_VALUE_ENTRY, ""),
+        "typed closures take lent arguments, have a signature, and are not leaves; int ones have an int entry, \
+         and those of at most two parameters a value entry"
     );
     assert_eq!(f.flags() & FUNC_ADOPTS_LENT, 0, "packed closures see raw cells: no lending");
     let n = Function::from_packed("tests.calls_back", |args| Ok(Any::int(args.len() as i64))).nonblocking();
@@ -141,6 +142,63 @@ fn typed_closures_of_ints_have_an_int_entry_with_safe_calls_values_and_errors() 
         assert_eq!((f.flags() & FUNC_INT_ENTRY, f.0.int_entry().is_none()), (0, true), "{}", f.name());
     }
     assert_eq!(add3.flags() & FUNC_INT_ENTRY, FUNC_INT_ENTRY);
+}
+
+#[test]
+fn typed_closures_of_up_to_two_parameters_have_a_value_entry_with_safe_calls_values_and_errors() {
+    let _g = common::serial();
+    let call = |f: &Function, args: &[AnyView<'_>]| {
+        let entry = f.0.value_entry().expect("a value entry");
+        let ptr = f.as_object_ptr();
+        // SAFETY: a live Function with a value entry, given its arity's arguments.
+        unsafe {
+            match *args {
+                [] => call_value_entry(entry, ptr, []),
+                [a] => call_value_entry(entry, ptr, [a]),
+                [a, b] => call_value_entry(entry, ptr, [a, b]),
+                _ => panic!("at most two"),
+            }
+        }
+    };
+    let concat = Function::from_typed("tests.concat", |a: String, b: i64| format!("{a}{b}"));
+    let by_entry = call(&concat, &[AnyView::raw_str("x"), AnyView::int(7)]).unwrap();
+    assert_eq!(by_entry.as_str(), Some("x7"));
+    let zero = Function::from_typed("tests.zero", || 7i64);
+    assert_eq!(call(&zero, &[]).unwrap().view().as_int(), Some(7));
+    // A mismatch, and the closure's own error, as safe_call words them.
+    let by_entry = call(&concat, &[AnyView::int(1), AnyView::int(7)]).unwrap_err();
+    let by_call = concat.call(&[AnyView::int(1), AnyView::int(7)]).unwrap_err();
+    assert_eq!((by_entry.kind(), by_entry.message()), (by_call.kind(), by_call.message()));
+    let fails = Function::from_typed("tests.fails", |_a: Any| -> tether_core::Result<i64> {
+        Err(tether_core::Error::value("no"))
+    });
+    let e = call(&fails, &[AnyView::none()]).unwrap_err();
+    assert_eq!((e.kind(), e.message()), ("ValueError", "no"));
+    let panics = Function::from_typed("tests.panics", |a: i64| -> i64 { panic!("value entry panic {a}") });
+    let e = call(&panics, &[AnyView::int(3)]).unwrap_err();
+    assert_eq!(e.kind(), "RustPanic");
+    assert!(e.message().contains("value entry panic 3"), "{}", e.message());
+    // A lent argument is consumed: `echo` returns the lent reference itself, and a parameter
+    // that takes the object drops it when the closure is done.
+    let echo = Function::from_typed("tests.echo", |a: Any| a);
+    let pair = Pair::new(Any::int(1), Any::none());
+    let obj = ObjectArc::as_ptr(&pair);
+    let lend = || {
+        std::mem::forget(pair.clone());
+        // SAFETY: the reference just forgotten is the one the view lends.
+        unsafe { AnyView::lent_object(obj) }
+    };
+    let back = call(&echo, &[lend()]).unwrap();
+    assert_eq!(back.view().as_object_ptr(), Some(obj));
+    assert_eq!(ObjectArc::strong_count(&pair), 2, "the lent reference came back as the result's");
+    drop(back);
+    let first = Function::from_typed("tests.first", |p: ObjectArc<Pair>| p.first());
+    assert_eq!(call(&first, &[lend()]).unwrap().view().as_int(), Some(1));
+    assert_eq!(ObjectArc::strong_count(&pair), 1, "the parameter took the lent reference and dropped it");
+    // Three parameters: no entry, no flag.
+    let three = Function::from_typed("tests.three", |a: i64, _b: i64, _c: String| a);
+    assert_eq!((three.flags() & FUNC_VALUE_ENTRY, three.0.value_entry().is_none()), (0, true));
+    assert_eq!(echo.flags() & FUNC_VALUE_ENTRY, FUNC_VALUE_ENTRY);
 }
 
 #[test]
