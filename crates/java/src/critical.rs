@@ -23,11 +23,13 @@
 //! other downcall, runs inside one.)
 //!
 //! JNI's `call1` takes the same marked path for a leaf of one plain argument on every JDK
-//! ([`leaf_call1`]): the lent spare goes back with a store where the general path checks
-//! (JDK 17 on the AMD EPYC, by hand: `echo(x)` 12.5 ns against 15.9).
+//! ([`leaf_call1`]), so a leaf that breaks its promise is refused on every JDK alike, and the
+//! lent spare goes back with a store where the general path checks. Both take
+//! `natives::call_lent1` for the common `echo(x)`: the spare lent to the Function's value
+//! entry (`FUNC_VALUE_ENTRY`), the argument and result in registers.
 
 use jni_sys::jlong;
-use tether_core::function::{FUNC_INT_ENTRY, FUNC_LEAF};
+use tether_core::function::FUNC_LEAF;
 use tether_core::thread_spares::SpareCell;
 use tether_core::{Any, Result};
 
@@ -61,16 +63,48 @@ fn marked<T>(cell: &SpareCell<'static>, call: impl FnOnce() -> Result<T>) -> Res
     outcome.unwrap_or_else(|panic| Err(tether_core::error::panic_error(panic)))
 }
 
-/// A call of leaf `func` with one plain argument (`word`: `Marshal.fastWord`, `bits`:
-/// `Marshal.fastBits`), with the thread marked: the lent spare goes back with one store, and
-/// a leaf that breaks its promise cannot reach the JVM. `None`, having done nothing, for a
-/// call this does not take (not a leaf, another arity, an argument that is not plain, a
-/// thread with no spare cell to mark). The critical entry and JNI's `call1` both take it.
+/// What [`lent_call1`] did.
+pub(crate) enum Lent1 {
+    /// Nothing: a call it does not take.
+    NotTaken,
+    /// The call returned its wrapper argument (its +1 is the thread's spare again).
+    Argument,
+    /// The call's other value, or its error.
+    Outcome(Result<Any>),
+}
+
+/// The common leaf call, `echo(x)`: leaf `func` with one wrapper argument (`word`:
+/// `Marshal.fastWord`, `bits`: `Marshal.fastBits`) of which the thread, which has its spare
+/// cell already, kept a spare, lent to the Function's value entry with the thread marked
+/// (`natives::call_lent1`). Anything else is [`Lent1::NotTaken`], having done nothing, for
+/// [`leaf_call1`] out of line: so the entries that take this inline save only the registers
+/// it needs. The critical entry and JNI's `call1` both take it.
 ///
 /// # Safety
 /// Java keeps the Function and the argument's wrapper, whose word it passed, reachable for the
 /// call.
 #[inline(always)]
+pub(crate) unsafe fn lent_call1(func: jlong, word: jlong, bits: jlong) -> Lent1 {
+    // SAFETY: the caller keeps the Function reachable.
+    let Some(f) = (unsafe { leaf_at(func) }) else { return Lent1::NotTaken };
+    if f.arity != 1 {
+        return Lent1::NotTaken;
+    }
+    let Some(cell) = tie::claimed_spare_cell() else { return Lent1::NotTaken };
+    // SAFETY: the caller's guarantee; `f` is the leaf at `func`, of arity 1, and `cell` is this
+    // thread's.
+    unsafe { natives::call_lent1(func, f, word, bits, &cell) }
+}
+
+/// A call of leaf `func` with one plain argument (`word`: `Marshal.fastWord`, `bits`:
+/// `Marshal.fastBits`), with the thread marked: the lent spare goes back with one store, and
+/// a leaf that breaks its promise cannot reach the JVM. `None`, having done nothing, for a
+/// call this does not take (not a leaf, another arity, an argument that is not plain, a
+/// thread with no spare cell to mark). What [`lent_call1`] does not take, out of line.
+///
+/// # Safety
+/// As [`lent_call1`].
+#[inline(never)]
 pub(crate) unsafe fn leaf_call1(func: jlong, word: jlong, bits: jlong) -> Option<Result<natives::Plain>> {
     // SAFETY: the caller keeps the Function reachable.
     let f = unsafe { leaf_at(func) }?;
@@ -101,6 +135,21 @@ unsafe fn leaf_at<'a>(func: jlong) -> Option<&'a tether_core::function::Function
 #[no_mangle]
 pub extern "C" fn tether_java_critical_call1(func: jlong, word: jlong, bits: jlong) -> jlong {
     // SAFETY: Java keeps the Function and the wrapper whose word it passed reachable for the call.
+    match unsafe { lent_call1(func, word, bits) } {
+        Lent1::Argument => ARGUMENT_RESULT,
+        Lent1::Outcome(outcome) => natives::park(outcome),
+        // SAFETY: Java keeps the Function and the wrapper reachable for the call.
+        Lent1::NotTaken => unsafe { critical_call1_general(func, word, bits) },
+    }
+}
+
+/// [`tether_java_critical_call1`] of a call [`lent_call1`] does not take.
+///
+/// # Safety
+/// As [`leaf_call1`].
+#[inline(never)]
+unsafe fn critical_call1_general(func: jlong, word: jlong, bits: jlong) -> jlong {
+    // SAFETY: this function's contract.
     match unsafe { leaf_call1(func, word, bits) } {
         None => FALLBACK_RESULT,
         Some(Ok(natives::Plain::Argument(i))) => {
@@ -112,20 +161,41 @@ pub extern "C" fn tether_java_critical_call1(func: jlong, word: jlong, bits: jlo
     }
 }
 
-/// `Critical.ints1..3`: `callLong` of a leaf with an int entry ([`FUNC_INT_ENTRY`]) and arity
+/// `Critical.ints1..3`: `callLong` of a leaf with an int entry (`FUNC_INT_ENTRY`) and arity
 /// N. The result as it is, unless it is one of this entry's answers ([`PENDING_RESULT`] to
 /// [`FALLBACK_RESULT`]): then it is parked, as every error is, and [`PENDING_RESULT`] returned;
 /// [`FALLBACK_RESULT`] for a call this does not take.
 #[inline(always)]
 fn critical_ints<const N: usize>(func: jlong, args: [i64; N]) -> jlong {
+    match tie::claimed_spare_cell() {
+        Some(cell) => marked_ints(func, args, &cell),
+        None => {
+            let at = |i: usize| args.get(i).copied().unwrap_or(0);
+            critical_ints_claiming::<N>(func, at(0), at(1), at(2))
+        }
+    }
+}
+
+/// [`critical_ints`] on a thread that has no spare cell yet: it claims one (or the call falls
+/// back). Out of line, so the common case keeps its arguments in registers across no call;
+/// they come as scalars (the first N of `a0..a2`), which an array of three would not.
+#[inline(never)]
+fn critical_ints_claiming<const N: usize>(func: jlong, a0: i64, a1: i64, a2: i64) -> jlong {
+    let args: [i64; N] = std::array::from_fn(|i| [a0, a1, a2][i]);
+    match tie::spare_cell() {
+        Some(cell) => marked_ints(func, args, &cell),
+        None => FALLBACK_RESULT,
+    }
+}
+
+/// [`critical_ints`] with the thread's cell (`cell`) to mark.
+#[inline(always)]
+fn marked_ints<const N: usize>(func: jlong, args: [i64; N], cell: &SpareCell<'static>) -> jlong {
     // SAFETY: Java keeps the Function reachable for the call.
     let Some(f) = (unsafe { leaf_at(func) }) else { return FALLBACK_RESULT };
-    if f.arity != N as i32 || f.flags & FUNC_INT_ENTRY == 0 {
+    if f.arity != N as i32 {
         return FALLBACK_RESULT;
     }
-    let Some(cell) = tie::spare_cell() else { return FALLBACK_RESULT };
-    // Read after the cell is found: held across the probe, it was a spill and a call through
-    // memory (0.5 ns slower on the AMD EPYC).
     let Some(entry) = f.int_entry() else { return FALLBACK_RESULT };
     cell.mark(true);
     // SAFETY: a live Function with an int entry, given its arity's ints; the entry catches

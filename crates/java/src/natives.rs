@@ -18,6 +18,7 @@ use tether_core::types::{self, FieldInfo, MethodInfo, TypeInfo};
 use tether_core::{function, Any, AnyView, Error, ObjectRef, Result, TypeIndex};
 
 use crate::convert::{self, decode, decode_arrays, to_java};
+use crate::critical::Lent1;
 use crate::errors::{guard, guard_call};
 use crate::jenv::Env;
 use crate::{callback, classes, tie};
@@ -343,8 +344,8 @@ pub(crate) enum Plain {
 /// # Safety
 /// `f` is the live Function at `func`, which Java keeps reachable with every wrapper argument,
 /// whose word it passed; every word is plain; `cell` is the calling thread's spare cell, and
-/// the thread is marked for a critical downcall (so, until this returns, it runs no other
-/// entry that could keep or take a spare).
+/// the thread is marked for a leaf call (so, until this returns, it runs no other entry that
+/// could keep or take a spare).
 #[inline(always)]
 pub(crate) unsafe fn call_plain<const N: usize>(
     func: jlong,
@@ -375,10 +376,21 @@ pub(crate) unsafe fn call_plain<const N: usize>(
             *view = AnyView::int(bits);
         }
     }
-    let mut result = Any::none();
-    // SAFETY: `f` is `func`'s body and Java keeps it and every argument alive; lent views only
-    // for an adopting `f`.
-    unsafe { invoke(func, f, &views, &mut result) }?;
+    let result = match f.value_entry() {
+        Some(entry) if N <= function::VALUE_ENTRY_ARGS => {
+            // SAFETY: `f`'s value entry, of arity N (the caller checked), with views as for
+            // its `safe_call`: Java keeps `f` and every argument alive; lent views only for an
+            // adopting `f`.
+            unsafe { function::call_value_entry(entry, func as *mut ObjectHeader, views) }?
+        }
+        _ => {
+            let mut result = Any::none();
+            // SAFETY: `f` is `func`'s body and Java keeps it and every argument alive; lent
+            // views only for an adopting `f`.
+            unsafe { invoke(func, f, &views, &mut result) }?;
+            result
+        }
+    };
     let Some(ptr) = result.view().as_object_ptr() else { return Ok(Plain::Value(result)) };
     // The lent argument came back (`echo`): its +1 is the spare again.
     if let Some(i) = lent_spare {
@@ -403,6 +415,44 @@ pub(crate) unsafe fn call_plain<const N: usize>(
     // `cell` is this thread's.
     unsafe { tie::keep_result_spare(obj, args[i].0, Some(cell)) };
     Ok(Plain::Argument(i))
+}
+
+/// The common leaf call of one wrapper argument, `echo(x)`: the thread kept a spare of the
+/// wrapper and `f` has a value entry, so the spare is lent and the result comes back in
+/// registers, with no argument array, no result cell and no panic frame (the entry catches
+/// its own panics); the thread is marked around the entry. [`Lent1::NotTaken`], having done
+/// nothing, for any other call.
+///
+/// # Safety
+/// As [`call_plain`] for one argument, `(word, bits)` (any word), except that the thread is not
+/// marked yet.
+#[inline(always)]
+pub(crate) unsafe fn call_lent1(func: jlong, f: &FunctionObj, word: jlong, bits: jlong, cell: &SpareCell<'_>) -> Lent1 {
+    if tie::word_kind(word) != convert::KIND_OBJECT || f.flags & function::FUNC_ADOPTS_LENT == 0 {
+        return Lent1::NotTaken;
+    }
+    let Some(entry) = f.value_entry() else { return Lent1::NotTaken };
+    let obj = bits as *mut ObjectHeader;
+    // SAFETY: Java keeps the wrapper, and so its object, alive for the call; its word.
+    let view = unsafe { tie::object_argument(obj, word) };
+    // SAFETY: Java keeps the wrapper reachable for the call and passed its word, from which the
+    // view was made; `f` adopts lent views.
+    let Some((lent, _)) = (unsafe { tie::lend_spare(cell, obj, view, word) }) else { return Lent1::NotTaken };
+    cell.mark(true);
+    // SAFETY: `f`'s value entry, of arity 1, given its one (lent) argument.
+    let outcome = unsafe { function::call_value_entry(entry, func as *mut ObjectHeader, [lent]) };
+    cell.mark(false);
+    let result = match outcome {
+        Ok(result) if result.view().as_object_ptr() == Some(obj) => result,
+        other => return Lent1::Outcome(other),
+    };
+    // SAFETY: the result's strong reference, moved out of `result`, which is forgotten.
+    let obj = unsafe { ObjectRef::from_raw(obj) };
+    std::mem::forget(result);
+    // SAFETY: Java keeps the wrapper reachable for the call; `cell` is this thread's, the
+    // spare was taken from it above, and the thread, marked, ran no other entry since.
+    unsafe { cell.restore_untouched(obj) };
+    Lent1::Argument
 }
 
 /// A call's result `obj` is an argument (passed with `word`): its +1 back to the spare it
@@ -704,15 +754,39 @@ pub extern "system" fn Java_dev_tether_ffi_Native_call1(
     let env = unsafe { Env::from_raw(env) };
     // SAFETY: Java encodes with `Marshal` and keeps `r0` (the wrapper whose word is `k0`) and
     // the Function reachable for the call.
+    match unsafe { crate::critical::lent_call1(func, k0, b0) } {
+        Lent1::Argument => r0,
+        Lent1::Outcome(outcome) => call1_outcome(env, r0, outcome.map(Plain::Value)),
+        // SAFETY: Marshal-encoded, `r0` and the Function reachable for the call (Java's promise).
+        Lent1::NotTaken => unsafe { call1_general(env, func, k0, b0, r0) },
+    }
+}
+
+/// `call1` of a call `lent_call1` did not take: the leaf path that claims a spare cell and
+/// calls through cells, or the encoded call.
+///
+/// # Safety
+/// As `call1`'s: Marshal-encoded, `r0` (the wrapper whose word is `k0`) and the Function
+/// reachable for the call.
+#[inline(never)]
+unsafe fn call1_general(env: Env, func: jlong, k0: jlong, b0: jlong, r0: jobject) -> jobject {
+    // SAFETY: this function's contract.
     match unsafe { crate::critical::leaf_call1(func, k0, b0) } {
         Some(Ok(Plain::Argument(_))) => r0,
-        Some(outcome) => guard_call(env, null(), || match outcome? {
-            Plain::Value(result) => to_java(env, result),
-            Plain::Argument(_) => Ok(r0),
-        }),
-        // SAFETY: Marshal-encoded, `r0` and the Function reachable for the call (Java's promise).
+        Some(outcome) => call1_outcome(env, r0, outcome),
+        // SAFETY: this function's contract.
         None => guard_call(env, null(), || unsafe { call_encoded_object(env, func, &[(k0, b0, r0)]) }),
     }
+}
+
+/// `call1`'s leaf call that did not return its argument: the value as a Java object, or the
+/// error thrown. Out of line, as [`call1_encoded`], so the common case saves few registers.
+#[inline(never)]
+fn call1_outcome(env: Env, r0: jobject, outcome: Result<Plain>) -> jobject {
+    guard_call(env, null(), || match outcome? {
+        Plain::Value(result) => to_java(env, result),
+        Plain::Argument(_) => Ok(r0),
+    })
 }
 
 /// The result a `call*L` native or a critical downcall parked (see [`PENDING`]), as a Java

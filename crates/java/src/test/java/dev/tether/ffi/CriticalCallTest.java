@@ -103,6 +103,20 @@ class CriticalCallTest {
     }
 
     @Test
+    void aSpareLentToALeafThatReturnsAnotherValueIsConsumedOnce() throws InterruptedException {
+        long base = settledLive();
+        TetherFunction isAligned = t("is_aligned");
+        TetherInstance aligned = (TetherInstance) t("make_aligned").call(64L);
+        for (int i = 0; i < 1000; i++) {
+            // echo keeps a spare of the wrapper; is_aligned is lent it and drops it.
+            assertSame(aligned, ECHO.call(aligned));
+            assertEquals(Boolean.TRUE, isAligned.call(aligned));
+        }
+        aligned.close();
+        assertEquals(base, settledLive(), "every lent spare was released once");
+    }
+
+    @Test
     void theJvmExitsWhileThreadsAreInsideCriticalDowncalls() throws Exception {
         ProcessResult r = Subprocess.runJava(CriticalExitMain.class, true);
         assertEquals(0, r.exitCode, r.output);
