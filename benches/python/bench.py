@@ -152,21 +152,27 @@ def run_timed(peers_, quick):
         for name, _, n, samples in runs:
             records.append(record(workload, name, median(samples), n, samples))
     # W6: W1 with 8 threads (the GIL serialises them; this measures the switching cost too).
-    total = 20_000 if quick else 400_000
-    for name, ns in peers_.items():
-        samples = [threaded_echo(ns, total) for _ in range(3 if quick else 7)]
-        records.append(record("W6", name, median(samples), total, samples))
+    records += interleaved_threaded("W6", peers_, 20_000 if quick else 400_000, threaded_echo, quick)
     records += run_scale(peers_, quick, target, repeats)
     # W9: threaded churn, THREADS threads each constructing, fetching, dropping and refetching.
-    total = 8_000 if quick else 200_000
-    for name, ns in peers_.items():
-        try:
-            samples = [threaded_churn(ns, total) for _ in range(3 if quick else 7)]
-        except Exception as e:  # noqa: BLE001 - report and skip this peer's workload
-            print(f"python W9  {name:<8} skipped: {type(e).__name__}: {str(e).splitlines()[0]}")
-            continue
-        records.append(record("W9", name, median(samples), total, samples))
+    records += interleaved_threaded("W9", peers_, 8_000 if quick else 200_000, threaded_churn, quick)
     return records
+
+
+def interleaved_threaded(workload, peers_, total, sample, quick):
+    """Records of a threaded workload: `sample(ns, total)` per peer, the peers taken in turn in
+    each round (as the timed rows' repeats), so a busy spell of the host falls on every peer
+    alike; the median of each peer's rounds. A peer whose sample raises is reported and
+    dropped."""
+    samples = {name: [] for name in peers_}
+    for _ in range(3 if quick else 7):
+        for name in list(samples):
+            try:
+                samples[name].append(sample(peers_[name], total))
+            except Exception as e:  # noqa: BLE001 - report and skip this peer's workload
+                print(f"python {workload:<3} {name:<8} skipped: {type(e).__name__}: {str(e).splitlines()[0]}")
+                del samples[name]
+    return [record(workload, name, median(s), total, s) for name, s in samples.items()]
 
 
 def threaded_churn(ns, total):
