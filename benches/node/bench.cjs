@@ -245,9 +245,13 @@ async function churnOnce(peer) {
 async function runW9(names) {
   const records = [];
   const repeats = quick ? 3 : 7;
+  // The peers in turn in each round, as the timed rows' repeats: a busy spell falls on all.
+  const samplesOf = Object.fromEntries(names.map((name) => [name, []]));
+  for (let r = 0; r < repeats; r++) {
+    for (const name of names) samplesOf[name].push(await churnOnce(name));
+  }
   for (const name of names) {
-    const samples = [];
-    for (let r = 0; r < repeats; r++) samples.push(await churnOnce(name));
+    const samples = samplesOf[name];
     const value = median(samples);
     console.log(`node W9  ${name.padEnd(8)} ${value.toFixed(2).padStart(9)} ns/op  (n=${W9_ROUNDS}, ${repeats} repeats, ${WORKERS} workers)`);
     records.push({ lang: 'node', workload: 'W9', peer: name, value, unit: 'ns/op', n: W9_ROUNDS,
