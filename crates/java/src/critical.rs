@@ -22,17 +22,19 @@
 //! JVM, refuses with a typed error instead. (Nested marks cannot happen: no Java code, so no
 //! other downcall, runs inside one.)
 //!
-//! JNI's `call1` takes the same marked path for a leaf of one plain argument on every JDK
-//! ([`leaf_call1`]), so a leaf that breaks its promise is refused on every JDK alike, and the
-//! lent spare goes back with a store where the general path checks. Both take
-//! `natives::call_lent1` for the common `echo(x)`: the spare lent to the Function's value
-//! entry (`FUNC_VALUE_ENTRY`), the argument and result in registers.
+//! JDKs without critical downcalls take the same entry through JNI (`Native.leaf1`, whose
+//! parameters and result are all `long`s, so its stub handles no object references), and JNI's
+//! `call1` the same marked path ([`leaf_call1`]), so a leaf that breaks its promise is refused
+//! on every JDK alike. The common `echo(x)` runs inline ([`lent_call1`]): the spare lent to the
+//! Function's value entry (`FUNC_VALUE_ENTRY`), the argument and result in registers.
 
 use jni_sys::jlong;
-use tether_core::function::FUNC_LEAF;
+use tether_core::function::{call_value_entry, FUNC_ADOPTS_LENT, FUNC_LEAF};
+use tether_core::object::ObjectHeader;
 use tether_core::thread_spares::SpareCell;
-use tether_core::{Any, Result};
+use tether_core::{Any, ObjectRef, Result};
 
+use crate::convert::KIND_OBJECT;
 use crate::natives::{self, PENDING_RESULT};
 use crate::tie;
 
@@ -75,10 +77,12 @@ pub(crate) enum Lent1 {
 
 /// The common leaf call, `echo(x)`: leaf `func` with one wrapper argument (`word`:
 /// `Marshal.fastWord`, `bits`: `Marshal.fastBits`) of which the thread, which has its spare
-/// cell already, kept a spare, lent to the Function's value entry with the thread marked
-/// (`natives::call_lent1`). Anything else is [`Lent1::NotTaken`], having done nothing, for
+/// cell already, kept a spare: the spare is lent to the Function's value entry
+/// (`FUNC_VALUE_ENTRY`), the argument and result in registers, with no argument array, no
+/// result cell and no panic frame (the entry catches its own panics), and the thread marked
+/// around that call alone. Anything else is [`Lent1::NotTaken`], having done nothing, for
 /// [`leaf_call1`] out of line: so the entries that take this inline save only the registers
-/// it needs. The critical entry and JNI's `call1` both take it.
+/// it needs.
 ///
 /// # Safety
 /// Java keeps the Function and the argument's wrapper, whose word it passed, reachable for the
@@ -87,13 +91,32 @@ pub(crate) enum Lent1 {
 pub(crate) unsafe fn lent_call1(func: jlong, word: jlong, bits: jlong) -> Lent1 {
     // SAFETY: the caller keeps the Function reachable.
     let Some(f) = (unsafe { leaf_at(func) }) else { return Lent1::NotTaken };
-    if f.arity != 1 {
+    if f.arity != 1 || tie::word_kind(word) != KIND_OBJECT || f.flags & FUNC_ADOPTS_LENT == 0 {
         return Lent1::NotTaken;
     }
+    let Some(entry) = f.value_entry() else { return Lent1::NotTaken };
     let Some(cell) = tie::claimed_spare_cell() else { return Lent1::NotTaken };
-    // SAFETY: the caller's guarantee; `f` is the leaf at `func`, of arity 1, and `cell` is this
-    // thread's.
-    unsafe { natives::call_lent1(func, f, word, bits, &cell) }
+    let obj = bits as *mut ObjectHeader;
+    // SAFETY: Java keeps the wrapper, and so its object, alive for the call; its word.
+    let view = unsafe { tie::object_argument(obj, word) };
+    // SAFETY: Java keeps the wrapper reachable for the call and passed its word, from which the
+    // view was made; `f` adopts lent views.
+    let Some((lent, _)) = (unsafe { tie::lend_spare(&cell, obj, view, word) }) else { return Lent1::NotTaken };
+    cell.mark(true);
+    // SAFETY: `f`'s value entry, of arity 1, given its one (lent) argument.
+    let outcome = unsafe { call_value_entry(entry, func as *mut ObjectHeader, [lent]) };
+    cell.mark(false);
+    let result = match outcome {
+        Ok(result) if result.view().as_object_ptr() == Some(obj) => result,
+        other => return Lent1::Outcome(other),
+    };
+    // SAFETY: the result's strong reference, moved out of `result`, which is forgotten.
+    let obj = unsafe { ObjectRef::from_raw(obj) };
+    std::mem::forget(result);
+    // SAFETY: Java keeps the wrapper reachable for the call; `cell` is this thread's, the
+    // spare was taken from it above, and the thread, marked, ran no other entry since.
+    unsafe { cell.restore_untouched(obj) };
+    Lent1::Argument
 }
 
 /// A call of leaf `func` with one plain argument (`word`: `Marshal.fastWord`, `bits`:
@@ -135,6 +158,16 @@ unsafe fn leaf_at<'a>(func: jlong) -> Option<&'a tether_core::function::Function
 #[no_mangle]
 pub extern "C" fn tether_java_critical_call1(func: jlong, word: jlong, bits: jlong) -> jlong {
     // SAFETY: Java keeps the Function and the wrapper whose word it passed reachable for the call.
+    unsafe { leaf_call1_answer(func, word, bits) }
+}
+
+/// [`tether_java_critical_call1`]'s body, which JNI's `Native.leaf1` shares: its answer.
+///
+/// # Safety
+/// As [`lent_call1`].
+#[inline(always)]
+pub(crate) unsafe fn leaf_call1_answer(func: jlong, word: jlong, bits: jlong) -> jlong {
+    // SAFETY: this function's contract.
     match unsafe { lent_call1(func, word, bits) } {
         Lent1::Argument => ARGUMENT_RESULT,
         Lent1::Outcome(outcome) => natives::park(outcome),

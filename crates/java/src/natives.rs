@@ -18,7 +18,6 @@ use tether_core::types::{self, FieldInfo, MethodInfo, TypeInfo};
 use tether_core::{function, Any, AnyView, Error, ObjectRef, Result, TypeIndex};
 
 use crate::convert::{self, decode, decode_arrays, to_java};
-use crate::critical::Lent1;
 use crate::errors::{guard, guard_call};
 use crate::jenv::Env;
 use crate::{callback, classes, tie};
@@ -417,44 +416,6 @@ pub(crate) unsafe fn call_plain<const N: usize>(
     Ok(Plain::Argument(i))
 }
 
-/// The common leaf call of one wrapper argument, `echo(x)`: the thread kept a spare of the
-/// wrapper and `f` has a value entry, so the spare is lent and the result comes back in
-/// registers, with no argument array, no result cell and no panic frame (the entry catches
-/// its own panics); the thread is marked around the entry. [`Lent1::NotTaken`], having done
-/// nothing, for any other call.
-///
-/// # Safety
-/// As [`call_plain`] for one argument, `(word, bits)` (any word), except that the thread is not
-/// marked yet.
-#[inline(always)]
-pub(crate) unsafe fn call_lent1(func: jlong, f: &FunctionObj, word: jlong, bits: jlong, cell: &SpareCell<'_>) -> Lent1 {
-    if tie::word_kind(word) != convert::KIND_OBJECT || f.flags & function::FUNC_ADOPTS_LENT == 0 {
-        return Lent1::NotTaken;
-    }
-    let Some(entry) = f.value_entry() else { return Lent1::NotTaken };
-    let obj = bits as *mut ObjectHeader;
-    // SAFETY: Java keeps the wrapper, and so its object, alive for the call; its word.
-    let view = unsafe { tie::object_argument(obj, word) };
-    // SAFETY: Java keeps the wrapper reachable for the call and passed its word, from which the
-    // view was made; `f` adopts lent views.
-    let Some((lent, _)) = (unsafe { tie::lend_spare(cell, obj, view, word) }) else { return Lent1::NotTaken };
-    cell.mark(true);
-    // SAFETY: `f`'s value entry, of arity 1, given its one (lent) argument.
-    let outcome = unsafe { function::call_value_entry(entry, func as *mut ObjectHeader, [lent]) };
-    cell.mark(false);
-    let result = match outcome {
-        Ok(result) if result.view().as_object_ptr() == Some(obj) => result,
-        other => return Lent1::Outcome(other),
-    };
-    // SAFETY: the result's strong reference, moved out of `result`, which is forgotten.
-    let obj = unsafe { ObjectRef::from_raw(obj) };
-    std::mem::forget(result);
-    // SAFETY: Java keeps the wrapper reachable for the call; `cell` is this thread's, the
-    // spare was taken from it above, and the thread, marked, ran no other entry since.
-    unsafe { cell.restore_untouched(obj) };
-    Lent1::Argument
-}
-
 /// A call's result `obj` is an argument (passed with `word`): its +1 back to the spare it
 /// was lent from when it is that argument's (`lent_spare`: the object and generation), else
 /// kept as a spare under the word's generation.
@@ -738,9 +699,10 @@ call_natives! { ints:
     Java_dev_tether_ffi_Native_ints3(a, b, c);
 }
 
-/// `Native.call1`: a leaf with one plain argument takes the critical entry's path
-/// (`critical::leaf_call1`: the thread marked, no local reference made, a result that is the
-/// argument returned as `r0` itself); any other call the encoded one.
+/// `Native.call1`: a leaf with one plain argument takes the critical entry's marked path
+/// (`critical::leaf_call1`: no local reference made, a result that is the argument returned
+/// as `r0` itself); any other call the encoded one. (Java calls a leaf through `leaf1` or the
+/// critical downcall first; this takes what they leave.)
 #[no_mangle]
 pub extern "system" fn Java_dev_tether_ffi_Native_call1(
     env: *mut JNIEnv,
@@ -754,39 +716,38 @@ pub extern "system" fn Java_dev_tether_ffi_Native_call1(
     let env = unsafe { Env::from_raw(env) };
     // SAFETY: Java encodes with `Marshal` and keeps `r0` (the wrapper whose word is `k0`) and
     // the Function reachable for the call.
-    match unsafe { crate::critical::lent_call1(func, k0, b0) } {
-        Lent1::Argument => r0,
-        Lent1::Outcome(outcome) => call1_outcome(env, r0, outcome.map(Plain::Value)),
-        // SAFETY: Marshal-encoded, `r0` and the Function reachable for the call (Java's promise).
-        Lent1::NotTaken => unsafe { call1_general(env, func, k0, b0, r0) },
-    }
-}
-
-/// `call1` of a call `lent_call1` did not take: the leaf path that claims a spare cell and
-/// calls through cells, or the encoded call.
-///
-/// # Safety
-/// As `call1`'s: Marshal-encoded, `r0` (the wrapper whose word is `k0`) and the Function
-/// reachable for the call.
-#[inline(never)]
-unsafe fn call1_general(env: Env, func: jlong, k0: jlong, b0: jlong, r0: jobject) -> jobject {
-    // SAFETY: this function's contract.
     match unsafe { crate::critical::leaf_call1(func, k0, b0) } {
         Some(Ok(Plain::Argument(_))) => r0,
         Some(outcome) => call1_outcome(env, r0, outcome),
-        // SAFETY: this function's contract.
+        // SAFETY: Marshal-encoded, `r0` and the Function reachable for the call (Java's promise).
         None => guard_call(env, null(), || unsafe { call_encoded_object(env, func, &[(k0, b0, r0)]) }),
     }
 }
 
 /// `call1`'s leaf call that did not return its argument: the value as a Java object, or the
-/// error thrown. Out of line, as [`call1_encoded`], so the common case saves few registers.
+/// error thrown.
 #[inline(never)]
 fn call1_outcome(env: Env, r0: jobject, outcome: Result<Plain>) -> jobject {
     guard_call(env, null(), || match outcome? {
         Plain::Value(result) => to_java(env, result),
         Plain::Argument(_) => Ok(r0),
     })
+}
+
+/// `Native.leaf1`: the critical downcall's `call1` (`critical::tether_java_critical_call1`:
+/// the same marked leaf call, answers and parked outcomes) through JNI, for JDKs without
+/// critical downcalls: every parameter and the result a `long`, so the JNI stub handles no
+/// object references.
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_leaf1(
+    _env: *mut JNIEnv,
+    _c: jclass,
+    func: jlong,
+    word: jlong,
+    bits: jlong,
+) -> jlong {
+    // SAFETY: Java keeps the Function and the wrapper whose word it passed reachable for the call.
+    unsafe { crate::critical::leaf_call1_answer(func, word, bits) }
 }
 
 /// The result a `call*L` native or a critical downcall parked (see [`PENDING`]), as a Java

@@ -67,6 +67,15 @@ final class Native {
 
     static native Object call1(long function, long kind, long bits, Object ref);
 
+    /**
+     * {@code call(x)} of a leaf Function with one plain argument, through JNI with the critical
+     * downcall's protocol ({@link Critical#call1}): {@code Critical.ARGUMENT} when the result is
+     * the argument's own wrapper, {@code Critical.FALLBACK} for a call it does not take, else
+     * {@link #PENDING} with the result or error for {@link #takePending}. No object crosses, so
+     * the JNI stub handles no references (JDKs without critical downcalls).
+     */
+    static native long leaf1(long function, long word, long bits);
+
     static native Object call2(long function, long k0, long b0, Object r0, long k1, long b1, Object r1);
 
     static native Object call3(long function, long k0, long b0, Object r0, long k1, long b1, Object r1,

@@ -92,8 +92,8 @@ public final class TetherFunction implements TetherObject, Tied {
             if (ka != Marshal.SLOW) {
                 long ba = Marshal.fastBits(a, ka);
                 long wa = Marshal.fastWord(a, ka);
-                if (!intResults && Critical.CALL1 != null && critical()) {
-                    long r = Critical.call1(fn, wa, ba);
+                if (!intResults && critical()) {
+                    long r = Critical.CALL1 != null ? Critical.call1(fn, wa, ba) : Native.leaf1(fn, wa, ba);
                     if (r == Critical.ARGUMENT) {
                         return a; // a wrapper: nothing for learn to see
                     }
@@ -340,8 +340,10 @@ public final class TetherFunction implements TetherObject, Tied {
     }
 
     /**
-     * Whether this Function's {@code call(x)} goes through {@link Critical}: it is a leaf and
-     * this JDK has critical downcalls (found once; a race finds the same answer twice).
+     * Whether this Function's {@code call(x)} takes the leaf protocol first (a {@code long}
+     * answer, {@link Critical#call1}): it is a leaf. Through a critical downcall where this JDK
+     * has them, else through JNI's {@link Native#leaf1}, whose stub handles no object references
+     * (found once; a race finds the same answer twice).
      */
     private boolean critical() {
         return (criticalFlags() & CRITICAL_CALL) != 0;
@@ -356,13 +358,11 @@ public final class TetherFunction implements TetherObject, Tied {
         byte known = critical;
         if (known == 0) {
             known = KNOWN;
-            if (Critical.CALL1 != null) {
-                long flags = Native.functionFlags(handle());
-                if ((flags & LEAF) != 0) {
-                    known |= CRITICAL_CALL;
-                    if ((flags & INT_ENTRY) != 0 && Critical.INTS3 != null) {
-                        known |= CRITICAL_INTS;
-                    }
+            long flags = Native.functionFlags(handle());
+            if ((flags & LEAF) != 0) {
+                known |= CRITICAL_CALL;
+                if ((flags & INT_ENTRY) != 0 && Critical.INTS3 != null) {
+                    known |= CRITICAL_INTS;
                 }
             }
             critical = known;

@@ -131,8 +131,8 @@ class CriticalCallTest {
         t("stash").call("41", callback);
         try {
             TetherFunction broken = t("call_stashed_as_leaf");
-            // Refused on every JDK: JNI's call1 marks the thread for a leaf's call as the
-            // critical downcall does.
+            // Refused on every JDK: JNI's leaf1 (and call1) marks the thread for a leaf's call
+            // as the critical downcall does.
             Exception e = assertThrows(RuntimeException.class, () -> broken.call(41L));
             assertTrue(e instanceof TetherError, e.toString());
             assertTrue(e.getMessage().contains("leaf Function called into the JVM"), e.getMessage());
