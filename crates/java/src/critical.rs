@@ -123,20 +123,36 @@ pub(crate) unsafe fn lent_call1(func: jlong, word: jlong, bits: jlong) -> Lent1 
 /// `Marshal.fastBits`), with the thread marked: the lent spare goes back with one store, and
 /// a leaf that breaks its promise cannot reach the JVM. `None`, having done nothing, for a
 /// call this does not take (not a leaf, another arity, an argument that is not plain, a
-/// thread with no spare cell to mark). What [`lent_call1`] does not take, out of line.
+/// thread with no spare cell to mark). What [`lent_call1`] does not take; the call itself out
+/// of line, so a call that is no leaf's (JNI's `call1` of `call(cb)`) pays two compares.
 ///
 /// # Safety
 /// As [`lent_call1`].
-#[inline(never)]
+#[inline(always)]
 pub(crate) unsafe fn leaf_call1(func: jlong, word: jlong, bits: jlong) -> Option<Result<natives::Plain>> {
     // SAFETY: the caller keeps the Function reachable.
     let f = unsafe { leaf_at(func) }?;
     if f.arity != 1 || !natives::is_plain(word) {
         return None;
     }
+    // SAFETY: the caller's guarantee; `f` is the leaf at `func`, of arity 1, the word plain.
+    unsafe { marked_leaf_call1(func, f, word, bits) }
+}
+
+/// [`leaf_call1`]'s call: the thread's cell found or claimed, marked for `call_plain`.
+///
+/// # Safety
+/// As [`lent_call1`]; `f` is the leaf at `func`, of arity 1, and `word` is plain.
+#[inline(never)]
+unsafe fn marked_leaf_call1(
+    func: jlong,
+    f: &tether_core::function::FunctionObj,
+    word: jlong,
+    bits: jlong,
+) -> Option<Result<natives::Plain>> {
     let cell = tie::spare_cell()?;
-    // SAFETY: the caller's guarantee; the word is plain and the count is the arity; `cell` is
-    // this thread's, marked for the call.
+    // SAFETY: this function's contract; the count is the arity; `cell` is this thread's,
+    // marked for the call.
     Some(marked(&cell, || unsafe { natives::call_plain(func, f, &[(word, bits)], &cell) }))
 }
 
