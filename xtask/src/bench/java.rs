@@ -1,6 +1,8 @@
 //! Java: the jni 0.22 and raw jni-sys peers built with cargo, tether's Java frontend compiled
 //! with Maven, the harness (benches/java) compiled with javac, then one JVM per peer, fork and
-//! workload (on the system's JDK, then on Temurin 25 where installed: [`jvms`]), as JMH forks per benchmark: a fork measures one peer only, so every call site in
+//! workload, the peers in turn for each workload of each fork (on the system's JDK, then on
+//! Temurin 25 where installed: [`jvms`]), as JMH forks per benchmark: a fork measures one peer
+//! only, so every call site in
 //! the harness stays monomorphic, and one workload only, so none inherits another's garbage,
 //! threads or JIT state (W7 ran 2.7x slower after W4 and W6 in the same JVM).
 
@@ -60,11 +62,18 @@ pub fn run(b: &Bench) -> Result<PathBuf> {
     let mut records: Vec<Record> = Vec::new();
     let mut versions = Json::Obj(vec![]);
     for jvm in jvms() {
-        for (peer, props, extra_cp) in &peers {
-            let mut per_fork = Vec::new();
-            'forks: for fork in 0..forks {
-                let mut fork_records = Vec::new();
-                for workload in WORKLOADS {
+        // Fork by fork and workload by workload, the peers in turn: a busy spell of the host
+        // (minutes, on the shared machines) falls on every peer's fork of a workload alike,
+        // where running one peer's forks back to back let it fall on one peer.
+        let mut per_fork: Vec<Vec<Vec<Record>>> = vec![Vec::new(); peers.len()];
+        let mut failed = vec![false; peers.len()];
+        for fork in 0..forks {
+            let mut fork_records: Vec<Vec<Record>> = vec![Vec::new(); peers.len()];
+            for workload in WORKLOADS {
+                for (i, (peer, props, extra_cp)) in peers.iter().enumerate() {
+                    if failed[i] {
+                        continue;
+                    }
                     let out = dir.join(format!("{}{peer}-{fork}-{workload}.json", jvm.file_prefix));
                     step(LANG, format!("{} Bench {peer} {workload} (fork {}/{forks})", jvm.lang, fork + 1));
                     let cp = std::env::join_paths(std::iter::once(classes.clone()).chain(extra_cp.iter().cloned()))
@@ -83,7 +92,9 @@ pub fn run(b: &Bench) -> Result<PathBuf> {
                         cmd = cmd.arg("--quick");
                     }
                     if b.attempt(&format!("{} peer {peer}", jvm.lang), || cmd.run()).is_none() {
-                        break 'forks;
+                        // As before: a peer that fails stops; the forks it completed count.
+                        failed[i] = true;
+                        continue;
                     }
                     let json = report::read_json(&out)?;
                     if let (Some(Json::Obj(fields)), Json::Obj(all)) = (json.get("versions"), &mut versions) {
@@ -97,11 +108,17 @@ pub fn run(b: &Bench) -> Result<PathBuf> {
                     for r in &mut read {
                         r.lang = jvm.lang.to_string();
                     }
-                    fork_records.extend(read);
+                    fork_records[i].extend(read);
                 }
-                per_fork.push(fork_records);
             }
-            records.extend(report::median_of_forks(&per_fork));
+            for (i, records) in fork_records.into_iter().enumerate() {
+                if !failed[i] {
+                    per_fork[i].push(records);
+                }
+            }
+        }
+        for forks_of_peer in &per_fork {
+            records.extend(report::median_of_forks(forks_of_peer));
         }
     }
     let out = dir.join("java.json");
