@@ -789,7 +789,7 @@ macro_rules! typed_fn {
                 value.view().as_int().ok_or_else(|| Error::type_error(format!("{}() returned a non-int from its int entry", func.name_str())))
             }
             #[allow(unused_variables, non_snake_case, irrefutable_let_patterns)]
-            #[inline]
+            #[inline(always)]
             fn call_packed(&self, func: &FunctionObj, args: &[AnyView<'_>]) -> Result<Any> {
                 /// The typed call with any parameters: every argument is converted before the
                 /// first error is reported, so each lent argument is consumed exactly once (see

@@ -12,10 +12,14 @@
 //!   which it collects only once the page's free list is empty), so an object made and dropped
 //!   in a loop walked a whole 64 KiB page of 96-byte blocks, each allocation a cache miss.
 //!
-//! Locking: a thread claims a free cell with a compare-and-swap of its owner word
-//! (`thread_owners`, apart from the cells; from its thread-local claim, whose destructor hands
-//! it back); a thread that cannot (its probe run taken, or exiting) adds to `RETIRED` and keeps
-//! no block. Handing back (the count folded into
+//! The owner word stays in the cell here (unlike `thread_spares`, whose owner words live apart):
+//! the lookup runs on every allocation and free, and through a separate owner array it cost 10
+//! instructions per construct-and-drop (Python W4 1089 -> 1099); a probe reads another thread's
+//! cell only after a hash collision, and allocations run mostly under a language's lock.
+//!
+//! Locking: a thread claims a free cell with a compare-and-swap of its owner word (from its
+//! thread-local claim, whose destructor hands it back); a thread that cannot (its probe run
+//! taken, or exiting) adds to `RETIRED` and keeps no block. Handing back (the count folded into
 //! `RETIRED`, the block freed, the cell zeroed and freed) and [`total`] both run under `EXITS`,
 //! so a sum never counts an exiting thread twice or not at all. A cell is written only by its
 //! owner; its count is read by anyone (relaxed: the count is exact once the threads that
@@ -25,16 +29,18 @@ use std::alloc::Layout;
 use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use crate::thread_owners::{thread_token, Owners, CELLS};
+use crate::thread_owners::{probe_start, thread_token, CELLS, PROBES};
 
 /// Blocks larger than this are not kept: a thread that stops allocating holds at most this
 /// much.
 pub(crate) const MAX_KEPT_BLOCK: usize = 512;
 
-/// One thread's allocation state, alone on its cache line (its owner, in [`OWNERS`], writes
-/// it on every allocation and free).
+/// One thread's allocation state, alone on its cache line (its owner writes it on every
+/// allocation and free).
 #[repr(C, align(64))]
 struct ThreadCell {
+    /// The owning thread's token; 0 while free.
+    owner: AtomicUsize,
     /// Objects this thread allocated minus those it freed.
     count: AtomicI64,
     /// The last block the frontend allocator freed on this thread, kept; null when none.
@@ -46,9 +52,9 @@ struct ThreadCell {
 
 const _: () = assert!(std::mem::size_of::<ThreadCell>() == 64);
 
-static OWNERS: Owners = Owners::new();
 static TABLE: [ThreadCell; CELLS] = [const {
     ThreadCell {
+        owner: AtomicUsize::new(0),
         count: AtomicI64::new(0),
         block: AtomicPtr::new(std::ptr::null_mut()),
         block_size: AtomicUsize::new(0),
@@ -64,12 +70,12 @@ fn exits() -> std::sync::MutexGuard<'static, ()> {
     EXITS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// This thread's claim on a cell (its index), handed back when the thread exits.
-struct Claim(usize);
+/// This thread's claim on a cell, handed back when the thread exits.
+struct Claim(&'static ThreadCell);
 
 impl Drop for Claim {
     fn drop(&mut self) {
-        let cell = &TABLE[self.0];
+        let cell = self.0;
         let block = cell.block.swap(std::ptr::null_mut(), Ordering::Relaxed);
         if !block.is_null() {
             let (size, align) = (cell.block_size.load(Ordering::Relaxed), cell.block_align.load(Ordering::Relaxed));
@@ -78,7 +84,8 @@ impl Drop for Claim {
         }
         let _exits = exits();
         RETIRED.fetch_add(cell.count.swap(0, Ordering::Relaxed), Ordering::Relaxed);
-        OWNERS.release(self.0);
+        // Release: the next owner sees the cell emptied.
+        cell.owner.store(0, Ordering::Release);
     }
 }
 
@@ -86,27 +93,36 @@ thread_local! {
     static CLAIM: std::cell::RefCell<Option<Claim>> = const { std::cell::RefCell::new(None) };
 }
 
-/// The calling thread's cell, found in its probe run, else claimed out of line. `None` when it
-/// has none and cannot claim one.
+/// The calling thread's cell: the first of its probe run, nearly always; else found or claimed
+/// out of line. `None` when it has none and cannot claim one.
 #[inline(always)]
 fn own_cell() -> Option<&'static ThreadCell> {
     let token = thread_token();
-    match OWNERS.find(token) {
-        Some(index) => Some(&TABLE[index]),
-        None => claim_cell(token),
+    let cell = &TABLE[probe_start(token)];
+    if cell.owner.load(Ordering::Relaxed) == token {
+        return Some(cell);
     }
+    cell_elsewhere(token)
 }
 
 #[cold]
 #[inline(never)]
-fn claim_cell(token: usize) -> Option<&'static ThreadCell> {
+fn cell_elsewhere(token: usize) -> Option<&'static ThreadCell> {
+    let start = probe_start(token);
+    let run = || (0..PROBES).map(|i| &TABLE[(start + i) % CELLS]);
+    if let Some(cell) = run().find(|c| c.owner.load(Ordering::Relaxed) == token) {
+        return Some(cell);
+    }
     // Claimed only together with the thread-local that hands it back; none once the thread's
     // thread-locals are being destroyed.
     CLAIM
         .try_with(|claim| {
-            let index = OWNERS.claim(token)?;
-            *claim.borrow_mut() = Some(Claim(index));
-            Some(&TABLE[index])
+            let cell = run().find(|c| {
+                // Acquire: the previous owner emptied the cell before it let go.
+                c.owner.compare_exchange(0, token, Ordering::Acquire, Ordering::Relaxed).is_ok()
+            })?;
+            *claim.borrow_mut() = Some(Claim(cell));
+            Some(cell)
         })
         .ok()
         .flatten()

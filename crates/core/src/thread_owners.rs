@@ -1,5 +1,6 @@
-//! Which thread owns each cell of a per-thread table (`thread_spares`, `thread_alloc`): a
-//! thread finds its cell by hashing its [`thread_token`] and probing a short run from there.
+//! Which thread owns each cell of a per-thread table: a thread finds its cell by hashing its
+//! [`thread_token`] and probing a short run from there. `thread_spares` keeps its owner words
+//! here; `thread_alloc` keeps its in its cells, on the same hash and probe run (see there).
 //!
 //! The owner words live apart from the cells. A cell is written by its owner on every call,
 //! so a probe that read another thread's owner word in that thread's cell (a thread whose
@@ -55,7 +56,7 @@ const _: () = assert!(CELLS.is_power_of_two() && CELLS <= 64);
 
 /// The first cell a thread (`token`) tries: a multiplicative hash of its token.
 #[inline(always)]
-fn probe_start(token: usize) -> usize {
+pub(crate) fn probe_start(token: usize) -> usize {
     (token >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - CELLS.trailing_zeros())
 }
 
