@@ -103,6 +103,21 @@ class CriticalCallTest {
     }
 
     @Test
+    void aClosedWrapperPassedToALeafIsATypedErrorAndItsSpareIsGone() throws InterruptedException {
+        long base = settledLive();
+        TetherInstance p = (TetherInstance) t("make_pair").call(1L, 2L);
+        assertSame(p, ECHO.call(p)); // the thread keeps a spare of p
+        p.close();
+        assertThrows(IllegalStateException.class, () -> ECHO.call(p));
+        assertThrows(IllegalStateException.class, () -> t("is_aligned").call(p));
+        TetherInstance q = (TetherInstance) t("make_pair").call(3L, 4L);
+        assertSame(q, ECHO.call(q));
+        assertSame(q, ECHO.call(q));
+        q.close();
+        assertEquals(base, settledLive(), "the closed pair's spare went with it");
+    }
+
+    @Test
     void aSpareLentToALeafThatReturnsAnotherValueIsConsumedOnce() throws InterruptedException {
         long base = settledLive();
         TetherFunction isAligned = t("is_aligned");
