@@ -62,7 +62,15 @@ unsafe fn call_native_inline(func: *mut ObjectHeader, args: &[*mut ffi::PyObject
                 _ => call_many::<true>(func, f, args),
             }
         } else if args.len() == 1 {
-            // A non-leaf call of one argument (`call(cb)`): unrolled too, out of line.
+            let arg = *args.as_ptr();
+            if f.flags & FUNC_NONBLOCKING != 0
+                && ffi::Py_TYPE(arg) == std::ptr::addr_of_mut!(ffi::PyFunction_Type)
+                && !cfg!(Py_GIL_DISABLED)
+            {
+                // `call(cb)`: a callback on this thread, with the GIL.
+                return call_nonblocking_of_function(func, f, arg);
+            }
+            // A non-leaf call of one argument: unrolled too, out of line.
             call_of::<false, 1>(func, f, args.as_ptr())
         } else {
             call_many::<false>(func, f, args)
@@ -184,6 +192,92 @@ unsafe impl ArgumentSource<PyHost> for OneWrapper {
 
     fn unlocked(&mut self, _call: impl FnOnce() -> i32) -> i32 {
         unreachable!("called as a leaf")
+    }
+
+    fn argument_failed(function: &FunctionObj, index: usize, error: PyErrSet) -> PyErrSet {
+        <PyArguments<'_> as ArgumentSource<PyHost>>::argument_failed(function, index, error)
+    }
+
+    fn failed(error: Error) -> PyErrSet {
+        <PyArguments<'_> as ArgumentSource<PyHost>>::failed(error)
+    }
+}
+
+/// `call(cb)`: a nonblocking function (it keeps the GIL; its callbacks run on this thread)
+/// called with one Python function, which is lent the spare Function shell for the call.
+/// The same driver as every call, with a source that holds that callable alone: no arena,
+/// no general conversion, the shell given back inline.
+///
+/// # Safety
+/// As [`call_native`]; `f` is `func`'s body, nonblocking; `arg` is a Python function; a GIL
+/// build.
+#[inline(never)]
+unsafe fn call_nonblocking_of_function(
+    func: *mut ObjectHeader,
+    f: &FunctionObj,
+    arg: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    let mut source = OneCallable { arg, function: None };
+    let mut result = Any::none();
+    // SAFETY: GIL held, `func` live and `f` its body, `arg` alive for the call (caller).
+    let called = unsafe { state::frontend().call::<1, _>(func, f, 1, false, &mut source, &mut result) };
+    // SAFETY: GIL held (caller); what the call kept of the shell is settled here.
+    unsafe {
+        match source.function.take() {
+            Some(callback::ForCall::Lent(lent)) => callback::give_back(lent),
+            Some(callback::ForCall::Live(function)) => drop(function),
+            None => {}
+        }
+        match called {
+            Ok(Called::Result) => {
+                pending::drain_refs(); // references the call dropped, now that no native lock is held
+                convert::from_result(result, std::slice::from_ref(&arg))
+            }
+            Ok(Called::Argument(_)) => {
+                pending::drain_refs();
+                ffi::Py_NewRef(arg)
+            }
+            Err(PyErrSet) => null_mut(),
+        }
+    }
+}
+
+/// The one argument of [`call_nonblocking_of_function`]: a Python function, and the Function
+/// it gets for the call once converted.
+struct OneCallable {
+    arg: *mut ffi::PyObject,
+    function: Option<callback::ForCall>,
+}
+
+// SAFETY: the view borrows the Function held in `function` (a lent shell or a reference),
+// released only after the call.
+unsafe impl ArgumentSource<PyHost> for OneCallable {
+    type Error = PyErrSet;
+
+    #[inline(always)]
+    unsafe fn convert<'v>(
+        &mut self,
+        _index: usize,
+        _leaf: Option<&mut LeafCall<'_, PyHost>>,
+        view: &mut MaybeUninit<AnyView<'v>>,
+    ) -> Result<(), PyErrSet> {
+        // SAFETY: GIL held; the callable is alive for the call (the caller's guarantee).
+        let function = unsafe { callback::for_call(self.arg)? };
+        let object = match &function {
+            callback::ForCall::Lent(lent) => lent.function().as_object_ptr(),
+            callback::ForCall::Live(function) => function.as_ptr(),
+        };
+        // SAFETY: a live Function, held by `self.function` until after the call.
+        view.write(unsafe { AnyView::from_object_ptr(object) });
+        self.function = Some(function);
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn unlocked(&mut self, call: impl FnOnce() -> i32) -> i32 {
+        // Nonblocking: its callbacks re-enter on this thread, which keeps the GIL (the
+        // argument is a Python callable's Function, which never blocks).
+        call()
     }
 
     fn argument_failed(function: &FunctionObj, index: usize, error: PyErrSet) -> PyErrSet {

@@ -68,7 +68,7 @@ pub enum ForCall {
 ///
 /// # Safety
 /// GIL held; `callable` is live until a lent Function is given back.
-#[inline]
+#[inline(always)]
 pub unsafe fn for_call(callable: *mut ffi::PyObject) -> Result<ForCall, PyErrSet> {
     let key = callable as usize;
     if cfg!(Py_GIL_DISABLED) {
@@ -93,22 +93,35 @@ pub unsafe fn for_call(callable: *mut ffi::PyObject) -> Result<ForCall, PyErrSet
 }
 
 /// The call `lent` was lent to is over: its shell goes back, or, when native code kept it,
-/// it takes its own reference to the callable and is registered.
+/// it takes its own reference to the callable and is registered (out of line).
 ///
 /// # Safety
-/// GIL held; `lent` came from [`lend`].
+/// GIL held; `lent` came from [`for_call`].
+#[inline(always)]
 pub unsafe fn give_back(lent: Lent) {
     // SAFETY: GIL held (caller).
     if let Err(kept) = unsafe { LENT.reclaim(lent) } {
-        let callable = kept.0.data as *mut ffi::PyObject;
-        // SAFETY: GIL held; the callable is alive (the call's argument). From now on the
-        // Function owns this reference; `drop_callable` releases it.
-        unsafe { ffi::Py_INCREF(callable) };
-        CALLABLES.register(callable as usize, callable as usize, &kept);
-        // A new spare shell; when there is no memory for it, the next lend makes one.
-        // SAFETY: GIL held (caller); `shell` has a null `data`.
-        let _ = tether_core::error::catch_out_of_memory(|| unsafe { LENT.prepare(shell) });
+        // SAFETY: GIL held (caller); `kept` came back from `reclaim`.
+        unsafe { register_kept(kept) };
     }
+}
+
+/// A lent shell that native code kept takes its own reference to the callable and is
+/// registered; a new spare is made.
+///
+/// # Safety
+/// GIL held; `kept` came back from `LENT.reclaim`.
+#[cold]
+#[inline(never)]
+unsafe fn register_kept(kept: Function) {
+    let callable = kept.0.data as *mut ffi::PyObject;
+    // SAFETY: GIL held; the callable is alive (the call's argument). From now on the Function
+    // owns this reference; `drop_callable` releases it.
+    unsafe { ffi::Py_INCREF(callable) };
+    CALLABLES.register(callable as usize, callable as usize, &kept);
+    // A new spare shell; when there is no memory for it, the next lend makes one.
+    // SAFETY: GIL held (caller); `shell` has a null `data`.
+    let _ = tether_core::error::catch_out_of_memory(|| unsafe { LENT.prepare(shell) });
 }
 
 /// The native Function for a Python callable (the same one while it lives).
@@ -334,6 +347,15 @@ const INLINE_CALLBACK_ARGS: usize = 7;
 /// grew), W7 `call(cb)` took ~8 ns more (Intel Xeon, 75 -> 82 ns).
 #[inline(always)]
 unsafe fn invoke(callable: *mut ffi::PyObject, args: &[AnyView<'_>]) -> tether_core::Result<Any> {
+    if args.is_empty() {
+        // The slot in front that `PY_VECTORCALL_ARGUMENTS_OFFSET` lends, and no arguments.
+        let mut front = null_mut::<ffi::PyObject>();
+        // SAFETY: GIL held (attached by the caller); one past `front` is an empty array.
+        return unsafe {
+            let r = vectorcall_or_hang(callable, std::ptr::addr_of_mut!(front).add(1), ffi::PY_VECTORCALL_ARGUMENTS_OFFSET);
+            callback_result(r)
+        };
+    }
     let mut inline = [null_mut::<ffi::PyObject>(); INLINE_CALLBACK_ARGS + 1];
     let mut heap: Vec<*mut ffi::PyObject>;
     let py_args: &mut [*mut ffi::PyObject] = if args.len() <= INLINE_CALLBACK_ARGS {
@@ -362,6 +384,18 @@ unsafe fn invoke(callable: *mut ffi::PyObject, args: &[AnyView<'_>]) -> tether_c
         }
         let r = vectorcall_or_hang(callable, py_args.as_ptr().add(1), args.len() | ffi::PY_VECTORCALL_ARGUMENTS_OFFSET);
         py_args[1..].iter().for_each(|&p| ffi::Py_DECREF(p));
+        callback_result(r)
+    }
+}
+
+/// A callback's outcome: the value of `r` (a new reference, which goes), or the error raised.
+///
+/// # Safety
+/// GIL held; `r` is what a call returned.
+#[inline(always)]
+unsafe fn callback_result(r: *mut ffi::PyObject) -> tether_core::Result<Any> {
+    // SAFETY: GIL held (caller); a non-null `r` is a new reference.
+    unsafe {
         if r.is_null() {
             return Err(errors::take_python_error());
         }

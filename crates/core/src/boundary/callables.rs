@@ -260,7 +260,7 @@ impl LentFunctions {
     /// # Safety
     /// As [`LentFunctions::lend`]; what `aim` sets stays valid until the matching
     /// [`LentFunctions::reclaim_with`].
-    #[inline]
+    #[inline(always)]
     pub unsafe fn lend_with(
         &self,
         key: usize,
@@ -284,7 +284,7 @@ impl LentFunctions {
     ///
     /// # Safety
     /// As [`LentFunctions::lend`].
-    #[inline]
+    #[inline(always)]
     pub unsafe fn try_lend(
         &self,
         key: usize,
@@ -300,7 +300,7 @@ impl LentFunctions {
     ///
     /// # Safety
     /// As [`LentFunctions::lend_with`].
-    #[inline]
+    #[inline(always)]
     pub unsafe fn try_lend_with(
         &self,
         key: usize,
@@ -320,7 +320,7 @@ impl LentFunctions {
     ///
     /// # Safety
     /// The host's lock is held.
-    #[inline]
+    #[inline(always)]
     unsafe fn lends_without_allocating(&self) -> bool {
         // SAFETY: under the host's lock (this method's contract).
         let state = unsafe { &*self.state.get() };
