@@ -352,7 +352,8 @@ unsafe fn invoke(callable: *mut ffi::PyObject, args: &[AnyView<'_>]) -> tether_c
         let mut front = null_mut::<ffi::PyObject>();
         // SAFETY: GIL held (attached by the caller); one past `front` is an empty array.
         return unsafe {
-            let r = vectorcall_or_hang(callable, std::ptr::addr_of_mut!(front).add(1), ffi::PY_VECTORCALL_ARGUMENTS_OFFSET);
+            let r =
+                vectorcall_or_hang(callable, std::ptr::addr_of_mut!(front).add(1), ffi::PY_VECTORCALL_ARGUMENTS_OFFSET);
             callback_result(r)
         };
     }
