@@ -148,24 +148,8 @@ unsafe fn call_leaf_of_wrapper(
     f: &FunctionObj,
     arg: *mut ffi::PyObject,
 ) -> *mut ffi::PyObject {
-    let mut source = OneWrapper { arg };
-    let mut result = Any::none();
     // SAFETY: GIL held, `func` live and `f` its body, `arg` alive for the call (caller).
-    let called = unsafe { state::frontend().call::<1, _>(func, f, 1, true, &mut source, &mut result) };
-    // SAFETY: GIL held (caller).
-    unsafe {
-        match called {
-            Ok(Called::Result) => {
-                pending::drain_refs(); // references the call dropped, now that no native lock is held
-                convert::from_result(result, std::slice::from_ref(&arg))
-            }
-            Ok(Called::Argument(_)) => {
-                pending::drain_refs();
-                ffi::Py_NewRef(arg)
-            }
-            Err(PyErrSet) => null_mut(),
-        }
-    }
+    unsafe { run_call::<1, _>(func, f, std::slice::from_ref(&arg), |_| arg, true, &mut OneWrapper { arg }) }
 }
 
 /// The one argument of [`call_leaf_of_wrapper`]: a wrapper of ours.
@@ -203,6 +187,11 @@ unsafe impl ArgumentSource<PyHost> for OneWrapper {
     }
 }
 
+impl CallArguments for OneWrapper {
+    #[inline(always)]
+    fn finish(&mut self) {}
+}
+
 /// `call(cb)`: a nonblocking function (it keeps the GIL; its callbacks run on this thread)
 /// called with one Python function, which is lent the spare Function shell for the call.
 /// The same driver as every call, with a source that holds that callable alone: no arena,
@@ -217,33 +206,14 @@ unsafe fn call_nonblocking_of_function(
     f: &FunctionObj,
     arg: *mut ffi::PyObject,
 ) -> *mut ffi::PyObject {
-    let mut source = OneCallable { arg, function: None };
-    let mut result = Any::none();
     // SAFETY: GIL held, `func` live and `f` its body, `arg` alive for the call (caller).
-    let called = unsafe { state::frontend().call::<1, _>(func, f, 1, false, &mut source, &mut result) };
-    // SAFETY: GIL held (caller); what the call kept of the shell is settled here.
     unsafe {
-        match source.function.take() {
-            Some(callback::ForCall::Lent(lent)) => callback::give_back(lent),
-            Some(callback::ForCall::Live(function)) => drop(function),
-            None => {}
-        }
-        match called {
-            Ok(Called::Result) => {
-                pending::drain_refs(); // references the call dropped, now that no native lock is held
-                convert::from_result(result, std::slice::from_ref(&arg))
-            }
-            Ok(Called::Argument(_)) => {
-                pending::drain_refs();
-                ffi::Py_NewRef(arg)
-            }
-            Err(PyErrSet) => null_mut(),
-        }
+        run_call::<1, _>(func, f, std::slice::from_ref(&arg), |_| arg, false, &mut OneCallable { arg, function: None })
     }
 }
 
 /// The one argument of [`call_nonblocking_of_function`]: a Python function, and the Function
-/// it gets for the call once converted.
+/// it gets for the call once converted. Made only there, with the GIL held for the call.
 struct OneCallable {
     arg: *mut ffi::PyObject,
     function: Option<callback::ForCall>,
@@ -289,6 +259,18 @@ unsafe impl ArgumentSource<PyHost> for OneCallable {
     }
 }
 
+impl CallArguments for OneCallable {
+    #[inline(always)]
+    fn finish(&mut self) {
+        match self.function.take() {
+            // SAFETY: GIL held (the call's caller): the shell lent to this call goes back.
+            Some(callback::ForCall::Lent(lent)) => unsafe { callback::give_back(lent) },
+            Some(callback::ForCall::Live(function)) => drop(function),
+            None => {}
+        }
+    }
+}
+
 /// A call of exactly `N` arguments, out of line (see [`call_native_inline`]).
 ///
 /// # Safety
@@ -330,10 +312,37 @@ unsafe fn call_with<const LEAF: bool, const N: usize>(
     // stays in registers.
     let keep_gil = !LEAF && f.flags & FUNC_NONBLOCKING != 0;
     let mut source = PyArguments { args, arena: &mut arena, keep_gil };
-    let mut result = Any::none();
     // SAFETY: GIL held, `func` live and `f` its body, `args` alive for the call (caller).
-    let called = unsafe { state::frontend().call::<N, _>(func, f, args.len(), LEAF, &mut source, &mut result) };
-    arena.finish();
+    unsafe { run_call::<N, _>(func, f, args, |i| args[i], LEAF, &mut source) }
+}
+
+/// What holds a call's arguments for the driver, and lets go of them after the call.
+trait CallArguments: ArgumentSource<PyHost, Error = PyErrSet> {
+    /// The call is over: release what converting the arguments made (a lent Function goes
+    /// back, temporaries go).
+    fn finish(&mut self);
+}
+
+/// One call through the driver, then its answer to Python: the result, or argument `i` itself
+/// (`argument(i)`: for a single argument its register, which reading `args` spilled in
+/// `echo(x)`), a new reference; null with the exception set on failure.
+///
+/// # Safety
+/// GIL held; `func` is a live Function and `f` its body; `args` are live for the call and
+/// are what `source` converts; `leaf` as for [`state::frontend`]'s `call`.
+#[inline(always)]
+unsafe fn run_call<const N: usize, S: CallArguments>(
+    func: *mut ObjectHeader,
+    f: &FunctionObj,
+    args: &[*mut ffi::PyObject],
+    argument: impl FnOnce(usize) -> *mut ffi::PyObject,
+    leaf: bool,
+    source: &mut S,
+) -> *mut ffi::PyObject {
+    let mut result = Any::none();
+    // SAFETY: the caller's guarantees.
+    let called = unsafe { state::frontend().call::<N, _>(func, f, args.len(), leaf, source, &mut result) };
+    source.finish();
     // SAFETY: GIL held (caller).
     unsafe {
         match called {
@@ -343,7 +352,7 @@ unsafe fn call_with<const LEAF: bool, const N: usize>(
             }
             Ok(Called::Argument(i)) => {
                 pending::drain_refs();
-                ffi::Py_NewRef(args[i])
+                ffi::Py_NewRef(argument(i))
             }
             Err(PyErrSet) => null_mut(),
         }
@@ -410,6 +419,13 @@ unsafe impl ArgumentSource<PyHost> for PyArguments<'_> {
             pending::drain_refs();
             errors::raised(error)
         }
+    }
+}
+
+impl CallArguments for PyArguments<'_> {
+    #[inline(always)]
+    fn finish(&mut self) {
+        self.arena.finish();
     }
 }
 
