@@ -1274,6 +1274,34 @@ pub extern "system" fn Java_dev_tether_ffi_Native_typeHasConstructor(
     guard(env, false, || Ok(info(type_index)?.constructor().is_some()))
 }
 
+/// Construct an object of the type registered as `key` with the arguments Java encoded in
+/// `kinds`, `bits` and `refs` (the general path of `Native.construct` and `constructInto`):
+/// the key as text, and what the constructor returned.
+///
+/// # Safety
+/// The three arrays are local references the calling native method was given, encoded by
+/// Java's `Marshal`.
+unsafe fn construct_by_key(
+    env: Env,
+    jenv: &mut EnvUnowned<'_>,
+    key: &JString<'_>,
+    kinds: jobject,
+    bits: jobject,
+    refs: jobject,
+) -> Result<(String, Any)> {
+    // SAFETY: Java encodes with `Marshal` (caller); decode first so owned handles are consumed.
+    let args = unsafe { decode_arrays(env, kinds, bits, refs) };
+    let key = rust_string(jenv, key, "type key")?;
+    let index = types::type_index_of(&key).ok_or_else(|| Error::key(format!("no type is registered as {key:?}")))?;
+    let info = info(index)?;
+    let ctor = info.constructor().ok_or_else(|| no_constructor(info))?;
+    let args = args.map_err(|e| e.named(&ctor.0, false))?;
+    let views: Vec<AnyView<'_>> = args.iter().map(Any::view).collect();
+    let mut defaults = Vec::new();
+    let made = ctor.call(&with_defaults(&ctor.0, &views, &mut defaults)?)?;
+    Ok((key, made))
+}
+
 #[no_mangle]
 pub extern "system" fn Java_dev_tether_ffi_Native_construct<'l>(
     mut jenv: EnvUnowned<'l>,
@@ -1286,17 +1314,9 @@ pub extern "system" fn Java_dev_tether_ffi_Native_construct<'l>(
     // SAFETY: JNI passes the calling thread's live env, valid for this native call.
     let env = unsafe { Env::from_raw(jenv.as_raw()) };
     guard(env, null(), || {
-        // SAFETY: Java encodes with `Marshal`; decode first so owned handles are consumed.
-        let args = unsafe { decode_arrays(env, kinds, bits, refs) };
-        let key = rust_string(&mut jenv, &key, "type key")?;
-        let index =
-            types::type_index_of(&key).ok_or_else(|| Error::key(format!("no type is registered as {key:?}")))?;
-        let info = info(index)?;
-        let ctor = info.constructor().ok_or_else(|| no_constructor(info))?;
-        let args = args.map_err(|e| e.named(&ctor.0, false))?;
-        let views: Vec<AnyView<'_>> = args.iter().map(Any::view).collect();
-        let mut defaults = Vec::new();
-        to_java(env, ctor.call(&with_defaults(&ctor.0, &views, &mut defaults)?)?)
+        // SAFETY: the arrays come straight from the native method's caller.
+        let (_, made) = unsafe { construct_by_key(env, &mut jenv, &key, kinds, bits, refs) }?;
+        to_java(env, made)
     })
 }
 
@@ -1391,17 +1411,8 @@ pub extern "system" fn Java_dev_tether_ffi_Native_constructInto<'l>(
     // SAFETY: JNI passes the calling thread's live env, valid for this native call.
     let env = unsafe { Env::from_raw(jenv.as_raw()) };
     guard(env, null(), || {
-        // SAFETY: Java encodes with `Marshal`; decode first so owned handles are consumed.
-        let args = unsafe { decode_arrays(env, kinds, bits, refs) };
-        let key = rust_string(&mut jenv, &key, "type key")?;
-        let index =
-            types::type_index_of(&key).ok_or_else(|| Error::key(format!("no type is registered as {key:?}")))?;
-        let info = info(index)?;
-        let ctor = info.constructor().ok_or_else(|| no_constructor(info))?;
-        let args = args.map_err(|e| e.named(&ctor.0, false))?;
-        let views: Vec<AnyView<'_>> = args.iter().map(Any::view).collect();
-        let mut defaults = Vec::new();
-        let made = ctor.call(&with_defaults(&ctor.0, &views, &mut defaults)?)?;
+        // SAFETY: the arrays come straight from the native method's caller.
+        let (key, made) = unsafe { construct_by_key(env, &mut jenv, &key, kinds, bits, refs) }?;
         match made.into_object() {
             Some(obj) => tie::to_wrapper_adopting(env, obj, wrapper),
             None => Err(Error::type_error(format!("the constructor of {key} returned no object"))),
