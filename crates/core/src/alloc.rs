@@ -183,18 +183,29 @@ pub fn raise_out_of_memory(size: usize, align: usize) -> ! {
     std::panic::resume_unwind(Box::new(OutOfMemory { size, align }))
 }
 
-/// The object memory of this process's allocator, or null when it has none.
+/// The object memory of this process's allocator, or null when it has none. Inline in
+/// [`try_alloc_object`], which keeps one frame for the whole allocation.
+#[inline(always)]
 pub(crate) fn local_alloc_object(size: usize, align: usize) -> *mut ObjectHeader {
     let tag = CURRENT_TAG.load(Ordering::Acquire);
     let a = allocator(tag).expect("current allocator is registered");
-    // SAFETY: the allocator's contract: returns memory for `size` bytes at `align`, or null.
-    let body = unsafe { (a.allocate)(a.ctx, size, align) } as *mut ObjectHeader;
+    let own = crate::thread_alloc::own();
+    // A frontend allocator (every language's) runs inline with the thread's cell found here;
+    // any other through its entry. SAFETY: the allocator's contract: returns memory for
+    // `size` bytes at `align`, or null; a frontend allocator's `ctx` is its `FrontendCtx`.
+    let body = unsafe {
+        if a.allocate as usize == frontend_allocate as *const () as usize {
+            frontend_allocate_in(own, a.ctx, size, align)
+        } else {
+            (a.allocate)(a.ctx, size, align)
+        }
+    } as *mut ObjectHeader;
     if body.is_null() {
         return body;
     }
     // SAFETY: `body` is fresh memory of at least a header's size, aligned to 8.
     unsafe { std::ptr::addr_of_mut!((*body).alloc_tag).write(tag) };
-    crate::thread_alloc::add(1);
+    own.add(1);
     body
 }
 
@@ -245,15 +256,26 @@ pub unsafe fn free_object(obj: *mut ObjectHeader, size: usize, align: usize) {
     unsafe { local_free_object(obj, size, align) }
 }
 
+/// Inline in [`free_object`], as [`local_alloc_object`] is in its caller.
+///
 /// # Safety
 /// See [`free_object`].
+#[inline(always)]
 pub(crate) unsafe fn local_free_object(obj: *mut ObjectHeader, size: usize, align: usize) {
     // SAFETY: the header is still readable until the memory goes back.
     let tag = unsafe { (*obj).alloc_tag };
     let a = allocator(tag).expect("object carries the tag of a registered allocator");
-    crate::thread_alloc::add(-1);
-    // SAFETY: same allocator, size and alignment as the allocation.
-    unsafe { (a.free)(a.ctx, obj as *mut u8, size, align) };
+    let own = crate::thread_alloc::own();
+    own.add(-1);
+    // SAFETY: same allocator, size and alignment as the allocation (a frontend allocator's
+    // inline, as in `local_alloc_object`).
+    unsafe {
+        if a.free as usize == frontend_free as *const () as usize {
+            frontend_free_in(own, a.ctx, obj as *mut u8, size, align)
+        } else {
+            (a.free)(a.ctx, obj as *mut u8, size, align)
+        }
+    }
 }
 
 // ---- the frontend allocator: a tying slot in front of each object -------------------------
@@ -307,7 +329,18 @@ const fn round_up_to_align(prefix: usize, align: usize) -> usize {
     (prefix + mask) & !mask
 }
 
+/// The frontend allocator's entry (`CustomAllocator::allocate`).
 unsafe extern "C" fn frontend_allocate(ctx: *mut c_void, size: usize, align: usize) -> *mut u8 {
+    // SAFETY: the entry's contract, passed on.
+    unsafe { frontend_allocate_in(crate::thread_alloc::own(), ctx, size, align) }
+}
+
+/// [`frontend_allocate`] with the calling thread's cell `own` (its kept block).
+///
+/// # Safety
+/// `ctx` is a frontend allocator's `FrontendCtx`; `own` is the calling thread's.
+#[inline(always)]
+unsafe fn frontend_allocate_in(own: crate::thread_alloc::Own, ctx: *mut c_void, size: usize, align: usize) -> *mut u8 {
     if injected_failure() {
         return std::ptr::null_mut();
     }
@@ -319,7 +352,7 @@ unsafe extern "C" fn frontend_allocate(ctx: *mut c_void, size: usize, align: usi
         return std::ptr::null_mut();
     };
     // SAFETY: non-zero size.
-    let raw = unsafe { block_alloc(mem, KEEP_FREED_BLOCKS) };
+    let raw = unsafe { block_alloc(own, mem, KEEP_FREED_BLOCKS) };
     if raw.is_null() {
         return raw;
     }
@@ -364,7 +397,19 @@ unsafe fn zero_reserve(start: *mut u8, bytes: usize) {
     }
 }
 
+/// The frontend allocator's entry (`CustomAllocator::free`).
 unsafe extern "C" fn frontend_free(ctx: *mut c_void, body: *mut u8, size: usize, align: usize) {
+    // SAFETY: the entry's contract, passed on.
+    unsafe { frontend_free_in(crate::thread_alloc::own(), ctx, body, size, align) }
+}
+
+/// [`frontend_free`] with the calling thread's cell `own` (where the block is kept).
+///
+/// # Safety
+/// `ctx` is a frontend allocator's `FrontendCtx` and `body` an object it allocated with
+/// `size` and `align`, given up; `own` is the calling thread's.
+#[inline(always)]
+unsafe fn frontend_free_in(own: crate::thread_alloc::Own, ctx: *mut c_void, body: *mut u8, size: usize, align: usize) {
     // SAFETY: `ctx` is the leaked `FrontendCtx` passed at registration.
     let fctx = unsafe { &*(ctx as *const FrontendCtx) };
     if let Some(hook) = fctx.on_free {
@@ -374,7 +419,12 @@ unsafe extern "C" fn frontend_free(ctx: *mut c_void, body: *mut u8, size: usize,
     let offset = round_up_to_align(fctx.prefix, align);
     // SAFETY: the exact layout `frontend_allocate` used for this size and alignment.
     unsafe {
-        block_free(body.sub(offset), Layout::from_size_align_unchecked(size + offset, align.max(8)), KEEP_FREED_BLOCKS)
+        block_free(
+            own,
+            body.sub(offset),
+            Layout::from_size_align_unchecked(size + offset, align.max(8)),
+            KEEP_FREED_BLOCKS,
+        )
     }
 }
 
@@ -389,9 +439,9 @@ const KEEP_FREED_BLOCKS: bool = !cfg!(debug_assertions);
 /// # Safety
 /// `mem` has a non-zero size.
 #[inline(always)]
-unsafe fn block_alloc(mem: Layout, keep: bool) -> *mut u8 {
+unsafe fn block_alloc(own: crate::thread_alloc::Own, mem: Layout, keep: bool) -> *mut u8 {
     if keep && mem.size() <= crate::thread_alloc::MAX_KEPT_BLOCK {
-        let kept = crate::thread_alloc::take_block(mem);
+        let kept = own.take_block(mem);
         if !kept.is_null() {
             return kept;
         }
@@ -406,10 +456,10 @@ unsafe fn block_alloc(mem: Layout, keep: bool) -> *mut u8 {
 /// # Safety
 /// `raw` came from [`block_alloc`] with `mem`, and the caller gives it up.
 #[inline(always)]
-unsafe fn block_free(raw: *mut u8, mem: Layout, keep: bool) {
+unsafe fn block_free(own: crate::thread_alloc::Own, raw: *mut u8, mem: Layout, keep: bool) {
     let to_free = if keep && mem.size() <= crate::thread_alloc::MAX_KEPT_BLOCK {
         // SAFETY: a global-allocator block of `mem`, given up (the caller's guarantee).
-        unsafe { crate::thread_alloc::keep_block(raw, mem) }
+        unsafe { own.keep_block(raw, mem) }
     } else {
         Some((raw, mem))
     };
@@ -453,26 +503,27 @@ mod tests {
     fn a_freed_block_comes_back_for_the_same_layout_only() {
         let mem = Layout::from_size_align(96, 8).unwrap();
         let other = Layout::from_size_align(104, 8).unwrap();
+        let own = crate::thread_alloc::own();
         // SAFETY: non-zero sizes; every block is given up once, to `block_free`.
         unsafe {
-            let a = block_alloc(mem, true);
-            block_free(a, mem, true);
-            assert_eq!(block_alloc(mem, true), a, "the kept block, for the same layout");
-            let b = block_alloc(other, true);
+            let a = block_alloc(own, mem, true);
+            block_free(own, a, mem, true);
+            assert_eq!(block_alloc(own, mem, true), a, "the kept block, for the same layout");
+            let b = block_alloc(own, other, true);
             assert_ne!(b, a);
-            block_free(a, mem, true);
-            let e = block_alloc(other, true);
+            block_free(own, a, mem, true);
+            let e = block_alloc(own, other, true);
             assert!(e != a, "another layout does not get it");
-            block_free(e, other, false);
-            block_free(b, other, true); // kept in place of `a`, which is freed
-            assert_eq!(block_alloc(other, true), b, "the newest freed block is the one kept");
-            block_free(b, other, true);
+            block_free(own, e, other, false);
+            block_free(own, b, other, true); // kept in place of `a`, which is freed
+            assert_eq!(block_alloc(own, other, true), b, "the newest freed block is the one kept");
+            block_free(own, b, other, true);
             // Not kept: a block too large, or `keep` off.
             let big = Layout::from_size_align(crate::thread_alloc::MAX_KEPT_BLOCK + 8, 8).unwrap();
-            let c = block_alloc(big, true);
-            block_free(c, big, true);
-            let d = block_alloc(mem, false);
-            block_free(d, mem, false);
+            let c = block_alloc(own, big, true);
+            block_free(own, c, big, true);
+            let d = block_alloc(own, mem, false);
+            block_free(own, d, mem, false);
         }
     }
 }

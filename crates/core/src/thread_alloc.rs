@@ -6,7 +6,7 @@
 //!   thread adds to a counter only it writes (a plain load and store), and [`total`] sums them.
 //!   A shared atomic counter cost two locked instructions per object, about a tenth of a
 //!   construction and release in CPython (issue 18's W4).
-//! - The frontend allocator's last freed block ([`keep_block`], [`take_block`]): the next
+//! - The frontend allocator's last freed block ([`Own::keep_block`], [`Own::take_block`]): the next
 //!   allocation of the same layout on the thread gets it back, still in the L1 cache.
 //!   mimalloc hands out a page's other blocks first (a free goes to the page's local list,
 //!   which it collects only once the page's free list is empty), so an object made and dropped
@@ -79,7 +79,7 @@ impl Drop for Claim {
         let block = cell.block.swap(std::ptr::null_mut(), Ordering::Relaxed);
         if !block.is_null() {
             let (size, align) = (cell.block_size.load(Ordering::Relaxed), cell.block_align.load(Ordering::Relaxed));
-            // SAFETY: kept by `keep_block`, whose caller gave up the block allocated with this layout.
+            // SAFETY: kept by `Own::keep_block`, whose caller gave up the block allocated with this layout.
             unsafe { std::alloc::dealloc(block, Layout::from_size_align_unchecked(size, align)) };
         }
         let _exits = exits();
@@ -128,14 +128,72 @@ fn cell_elsewhere(token: usize) -> Option<&'static ThreadCell> {
         .flatten()
 }
 
-/// Count `delta` more live objects.
-#[inline]
-pub(crate) fn add(delta: i64) {
-    match own_cell() {
-        Some(cell) => cell.count.store(cell.count.load(Ordering::Relaxed) + delta, Ordering::Relaxed),
-        None => {
-            RETIRED.fetch_add(delta, Ordering::Relaxed);
+/// The calling thread's cell, found once for an allocation or a free and used for both its
+/// count and its kept block (each looked it up on its own before: a second hash and owner
+/// compare per allocation and per free). `None` inside: the thread has no cell.
+#[derive(Clone, Copy)]
+pub(crate) struct Own(Option<&'static ThreadCell>);
+
+/// The calling thread's [`Own`] cell.
+#[inline(always)]
+pub(crate) fn own() -> Own {
+    Own(own_cell())
+}
+
+impl Own {
+    /// Count `delta` more live objects.
+    #[inline(always)]
+    pub(crate) fn add(self, delta: i64) {
+        match self.0 {
+            Some(cell) => cell.count.store(cell.count.load(Ordering::Relaxed) + delta, Ordering::Relaxed),
+            None => {
+                RETIRED.fetch_add(delta, Ordering::Relaxed);
+            }
         }
+    }
+
+    /// Keep freed `block` (of `layout`, at most [`MAX_KEPT_BLOCK`] bytes) for this thread's
+    /// next allocation of that layout, in place of the block kept before, which comes back for
+    /// the caller to free (the newest is the one still in the cache); `block` itself comes back
+    /// when the thread has no cell.
+    ///
+    /// # Safety
+    /// `block` was allocated by the global allocator with `layout`, and the caller gives it up.
+    #[inline(always)]
+    pub(crate) unsafe fn keep_block(self, block: *mut u8, layout: Layout) -> Option<(*mut u8, Layout)> {
+        debug_assert!(layout.size() <= MAX_KEPT_BLOCK);
+        let Some(cell) = self.0 else { return Some((block, layout)) };
+        let old = cell.block.load(Ordering::Relaxed);
+        let kept_before = (!old.is_null()).then(|| {
+            // SAFETY: the layout stored with the kept block, a valid one.
+            let layout = unsafe {
+                Layout::from_size_align_unchecked(
+                    cell.block_size.load(Ordering::Relaxed),
+                    cell.block_align.load(Ordering::Relaxed),
+                )
+            };
+            (old, layout)
+        });
+        cell.block_size.store(layout.size(), Ordering::Relaxed);
+        cell.block_align.store(layout.align(), Ordering::Relaxed);
+        cell.block.store(block, Ordering::Relaxed);
+        kept_before
+    }
+
+    /// This thread's kept block, if it has `layout`: the caller owns it (as if the global
+    /// allocator had just returned it). Null otherwise.
+    #[inline(always)]
+    pub(crate) fn take_block(self, layout: Layout) -> *mut u8 {
+        let Some(cell) = self.0 else { return std::ptr::null_mut() };
+        let block = cell.block.load(Ordering::Relaxed);
+        if block.is_null()
+            || cell.block_size.load(Ordering::Relaxed) != layout.size()
+            || cell.block_align.load(Ordering::Relaxed) != layout.align()
+        {
+            return std::ptr::null_mut();
+        }
+        cell.block.store(std::ptr::null_mut(), Ordering::Relaxed);
+        block
     }
 }
 
@@ -143,48 +201,4 @@ pub(crate) fn add(delta: i64) {
 pub(crate) fn total() -> i64 {
     let _exits = exits();
     RETIRED.load(Ordering::Relaxed) + TABLE.iter().map(|c| c.count.load(Ordering::Relaxed)).sum::<i64>()
-}
-
-/// Keep freed `block` (of `layout`, at most [`MAX_KEPT_BLOCK`] bytes) for this thread's next
-/// allocation of that layout, in place of the block kept before, which comes back for the
-/// caller to free (the newest is the one still in the cache); `block` itself comes back when
-/// the thread has no cell.
-///
-/// # Safety
-/// `block` was allocated by the global allocator with `layout`, and the caller gives it up.
-#[inline]
-pub(crate) unsafe fn keep_block(block: *mut u8, layout: Layout) -> Option<(*mut u8, Layout)> {
-    debug_assert!(layout.size() <= MAX_KEPT_BLOCK);
-    let Some(cell) = own_cell() else { return Some((block, layout)) };
-    let old = cell.block.load(Ordering::Relaxed);
-    let kept_before = (!old.is_null()).then(|| {
-        // SAFETY: the layout stored with the kept block, a valid one.
-        let layout = unsafe {
-            Layout::from_size_align_unchecked(
-                cell.block_size.load(Ordering::Relaxed),
-                cell.block_align.load(Ordering::Relaxed),
-            )
-        };
-        (old, layout)
-    });
-    cell.block_size.store(layout.size(), Ordering::Relaxed);
-    cell.block_align.store(layout.align(), Ordering::Relaxed);
-    cell.block.store(block, Ordering::Relaxed);
-    kept_before
-}
-
-/// This thread's kept block, if it has `layout`: the caller owns it (as if the global
-/// allocator had just returned it). Null otherwise.
-#[inline]
-pub(crate) fn take_block(layout: Layout) -> *mut u8 {
-    let Some(cell) = own_cell() else { return std::ptr::null_mut() };
-    let block = cell.block.load(Ordering::Relaxed);
-    if block.is_null()
-        || cell.block_size.load(Ordering::Relaxed) != layout.size()
-        || cell.block_align.load(Ordering::Relaxed) != layout.align()
-    {
-        return std::ptr::null_mut();
-    }
-    cell.block.store(std::ptr::null_mut(), Ordering::Relaxed);
-    block
 }
