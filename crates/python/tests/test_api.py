@@ -445,6 +445,30 @@ def test_nested_and_recursive_callbacks_are_errors_and_the_interpreter_goes_on(t
     assert live_now() == baseline
 
 
+def test_a_nested_call_whose_new_shell_cannot_be_made_is_a_memory_error_and_the_outer_goes_on(testing, baseline):
+    # The outer `call(cb)` holds the spare shell, so the nested call's callable needs a new
+    # one: with no memory for it, that call fails with a MemoryError naming its argument,
+    # the outer callback goes on, and nothing is left lent or alive.
+    x = testing.Pair(None, None)
+    seen = []
+
+    def outer():
+        testing.fail_allocations(1)
+        try:
+            testing.call(lambda: seen.append("inner ran"))
+        except MemoryError as e:
+            seen.append(str(e))
+        finally:
+            testing.fail_allocations(0)
+        return x
+
+    assert testing.call(outer) is x
+    assert len(seen) == 1 and "out of memory" in seen[0] and "argument" in seen[0], seen
+    assert testing.call(lambda: testing.call(lambda: x)) is x  # lending works again, nested too
+    del x, outer
+    assert live_now() == baseline
+
+
 def test_a_callback_on_the_thread_holding_the_gil_runs_while_the_interpreter_finalizes():
     # A `__del__` run by the module teardown (after finalization began) calls native code that
     # calls back into Python on the same thread: it holds the GIL, so the callback runs as any
