@@ -480,8 +480,12 @@ function invokeCallable(f, a, b, c) {
     if (h !== undefined) {
       frameFloats[0] = h;
       frameWords[2] = FRAME_RESULT_IN_FRAME;
+      return r;
     }
   }
+  // Written after f returned, every time: a call f made may have left its own callback's
+  // mark in the shared frame (`call(() => { call(() => x); return 5; })` returned x).
+  frameWords[2] = 0;
   return r;
 }
 

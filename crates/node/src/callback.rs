@@ -389,13 +389,11 @@ fn invoke_on_js_thread(state: &EnvState, cb: &JsCallable, args: &[AnyView<'_>]) 
         }
         let invoke = raw::reference_value(env, invoke)?;
         let frame = state.frame;
-        // SAFETY: the env's frame, on its JS thread: `invokeCallable` sets `returned` when it
-        // hands a wrapper result back as its handle, right before it returns.
-        unsafe { (*frame).returned = 0 };
         // The receiver is the callback itself, a handle already at hand: `invokeCallable`
         // (strict code) never reads `this`, and it calls `f` with `undefined` as its own.
         let out = raw::call(env, argv[0], invoke, argv)?;
-        // SAFETY: the env's frame on its JS thread; no JS has run since `invokeCallable` returned.
+        // SAFETY: the env's frame on its JS thread; `invokeCallable` writes `returned` right
+        // before it returns (`RESULT_IN_FRAME` for a wrapper, else 0), no JS has run since.
         if unsafe { (*frame).returned } == RESULT_IN_FRAME {
             // SAFETY: index.js wrote the handle of the wrapper it returned (`out`, which keeps
             // that wrapper and so its box alive in this scope).

@@ -385,6 +385,39 @@ test('a revoked proxy callback and a callback recursing through native code unti
   await expectLiveBackTo(baseline, 'nothing left behind by the failed calls');
 });
 
+test('a callback\'s result is its own, whatever a call it made returned', () => {
+  // A nested call whose callback returned a wrapper marks the shared call frame; the outer
+  // callback's plain result must not be read through that mark.
+  const x = new Pair(1, 2);
+  const toX = () => x;
+  assert.equal(testing.call(toX), x);
+  assert.equal(
+    testing.call(() => {
+      testing.call(toX);
+      return 5;
+    }),
+    5,
+  );
+  assert.equal(
+    testing.call(
+      (a) => {
+        testing.call(toX);
+        return a;
+      },
+      'plain',
+    ),
+    'plain',
+  );
+  assert.equal(
+    testing.call(() => {
+      testing.call(toX);
+      return null;
+    }),
+    null,
+  );
+  assert.equal(testing.call(() => testing.call(toX)), x);
+});
+
 test('a lent Function the callee keeps becomes the function\'s registered Function', async () => {
   const baseline = await settledBaseline();
   await (async () => {
