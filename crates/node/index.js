@@ -543,18 +543,29 @@ function shimFactory(raw, arity, fh) {
     frameWords[1] = n | FRAME_ANY_COUNT; // the addon checks this count against the signature
     frameWords[3] = links;
     frameWords[4] = 0;
-    // Small counts without a spread call (variadic functions take this path every time).
+    // Small counts without a spread call. One argument: `invokeCallable` as the receiver,
+    // which a call with one JS function for argument takes for its callbacks (call.rs
+    // `call_of_one_callable`); the other calls ignore the receiver.
     const r =
-      n === 1 ? raw(args[0]) : n === 2 ? raw(args[0], args[1]) : n === 3 ? raw(args[0], args[1], args[2]) : raw(...args);
+      n === 1
+        ? raw.call(invokeCallable, args[0])
+        : n === 2
+          ? raw(args[0], args[1])
+          : n === 3
+            ? raw(args[0], args[1], args[2])
+            : raw(...args);
     return r === undefined ? orig[frameWords[2]] : r;
   };
   // A wrapper argument travels as its handle alone (a placeholder 0 in its place); a JS
   // function with a Link travels as itself, its Link handle beside it.
-  if (arity === 1) {
+  if (arity === 1 || arity < 0) {
+    // A variadic function called with one argument takes this path too, its count marked as
+    // the general path's (the addon checks it against the signature).
+    const one = arity === 1 ? 1 : 1 | FRAME_ANY_COUNT;
     shim = function (a) {
       if (arguments.length !== 1) return general(...arguments);
       frameFloats[0] = fh;
-      frameWords[1] = 1;
+      frameWords[1] = one;
       if (typeof a === 'number') {
         frameFloats[1] = a;
         frameWords[0] = 0;
@@ -569,7 +580,7 @@ function shimFactory(raw, arity, fh) {
         if (ha !== undefined) frameFloats[1] = ha;
         frameWords[0] = 0;
         frameWords[3] = ha === undefined ? 0 : 1;
-        const r = raw(a);
+        const r = raw.call(invokeCallable, a);
         return r === undefined ? a : r;
       }
       frameWords[0] = 1;
@@ -616,6 +627,7 @@ function shimFactory(raw, arity, fh) {
 
 /** What shimFactory's source reads from this module, handed to each compiled copy. */
 const SHIM_SCOPE = {
+  invokeCallable,
   frameFloats,
   frameWords,
   handleOf,

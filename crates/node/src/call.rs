@@ -21,7 +21,7 @@ use tether_core::{Any, AnyView, Error, ObjectRef};
 
 use crate::callback::{self, link_of_handle, LentCallable, Link};
 use crate::convert::{any_to_js, arg_view, js_to_any, leaf_wrapper_view, wrapper_view};
-use crate::env::EnvState;
+use crate::env::{CallbackResult, EnvState};
 use crate::errors::throw;
 use crate::raw::{self, napi_call, Env, Fail, JsResult, Value};
 use crate::tie::{wrapper_of, wrapper_of_handle, Wrapper};
@@ -283,6 +283,13 @@ unsafe fn call_counted(
             return outcome;
         }
     }
+    // SAFETY: as above.
+    if count == 1 && mask == 0 && unsafe { (*frame).links } == 1 {
+        // SAFETY: this function's contract, passed on; the frame says argument 0 has a Link.
+        if let Some(outcome) = unsafe { call_of_one_callable(state, wrapper, frame, env, info) } {
+            return outcome;
+        }
+    }
     if count > STACK_ARGS {
         let mut heap = vec![ptr::null_mut(); count];
         let mut argc = count;
@@ -377,6 +384,131 @@ unsafe impl ArgumentSource<EnvState> for OneWrapper<'_> {
 
     fn unlocked(&mut self, _call: impl FnOnce() -> i32) -> i32 {
         unreachable!("called as a leaf")
+    }
+
+    fn argument_failed(function: &FunctionObj, index: usize, error: Fail) -> Fail {
+        <JsArguments<'_, '_> as ArgumentSource<EnvState>>::argument_failed(function, index, error)
+    }
+
+    fn failed(error: Error) -> Fail {
+        Fail::Native(error)
+    }
+}
+
+/// `call(cb)`: a function of arity one or variadic (not a leaf: it may call back) called with one JS
+/// function that has a Link, whose handle the shim put in the frame. Through the same driver
+/// as every call, with a source that holds that function alone: no argument arrays, wrapper,
+/// number or arena to set up and look at; the Function lent to it goes back inline. `None`,
+/// having done nothing, for any other function: the general path then.
+///
+/// # Safety
+/// The frame is this env's, filled by this call's shim with one argument, a JS function with
+/// its Link's handle (`links` 1, `mask` 0); `info` is this call's; `wrapper` is the called
+/// function's own wrapper.
+#[inline(never)]
+unsafe fn call_of_one_callable(
+    state: &EnvState,
+    wrapper: &Wrapper,
+    frame: *const CallFrame,
+    env: Env,
+    info: sys::napi_callback_info,
+) -> Option<JsResult<Outcome>> {
+    let obj = match wrapper.live_object() {
+        Ok(obj) => obj,
+        Err(e) => return Some(Err(Fail::Native(e))),
+    };
+    // SAFETY: the wrapper holds +1 on a Function.
+    let func = unsafe { function_obj(obj) };
+    if func.flags & (FUNC_LEAF | FUNC_CELL_GETTER) != 0 || !(func.arity == 1 || func.arity < 0) {
+        return None;
+    }
+    // SAFETY: the shim stores Link handles read from index.js's `fnHandles` beside the
+    // function it passes as argument 0, which keeps the Link alive.
+    let link = unsafe { link_of_handle((*frame).handles[0]) }?;
+    let mut argc = 1;
+    let mut value = ptr::null_mut();
+    let mut receiver = ptr::null_mut();
+    // SAFETY: this call's info; one slot for one argument.
+    unsafe { sys::napi_get_cb_info(env.raw(), info, &mut argc, &mut value, &mut receiver, ptr::null_mut()) };
+    let mut source = OneCallable { state, value, link, lent: None, live: None };
+    let mut result = Any::none();
+    // The shim passes `invokeCallable` as the receiver of a call it makes with one Link
+    // argument (index.js `shimFactory`): a handle of this call, for its callbacks.
+    let outer_invoke = state.invoke_in_call.replace(receiver);
+    state.callback_result.set(CallbackResult::NONE);
+    // SAFETY: the JS thread (this env's slots change only on it); a live Function whose one
+    // argument's Function `source` holds until after the call.
+    let called = unsafe { state.frontend.call::<1, _>(obj, func, 1, false, &mut source, &mut result) };
+    state.invoke_in_call.set(outer_invoke);
+    // The body has returned: the record is that of the last callback it ran, in this call's
+    // scope (`CallbackResult`); none is left behind for a later call.
+    let last = state.callback_result.replace(CallbackResult::NONE);
+    drop(source.live.take());
+    let outcome = called.and_then(|called| callback_result_outcome(state, called, result, last));
+    // After the result is converted: a result that is this Function goes back as the JS function.
+    if let Some(lent) = source.lent.take() {
+        lent.give_back(state);
+    }
+    // Emptied: nothing is left for `drop`, an out-of-line call.
+    std::mem::forget(source);
+    Some(outcome)
+}
+
+/// How a one-callable call's result goes back: when it is the wrapper the call's last
+/// callback returned (`call(cb)` returning `cb()`), that callback's own JS value, with the
+/// result's +1 kept as its slot's spare as for an argument; else as any call's.
+#[inline(always)]
+fn callback_result_outcome(state: &EnvState, called: Called, result: Any, last: CallbackResult) -> JsResult<Outcome> {
+    if let (Called::Result, Some(ptr)) = (&called, result.view().as_object_ptr()) {
+        // SAFETY: a recorded wrapper is kept alive by the recorded value, a handle of this
+        // call's still open scope (`CallbackResult`).
+        if let Some(w) = unsafe { last.wrapper.as_ref() }.filter(|w| w.obj.get() == ptr) {
+            let obj = result.into_object().expect("an object kind");
+            // SAFETY: the JS thread (this env's slots change only on it); the wrapper is alive
+            // and reachable for the call (above), owns its +1 and unties in its finalizer.
+            return match unsafe { state.frontend.result_argument(obj, [(0, ptr, w.reference.get() as usize)], None) } {
+                Ok(_) => Ok(Outcome::Value(last.value)),
+                Err(obj) => any_to_js(state, Any::object(obj)).map(Outcome::Value),
+            };
+        }
+    }
+    result_outcome(state, called, result, &[])
+}
+
+/// The one argument of [`call_of_one_callable`]: a JS function with a Link, and the Function
+/// it gets for the call once converted (lent, or its live one).
+struct OneCallable<'s> {
+    state: &'s EnvState,
+    value: Value,
+    link: &'static Link,
+    lent: Option<LentCallable>,
+    live: Option<tether_core::Function>,
+}
+
+// SAFETY: the view borrows the Function held in `lent` or `live`, released only after the call.
+unsafe impl ArgumentSource<EnvState> for OneCallable<'_> {
+    type Error = Fail;
+
+    #[inline(always)]
+    unsafe fn convert<'v>(
+        &mut self,
+        _index: usize,
+        _leaf: Option<&mut LeafCall<'_, EnvState>>,
+        view: &mut MaybeUninit<AnyView<'v>>,
+    ) -> JsResult<()> {
+        let object = match callback::for_call(self.state, self.value, self.link, &mut self.lent)? {
+            Some(function) => self.live.insert(function).as_object_ptr(),
+            None => self.lent.as_ref().expect("for_call lent a Function").function().as_object_ptr(),
+        };
+        // SAFETY: a live Function, held by `self` until after the call.
+        view.write(unsafe { AnyView::from_object_ptr(object) });
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn unlocked(&mut self, call: impl FnOnce() -> i32) -> i32 {
+        let _sync = SyncCall::enter(self.state);
+        call()
     }
 
     fn argument_failed(function: &FunctionObj, index: usize, error: Fail) -> Fail {
@@ -658,7 +790,7 @@ unsafe impl ArgumentSource<EnvState> for JsArguments<'_, '_> {
             }
             None if self.links.get(index).is_some_and(Option::is_some) => {
                 let link = self.links[index].expect("checked");
-                match callback::for_call(self.state, value, link, self.lent)? {
+                match for_call_out_of_line(self.state, value, link, self.lent)? {
                     Some(f) => crate::convert::keep(self.owned, Any::object(f.0.into())),
                     None => {
                         let lent = self.lent.as_ref().expect("for_call lent a Function");
@@ -694,6 +826,18 @@ unsafe impl ArgumentSource<EnvState> for JsArguments<'_, '_> {
     fn failed(error: Error) -> Fail {
         Fail::Native(error)
     }
+}
+
+/// [`callback::for_call`] for the general path, out of line: inlined there, it grew the
+/// callback's frame and cost every call a few instructions (`p.first` 464 -> 470 per iteration).
+#[inline(never)]
+fn for_call_out_of_line(
+    state: &EnvState,
+    f: Value,
+    link: &'static Link,
+    lent: &mut Option<LentCallable>,
+) -> JsResult<Option<tether_core::Function>> {
+    callback::for_call(state, f, link, lent)
 }
 
 /// A cell field's value: an object's live wrapper straight from the held cell (no count

@@ -34,7 +34,7 @@ use tether_core::{Any, AnyView, Error, Function, ObjectArc, ObjectRef};
 
 use crate::call::RESULT_IN_FRAME;
 use crate::convert::{any_to_js, js_to_any};
-use crate::env::EnvState;
+use crate::env::{CallbackResult, EnvState};
 use crate::errors::fail_to_error;
 use crate::raw::{self, napi_call, JsResult, Ref, Value};
 use crate::tie::{wrapper_of_handle, HANDLE_ADDRESS, HANDLE_EXPONENT};
@@ -250,16 +250,29 @@ impl LentCallable {
 
     /// The call is over: the shell goes back, or, when native code kept it, takes a strong
     /// reference to the JS function and becomes its registered Function.
+    #[inline(always)]
     pub fn give_back(mut self, state: &EnvState) {
         self.finish(state);
+        // Given back: nothing is left for `drop`, an out-of-line call.
+        std::mem::forget(self);
     }
 
+    #[inline(always)]
     fn finish(&mut self, state: &EnvState) {
         let Some(lent) = self.lent.take() else { return };
         // SAFETY: on the env's JS thread (every call is), which orders its lent Functions;
         // `lent` came from `lend_with` of the same env.
         let kept = unsafe { state.lent.reclaim_with(lent, |body| callable_in(body).lent.set(ptr::null_mut())) };
-        let Err(kept) = kept else { return };
+        if let Err(kept) = kept {
+            self.register_kept(state, kept);
+        }
+    }
+
+    /// A lent shell that native code kept takes a strong reference to the JS function and
+    /// becomes its registered Function; a new spare is made.
+    #[cold]
+    #[inline(never)]
+    fn register_kept(&self, state: &EnvState, kept: Function) {
         let callable = js_callable_of(kept.as_object_ptr()).expect("a shell");
         // The call's handle of the JS function is still open: the reference is taken from it.
         // With no reference (the engine refused one), later calls fail with a clear error.
@@ -295,7 +308,7 @@ impl Drop for LentCallable {
 /// converted). Written in place, not returned: a returned `LentCallable` was copied through
 /// the stack in 16-byte moves that straddled the 8-byte stores which made it, each a failed
 /// store forwarding (a stall of a dozen cycles; 8% of W7 under perf).
-#[inline]
+#[inline(always)]
 pub fn for_call(
     state: &EnvState,
     f: Value,
@@ -372,9 +385,9 @@ fn invoke_on_js_thread(state: &EnvState, cb: &JsCallable, args: &[AnyView<'_>]) 
         // SAFETY: on the env's JS thread; closed below.
         unsafe { sys::napi_open_handle_scope(env.raw(), &mut scope) };
     }
+    let unscoped = scope.is_null();
     let outcome = (|| -> JsResult<Any> {
         const STACK: usize = 4;
-        let invoke = state.refs.borrow().invoke_callable.expect("set by _setup");
         let mut stack = [ptr::null_mut(); STACK];
         let mut heap = Vec::new();
         let argv: &mut [Value] = if args.len() < STACK {
@@ -387,11 +400,17 @@ fn invoke_on_js_thread(state: &EnvState, cb: &JsCallable, args: &[AnyView<'_>]) 
         for (slot, a) in argv[1..].iter_mut().zip(args) {
             *slot = any_to_js(state, crate::convert::allocating(|| a.to_owned_any())?)?;
         }
-        let invoke = raw::reference_value(env, invoke)?;
+        let invoke = match state.invoke_in_call.get() {
+            invoke if !invoke.is_null() => invoke,
+            _ => raw::reference_value(env, state.refs.borrow().invoke_callable.expect("set by _setup"))?,
+        };
         let frame = state.frame;
         // The receiver is the callback itself, a handle already at hand: `invokeCallable`
         // (strict code) never reads `this`, and it calls `f` with `undefined` as its own.
-        let out = raw::call(env, argv[0], invoke, argv)?;
+        let out = raw::call(env, argv[0], invoke, argv);
+        // Whatever a callback run by that JS recorded is overwritten (see `CallbackResult`).
+        state.callback_result.set(CallbackResult::NONE);
+        let out = out?;
         // SAFETY: the env's frame on its JS thread; `invokeCallable` writes `returned` right
         // before it returns (`RESULT_IN_FRAME` for a wrapper, else 0), no JS has run since.
         if unsafe { (*frame).returned } == RESULT_IN_FRAME {
@@ -399,6 +418,9 @@ fn invoke_on_js_thread(state: &EnvState, cb: &JsCallable, args: &[AnyView<'_>]) 
             // that wrapper and so its box alive in this scope).
             let w = unsafe { wrapper_of_handle((*frame).function) }
                 .ok_or_else(|| Error::runtime("invokeCallable passed no tether handle"))?;
+            if unscoped {
+                state.callback_result.set(CallbackResult { wrapper: w, value: out });
+            }
             // SAFETY: the wrapper's +1 keeps the object alive while we take our own (a spare of
             // its slot when there is one: the result usually goes back to JS, whose return
             // keeps it as a spare again); on the env's JS thread, in no leaf call (leaf

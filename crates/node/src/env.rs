@@ -101,6 +101,30 @@ pub struct EnvState {
     /// one per callback from then on, so the handles a call keeps stay bounded. Set for each
     /// native call, 0 outside them (a queued call from another thread). JS thread only.
     pub unscoped_callbacks: std::cell::Cell<u32>,
+    /// `invokeCallable` as a handle of the running one-callable call (`call(cb)`), whose shim
+    /// passes it as the call's receiver: its callbacks skip reading the reference. Null outside
+    /// such a call; a nested one sets its own and puts this back. JS thread only.
+    pub invoke_in_call: std::cell::Cell<crate::raw::Value>,
+    /// The wrapper the last JS callback run on this thread returned, for the one-callable
+    /// call that ran it (`call(cb)` returning what `cb` returned gives back that very value).
+    /// JS thread only.
+    pub callback_result: std::cell::Cell<CallbackResult>,
+}
+
+/// A wrapper a JS callback returned, and its JS value: a handle of the scope the callback ran
+/// in. Every callback run on the JS thread writes it when it returns, [`CallbackResult::NONE`]
+/// unless it returned a wrapper and ran in the scope of the native call that called it (no
+/// scope of its own). So when a native call's body has returned, the record is that of the
+/// last callback the body itself ran (a callback run deeper, by a native call inside a
+/// callback's JS, returned before that callback did), and its handle is still open.
+#[derive(Clone, Copy)]
+pub struct CallbackResult {
+    pub wrapper: *const crate::tie::Wrapper,
+    pub value: crate::raw::Value,
+}
+
+impl CallbackResult {
+    pub const NONE: Self = Self { wrapper: ptr::null(), value: ptr::null_mut() };
 }
 
 /// [`EnvState::unscoped_callbacks`] at the start of each native call.
@@ -322,6 +346,8 @@ pub fn init_env(env: Env) -> JsResult<Arc<EnvState>> {
         lent: LentFunctions::new(),
         last_made: std::cell::Cell::new(ptr::null()),
         unscoped_callbacks: std::cell::Cell::new(0),
+        invoke_in_call: std::cell::Cell::new(ptr::null_mut()),
+        callback_result: std::cell::Cell::new(CallbackResult::NONE),
     });
     // The spare shell now, so the native objects alive between calls do not depend on which
     // calls ran. SAFETY: on the env's JS thread (module init); a new shell is not lent.

@@ -418,6 +418,70 @@ test('a callback\'s result is its own, whatever a call it made returned', () => 
   assert.equal(testing.call(() => testing.call(toX)), x);
 });
 
+test('call(cb) with one linked function: its result is the wrapper cb returned, at any depth', async () => {
+  // `testing.call(cb)` takes the one-callable path (call.rs `call_of_one_callable`): the
+  // callback's own JS value goes back when the call returns what the callback returned.
+  const baseline = await settledBaseline();
+  (() => {
+    const x = new Pair(1, 2);
+    const y = new Pair(3, 4);
+    const toX = () => x;
+    const toY = () => y;
+    assert.equal(testing.call(toX), x); // linked here
+    for (let i = 0; i < 100; i++) assert.equal(testing.call(toX), x);
+    // Nested: the inner call's record is its own; the outer returns what its callback returned.
+    assert.equal(testing.call(() => testing.call(toX)), x);
+    assert.equal(
+      testing.call(() => {
+        testing.call(toY);
+        return x;
+      }),
+      x,
+    );
+    assert.equal(
+      testing.call(() => {
+        testing.call(toX);
+        return 5;
+      }),
+      5,
+      'a number after a nested wrapper result',
+    );
+    // A callback run by a general call inside (two arguments), then a different object.
+    assert.equal(
+      testing.call(() => {
+        testing.call((a) => a, y);
+        return x;
+      }),
+      x,
+    );
+    // Many callbacks inside: past the unscoped budget they run in scopes of their own.
+    assert.equal(testing.call(() => testing.call_times(toY, 40)), y);
+    assert.equal(testing.call_times(() => testing.call(toX), 40), x);
+    // The result is a wrapper the callback made: the new object's own wrapper.
+    const made = testing.call(() => new Pair(x, y));
+    assert.equal(made.first, x);
+    assert.equal(testing.echo(made), made);
+    // A native result that is not the callback's: its canonical wrapper.
+    assert.equal(testing.call(() => testing.echo(y)), y);
+    assert.equal(x.first, 1, 'the wrapper still works');
+    // Throwing after a nested wrapper result leaves nothing for the next call.
+    const boom = new Error('after a nested result');
+    assert.throws(
+      () =>
+        testing.call(() => {
+          testing.call(toX);
+          throw boom;
+        }),
+      (e) => e === boom,
+    );
+    assert.equal(testing.call(toY), y);
+    // Not a function: the argument is named, and calls go on.
+    assert.throws(() => testing.call(5), (e) => e instanceof TypeError && /argument 1/.test(e.message));
+    assert.equal(testing.call(toX), x);
+  })();
+  await expectLiveBackTo(baseline, 'the results\' spare references died with their wrappers');
+});
+
 test('a lent Function the callee keeps becomes the function\'s registered Function', async () => {
   const baseline = await settledBaseline();
   await (async () => {

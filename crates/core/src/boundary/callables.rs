@@ -348,7 +348,7 @@ impl LentFunctions {
     ///
     /// # Safety
     /// The host's lock is held; `lent` came from this registry's [`LentFunctions::lend_with`].
-    #[inline]
+    #[inline(always)]
     pub unsafe fn reclaim_with(&self, lent: Lent, clear: impl FnOnce(&mut FunctionObj)) -> Result<(), Function> {
         // SAFETY: under the host's lock (this method's contract).
         let state = unsafe { &mut *self.state.get() };
