@@ -385,56 +385,61 @@ fn invoke_on_js_thread(state: &EnvState, cb: &JsCallable, args: &[AnyView<'_>]) 
         // SAFETY: on the env's JS thread; closed below.
         unsafe { sys::napi_open_handle_scope(env.raw(), &mut scope) };
     }
-    let unscoped = scope.is_null();
-    let outcome = (|| -> JsResult<Any> {
-        const STACK: usize = 4;
-        let mut stack = [ptr::null_mut(); STACK];
-        let mut heap = Vec::new();
-        let argv: &mut [Value] = if args.len() < STACK {
-            &mut stack[..args.len() + 1]
-        } else {
-            heap.resize(args.len() + 1, ptr::null_mut());
-            &mut heap
-        };
-        argv[0] = cb.value()?;
-        for (slot, a) in argv[1..].iter_mut().zip(args) {
-            *slot = any_to_js(state, crate::convert::allocating(|| a.to_owned_any())?)?;
-        }
-        let invoke = match state.invoke_in_call.get() {
-            invoke if !invoke.is_null() => invoke,
-            _ => raw::reference_value(env, state.refs.borrow().invoke_callable.expect("set by _setup"))?,
-        };
-        let frame = state.frame;
-        // The receiver is the callback itself, a handle already at hand: `invokeCallable`
-        // (strict code) never reads `this`, and it calls `f` with `undefined` as its own.
-        let out = raw::call(env, argv[0], invoke, argv);
-        // Whatever a callback run by that JS recorded is overwritten (see `CallbackResult`).
-        state.callback_result.set(CallbackResult::NONE);
-        let out = out?;
-        // SAFETY: the env's frame on its JS thread; `invokeCallable` writes `returned` right
-        // before it returns (`RESULT_IN_FRAME` for a wrapper, else 0), no JS has run since.
-        if unsafe { (*frame).returned } == RESULT_IN_FRAME {
-            // SAFETY: index.js wrote the handle of the wrapper it returned (`out`, which keeps
-            // that wrapper and so its box alive in this scope).
-            let w = unsafe { wrapper_of_handle((*frame).function) }
-                .ok_or_else(|| Error::runtime("invokeCallable passed no tether handle"))?;
-            if unscoped {
-                state.callback_result.set(CallbackResult { wrapper: w, value: out });
-            }
-            // SAFETY: the wrapper's +1 keeps the object alive while we take our own (a spare of
-            // its slot when there is one: the result usually goes back to JS, whose return
-            // keeps it as a spare again); on the env's JS thread, in no leaf call (leaf
-            // functions never call back), so no spare is claimed.
-            return Ok(Any::object(unsafe { state.frontend.new_reference(w.live_object()?) }));
-        }
-        js_to_any(state, out)
-    })();
+    let outcome = call_through_invoke(state, cb, args, scope.is_null());
     let outcome = outcome.map_err(|fail| fail_to_error(state, fail));
     if !scope.is_null() {
         // SAFETY: the scope opened above.
         unsafe { sys::napi_close_handle_scope(env.raw(), scope) };
     }
     outcome
+}
+
+/// The body of [`invoke_on_js_thread`]: `invokeCallable(f, ...args)`, and its result as a
+/// native value. `unscoped`: the callback runs in the scope of the native call that called it.
+#[inline(always)]
+fn call_through_invoke(state: &EnvState, cb: &JsCallable, args: &[AnyView<'_>], unscoped: bool) -> JsResult<Any> {
+    let env = state.env;
+    let f = cb.value()?;
+    let invoke = match state.invoke_in_call.get() {
+        invoke if !invoke.is_null() => invoke,
+        _ => raw::reference_value(env, state.refs.borrow().invoke_callable.expect("set by _setup"))?,
+    };
+    // The receiver is the callback itself, a handle already at hand: `invokeCallable` (strict
+    // code) never reads `this`, and it calls `f` with `undefined` as its own.
+    let out = if args.is_empty() { raw::call(env, f, invoke, &[f]) } else { call_with_arguments(state, f, invoke, args) };
+    // Whatever a callback run by that JS recorded is overwritten (see `CallbackResult`).
+    state.callback_result.set(CallbackResult::NONE);
+    let out = out?;
+    let frame = state.frame;
+    // SAFETY: the env's frame on its JS thread; `invokeCallable` writes `returned` right
+    // before it returns (`RESULT_IN_FRAME` for a wrapper, else 0), no JS has run since.
+    if unsafe { (*frame).returned } == RESULT_IN_FRAME {
+        // SAFETY: index.js wrote the handle of the wrapper it returned (`out`, which keeps
+        // that wrapper and so its box alive in this scope).
+        let w = unsafe { wrapper_of_handle((*frame).function) }
+            .ok_or_else(|| Error::runtime("invokeCallable passed no tether handle"))?;
+        if unscoped {
+            state.callback_result.set(CallbackResult { wrapper: w, value: out });
+        }
+        // SAFETY: the wrapper's +1 keeps the object alive while we take our own (a spare of
+        // its slot when there is one: the result usually goes back to JS, whose return keeps
+        // it as a spare again); on the env's JS thread, in no leaf call (leaf functions never
+        // call back), so no spare is claimed.
+        return Ok(Any::object(unsafe { state.frontend.new_reference(w.live_object()?) }));
+    }
+    js_to_any(state, out)
+}
+
+/// `invokeCallable(f, ...args)` with `args` converted to JS values (out of line: most
+/// callbacks take none).
+#[inline(never)]
+fn call_with_arguments(state: &EnvState, f: Value, invoke: Value, args: &[AnyView<'_>]) -> JsResult<Value> {
+    let mut argv = Vec::with_capacity(args.len() + 1);
+    argv.push(f);
+    for a in args {
+        argv.push(any_to_js(state, crate::convert::allocating(|| a.to_owned_any())?)?);
+    }
+    raw::call(state.env, f, invoke, &argv)
 }
 
 fn shut_down() -> Error {
