@@ -500,7 +500,7 @@ const NUMBER_BITS = (1 << (LINK_SHIFT - NUMBER_SHIFT)) - 1;
  * Self-contained apart from the names in SHIM_SCOPE, so that `ownShimFactory` can compile a
  * copy of its source per native function.
  */
-function shimFactory(raw, arity, fh) {
+function shimFactory(raw, arity, fh, binds) {
   /**
    * Argument `i`, value `v`, into the frame when it can travel there; returns its bit: `1 << i`
    * for a wrapper (its handle: the mask), `1 << (NUMBER_SHIFT + i)` for a number (its value,
@@ -559,9 +559,9 @@ function shimFactory(raw, arity, fh) {
   // A wrapper argument travels as its handle alone (a placeholder 0 in its place); a JS
   // function with a Link travels as itself, its Link handle beside it.
   if (arity === 1 || arity < 0) {
-    // A variadic function called with one argument takes this path too, its count marked as
-    // the general path's (the addon checks it against the signature).
-    const one = arity === 1 ? 1 : 1 | FRAME_ANY_COUNT;
+    // A variadic function called with one argument takes this path too; when it has a
+    // signature its count is marked as the general path's (the addon binds it).
+    const one = arity < 0 && binds ? 1 | FRAME_ANY_COUNT : 1;
     shim = function (a) {
       if (arguments.length !== 1) return general(...arguments);
       frameFloats[0] = fh;
@@ -576,10 +576,16 @@ function shimFactory(raw, arity, fh) {
       }
       const ha = handleOf(a);
       frameWords[4] = 0;
-      if (ha === undefined || ha < 0) {
-        if (ha !== undefined) frameFloats[1] = ha;
+      if (ha === undefined) {
         frameWords[0] = 0;
-        frameWords[3] = ha === undefined ? 0 : 1;
+        frameWords[3] = 0;
+        const r = raw.call(invokeCallable, a);
+        return r === undefined ? a : r;
+      }
+      if (ha < 0) {
+        frameFloats[1] = ha;
+        frameWords[0] = 0;
+        frameWords[3] = 1;
         const r = raw.call(invokeCallable, a);
         return r === undefined ? a : r;
       }
@@ -667,10 +673,11 @@ function ownShimFactory(key) {
  * from this file, so neither can be forged. Arities 1-3 get a monomorphic body; a call with
  * another argument count takes the general path (where the addon fills the defaults the
  * caller left out). `length` (what a caller writes without defaults) and `signature` (core's
- * rendering) come from the function's signature.
+ * rendering) come from the function's signature; `binds`: it has one, so a call whose count
+ * differs from its arity is bound to it.
  */
-function makeShim(raw, arity, name, fh, length, signature) {
-  const shim = ownShimFactory(`${name} ${fh}`)(raw, arity, fh);
+function makeShim(raw, arity, name, fh, length, signature, binds) {
+  const shim = ownShimFactory(`${name} ${fh}`)(raw, arity, fh, binds);
   setFnHandle(shim, fh);
   Object.defineProperty(shim, 'name', { value: name, configurable: true });
   Object.defineProperty(shim, 'length', { value: length, configurable: true });

@@ -109,6 +109,7 @@ pub fn make_function(state: &EnvState, wrapper: *mut Wrapper) -> JsResult<Value>
         handle,
         raw::number(state.env, length as f64)?,
         raw::string(state.env, &signature_text(short, func))?,
+        raw::boolean(state.env, func.signature().is_some())?,
     ];
     let f = raw::call(state.env, undefined, factory, &shim_args)?;
     let call_async = state.refs.borrow().call_async.expect("callAsync set at init");
