@@ -406,7 +406,7 @@ unsafe impl ArgumentSource<EnvState> for OneWrapper<'_> {
 /// The frame is this env's, filled by this call's shim with one argument, a JS function with
 /// its Link's handle (`links` 1, `mask` 0); `info` is this call's; `wrapper` is the called
 /// function's own wrapper.
-#[inline(never)]
+#[inline(always)]
 unsafe fn call_of_one_callable(
     state: &EnvState,
     wrapper: &Wrapper,
