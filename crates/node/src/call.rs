@@ -284,7 +284,7 @@ unsafe fn call_counted(
             return outcome;
         }
     }
-    // SAFETY: as above.
+    // SAFETY: the frame is this env's, filled by this call's shim (this function's contract).
     if count == 1 && mask == 0 && unsafe { (*frame).links } == 1 {
         // SAFETY: this function's contract, passed on; the frame says argument 0 has a Link.
         if let Some(outcome) = unsafe { call_of_one_callable(state, wrapper, frame, env, info) } {

@@ -406,7 +406,8 @@ fn call_through_invoke(state: &EnvState, cb: &JsCallable, args: &[AnyView<'_>], 
     };
     // The receiver is the callback itself, a handle already at hand: `invokeCallable` (strict
     // code) never reads `this`, and it calls `f` with `undefined` as its own.
-    let out = if args.is_empty() { raw::call(env, f, invoke, &[f]) } else { call_with_arguments(state, f, invoke, args) };
+    let out =
+        if args.is_empty() { raw::call(env, f, invoke, &[f]) } else { call_with_arguments(state, f, invoke, args) };
     // Whatever a callback run by that JS recorded is overwritten (see `CallbackResult`).
     state.callback_result.set(CallbackResult::NONE);
     let out = out?;
