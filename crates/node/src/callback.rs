@@ -176,7 +176,9 @@ fn link_of(state: &EnvState, f: Value) -> Option<&'static Link> {
 
 /// `f`'s Function while it lives: registered, or lent to a running call.
 fn live_function(state: &EnvState, link: &Link) -> Option<Function> {
-    if let Some(func) = link.func.borrow().as_ref().and_then(WeakObjectArc::upgrade) {
+    // SAFETY: the Link is written on the env's JS thread alone (this one), and not while this
+    // borrow lives (an upgrade runs no code of ours).
+    if let Some(func) = unsafe { link.func.try_borrow_unguarded() }.ok().and_then(|f| f.as_ref()?.upgrade()) {
         return Some(Function(func));
     }
     // SAFETY: on the env's JS thread, which orders every use of its lent Functions.
@@ -344,7 +346,9 @@ unsafe extern "C" fn js_callback_call(
     result: *mut Any,
 ) -> i32 {
     let outcome = tether_core::error::catch_panic_registered(|| {
-        let cb = js_callable_of(handle).expect("our safe_call");
+        // SAFETY: this is the `safe_call` of Functions made by `new_function` alone, whose data
+        // is their `JsCallable`; the caller keeps the Function, and so its data, alive.
+        let cb = unsafe { &*((*(handle as *const ObjectBox<FunctionObj>)).value.data as *const JsCallable) };
         let args = if n <= 0 {
             &[][..]
         } else {
