@@ -156,11 +156,14 @@ fn new_function(state: &EnvState, held: Option<Ref>) -> Result<Function, Error> 
     })
 }
 
-/// A shell for the env's lent Functions.
+/// A shell for the env's lent Functions. With no memory for it, the allocation failure
+/// unwinds as core's allocator raises it, so the lend's `catch_out_of_memory` makes it the
+/// call's MemoryError (a panic of its own would have been a RustPanic).
 pub fn new_shell(state: &EnvState) -> Function {
     match new_function(state, None) {
         Ok(f) => f,
-        Err(e) => panic!("{}", e.message()),
+        // `new_function` fails only when the Function cannot be allocated.
+        Err(_) => tether_core::alloc::raise_out_of_memory(std::mem::size_of::<ObjectBox<FunctionObj>>(), 8),
     }
 }
 

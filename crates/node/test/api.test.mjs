@@ -482,6 +482,42 @@ test('call(cb) with one linked function: its result is the wrapper cb returned, 
   await expectLiveBackTo(baseline, 'the results\' spare references died with their wrappers');
 });
 
+test('a nested call(cb) whose new Function shell cannot be made is a MemoryError naming its argument', async () => {
+  // The outer call(cb) holds the env's spare shell, so the nested call's function needs a new
+  // one: with no memory for it, that call fails naming its argument, the outer callback goes
+  // on, and nothing is left lent or alive.
+  const baseline = await settledBaseline();
+  (() => {
+    const x = new Pair(1, 2);
+    const seen = [];
+    const inner = () => seen.push('inner ran');
+    let armed = false;
+    const outer = () => {
+      if (!armed) return x;
+      testing.fail_allocations(1);
+      try {
+        testing.call(inner);
+      } catch (e) {
+        seen.push(e);
+      } finally {
+        testing.fail_allocations(0);
+      }
+      return x;
+    };
+    // Both linked first: from then on each pass is lent a Function, the outer the spare.
+    testing.call(inner);
+    assert.equal(testing.call(outer), x);
+    armed = true;
+    assert.equal(testing.call(outer), x);
+    assert.equal(seen.length, 2, 'the first pass ran, the nested one did not');
+    const e = seen[1];
+    assert.ok(e instanceof tether.TetherMemoryError, String(e));
+    assert.match(e.message, /argument 1.*out of memory|out of memory.*argument 1/);
+    assert.equal(testing.call(() => testing.call(() => x)), x, 'lending works again, nested too');
+  })();
+  await expectLiveBackTo(baseline);
+});
+
 test('a lent Function the callee keeps becomes the function\'s registered Function', async () => {
   const baseline = await settledBaseline();
   await (async () => {
