@@ -442,12 +442,21 @@ fn call_through_invoke(state: &EnvState, cb: &JsCallable, args: &[AnyView<'_>], 
 /// callbacks take none).
 #[inline(never)]
 fn call_with_arguments(state: &EnvState, f: Value, invoke: Value, args: &[AnyView<'_>]) -> JsResult<Value> {
-    let mut argv = Vec::with_capacity(args.len() + 1);
-    argv.push(f);
-    for a in args {
-        argv.push(any_to_js(state, crate::convert::allocating(|| a.to_owned_any())?)?);
+    // Up to three arguments on the stack; more on the heap.
+    const STACK: usize = 4;
+    let mut stack = [ptr::null_mut(); STACK];
+    let mut heap;
+    let argv: &mut [Value] = if args.len() < STACK {
+        &mut stack[..args.len() + 1]
+    } else {
+        heap = vec![ptr::null_mut(); args.len() + 1];
+        &mut heap
+    };
+    argv[0] = f;
+    for (slot, a) in argv[1..].iter_mut().zip(args) {
+        *slot = any_to_js(state, crate::convert::allocating(|| a.to_owned_any())?)?;
     }
-    raw::call(state.env, f, invoke, &argv)
+    raw::call(state.env, f, invoke, argv)
 }
 
 fn shut_down() -> Error {
