@@ -475,6 +475,19 @@ test('call(cb) with one linked function: its result is the wrapper cb returned, 
       (e) => e === boom,
     );
     assert.equal(testing.call(toY), y);
+    // The wrapper a nested call handed back (its record) disposed before the outer returns it:
+    // a typed error, not a read of the recorded value, and calls go on.
+    const z = new Pair(5, 6);
+    assert.throws(
+      () =>
+        testing.call(() => {
+          const r = testing.call(() => z);
+          r[Symbol.dispose]();
+          return r;
+        }),
+      { name: 'TetherRuntimeError', message: /disposed/ },
+    );
+    assert.equal(testing.call(toY), y);
     // Not a function: the argument is named, and calls go on.
     assert.throws(() => testing.call(5), (e) => e instanceof TypeError && /argument 1/.test(e.message));
     assert.equal(testing.call(toX), x);
