@@ -219,32 +219,79 @@ unsafe extern "C" fn call_callable(
 ) -> i32 {
     // A callback from a nonblocking call runs on the thread that holds the GIL: nothing to
     // take (PyGILState_Ensure would only count it), and Python code may run there even while
-    // the interpreter finalizes (a `__del__` can call native code). Any other thread attaches,
-    // while the interpreter runs.
+    // the interpreter finalizes (a `__del__` can call native code). Its body runs inline here;
+    // with the attaching path beside it, LLVM kept the catch frame out of line, its captures
+    // stored and read back through pointers (W7 `call(cb)` ~8 ns slower on the AMD EPYC).
     // SAFETY: only reads this thread's and the runtime's thread state.
-    let gstate = if unsafe { holds_gil() } {
-        None
-    } else if pending::interpreter_is_finalizing() {
+    if unsafe { holds_gil() } {
+        // SAFETY: this function's contract, with the GIL held.
+        return unsafe { run_callback(handle, args, n, result) };
+    }
+    // SAFETY: this function's contract, on a thread that does not hold the GIL.
+    unsafe { call_callable_attaching(handle, args, n, result) }
+}
+
+/// [`call_callable`] on a thread that does not hold the GIL: it attaches while the interpreter
+/// runs, else fails.
+///
+/// # Safety
+/// As [`call_callable`]; this thread does not hold the GIL.
+#[cold]
+#[inline(never)]
+unsafe fn call_callable_attaching(
+    handle: *mut ObjectHeader,
+    args: *const AnyView<'_>,
+    n: i32,
+    result: *mut Any,
+) -> i32 {
+    if pending::interpreter_is_finalizing() {
         set_last_error(Error::runtime("the Python interpreter is shutting down"));
         return -1;
-    } else {
-        // SAFETY: the interpreter runs; this thread does not hold the GIL.
-        Some(unsafe { ffi::PyGILState_Ensure() })
-    };
-    // SAFETY: `handle` is a live Function made by `function_for`; `args` holds `n` cells; the
-    // caller's result cell holds None and is ours to fill (in this frame: `call_status`).
-    let outcome = tether_core::error::catch_panic_registered(|| unsafe {
+    }
+    // SAFETY: the interpreter runs; this thread does not hold the GIL.
+    let gstate = unsafe { ffi::PyGILState_Ensure() };
+    // Under `catch_panic`, which marks its own frame (a tail call could leave this registered
+    // one off the stack), so the fast path's catch keeps its single call site, and stays inline.
+    // SAFETY: this function's contract, with the GIL now held.
+    let outcome = tether_core::error::catch_panic(|| unsafe { callback_body(handle, args, n, result) });
+    // SAFETY: paired with the Ensure above.
+    unsafe { ffi::PyGILState_Release(gstate) };
+    tether_core::function::call_status(outcome)
+}
+
+/// A callback's body under [`call_callable`]'s catch: that function is a registered catching
+/// frame.
+///
+/// # Safety
+/// As [`callback_body`].
+#[inline(always)]
+unsafe fn run_callback(handle: *mut ObjectHeader, args: *const AnyView<'_>, n: i32, result: *mut Any) -> i32 {
+    // SAFETY: this function's contract.
+    let outcome = tether_core::error::catch_panic_registered(|| unsafe { callback_body(handle, args, n, result) });
+    tether_core::function::call_status(outcome)
+}
+
+/// A callback's body: the callable called with the `n` cells at `args`, its value written
+/// into `result`.
+///
+/// # Safety
+/// GIL held; `handle` is a live Function made by `function_for`; `args` holds `n` cells; the
+/// caller's result cell holds None and is ours to fill (the caller returns `call_status`).
+#[inline(always)]
+unsafe fn callback_body(
+    handle: *mut ObjectHeader,
+    args: *const AnyView<'_>,
+    n: i32,
+    result: *mut Any,
+) -> tether_core::Result<()> {
+    // SAFETY: this function's contract.
+    unsafe {
         pending::drain();
         let callable = (*(handle as *const ObjectBox<FunctionObj>)).value.data as *mut ffi::PyObject;
         let args = if n <= 0 { &[][..] } else { std::slice::from_raw_parts(args, n as usize) };
         result.write(invoke(callable, args)?);
         Ok(())
-    });
-    if let Some(gstate) = gstate {
-        // SAFETY: paired with the Ensure above.
-        unsafe { ffi::PyGILState_Release(gstate) };
     }
-    tether_core::function::call_status(outcome)
 }
 
 /// Does this thread hold the GIL (on free-threaded builds: is it attached)? Its thread state
