@@ -177,7 +177,9 @@ fn link_of(state: &EnvState, f: Value) -> Option<&'static Link> {
     }
 }
 
-/// `f`'s Function while it lives: registered, or lent to a running call.
+/// `f`'s Function while it lives: registered, or lent to a running call. (Inline: a call's
+/// one callable asks it every time.)
+#[inline(always)]
 fn live_function(state: &EnvState, link: &Link) -> Option<Function> {
     // SAFETY: the Link is written on the env's JS thread alone (this one), and not while this
     // borrow lives (an upgrade runs no code of ours).
@@ -331,7 +333,9 @@ pub fn for_call(
     // stays valid until the call gives the Function back (after converting its result).
     let shell = unsafe { state.lent.try_lend_with(key, |body| callable_in(body).lent.set(f), || new_shell(state)) }
         .map_err(crate::raw::Fail::Native)?;
-    *lent = Some(LentCallable { lent: Some(shell), link, f });
+    // `lent` is None (tested above): replaced without a drop of what it held, an out-of-line
+    // call that finds nothing.
+    std::mem::forget(lent.replace(LentCallable { lent: Some(shell), link, f }));
     Ok(None)
 }
 
