@@ -431,9 +431,18 @@ impl<'e> LentArgs<'e> {
     }
 }
 
-impl Drop for LentArgs<'_> {
+impl LentArgs<'_> {
+    /// The call is over: every lent Function goes back (see [`reclaim`]), inline. A drop does
+    /// the same (an unwinding call), but its glue, which then finds every item empty, LLVM
+    /// left out of line in each `call*` native.
     #[inline(always)]
-    fn drop(&mut self) {
+    pub fn finish(mut self) {
+        self.reclaim_all();
+        std::mem::forget(self);
+    }
+
+    #[inline(always)]
+    fn reclaim_all(&mut self) {
         // SAFETY: as in `lend`.
         let tl = unsafe { lending_at(self.lending) };
         for lent in self.items.iter_mut().rev() {
@@ -441,6 +450,12 @@ impl Drop for LentArgs<'_> {
                 reclaim(self.env, lent, tl);
             }
         }
+    }
+}
+
+impl Drop for LentArgs<'_> {
+    fn drop(&mut self) {
+        self.reclaim_all();
     }
 }
 

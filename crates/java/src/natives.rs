@@ -296,13 +296,20 @@ unsafe fn call_encoded<'e>(
         // argument's: a live, not closed wrapper is the one in the slot. Its handle is read
         // again (a fast field read): a later callback of the same call may have closed it, and
         // the object it owned may be gone and its address the result's.
-        let memo = lent.as_deref().map(|l| &l.memo).filter(|m| {
-            m.obj == ptr
-                && !m.wrapper.is_null()
-                // SAFETY: a live local reference to a `TetherInstance` (the memo's), whose
-                // `handle` field was resolved at init.
-                && unsafe { env.get_long_field(m.wrapper, classes::get().instance_handle) } == ptr as jlong
-        });
+        // (A `match`, not `Option::filter`, which LLVM left out of line in every `call*` native.)
+        let memo = match lent.as_deref() {
+            Some(l)
+                if l.memo.obj == ptr
+                    && !l.memo.wrapper.is_null()
+                    // SAFETY: a live local reference to a `TetherInstance` (the memo's), whose
+                    // `handle` field was resolved at init.
+                    && unsafe { env.get_long_field(l.memo.wrapper, classes::get().instance_handle) }
+                        == ptr as jlong =>
+            {
+                Some(&l.memo)
+            }
+            _ => None,
+        };
         if let (None, Some(memo), true) = (argument, memo, keep_spare) {
             let obj = std::mem::take(result).into_object().expect("an object kind");
             let cell = match spares {
@@ -475,11 +482,14 @@ unsafe fn call_lending_object(env: Env, func: jlong, args: &[(jlong, jlong, jobj
     let mut lent = callback::LentArgs::new(env);
     let mut result = Any::none();
     // SAFETY: the caller's guarantee: Marshal-encoded arguments, reachable refs and Function.
-    match unsafe { call_encoded(env, func, args, true, &mut result, Some(&mut lent)) }? {
-        Some(r) => Ok(r),
+    let out = match unsafe { call_encoded(env, func, args, true, &mut result, Some(&mut lent)) } {
+        Ok(Some(r)) => Ok(r),
         // Converted before `lent` goes: a lent Function coming back is no escape.
-        None => to_java(env, result),
-    }
+        Ok(None) => to_java(env, result),
+        Err(e) => Err(e),
+    };
+    lent.finish();
+    out
 }
 
 /// What the `call*L` natives return when the result is not a plain int (or is an int equal
