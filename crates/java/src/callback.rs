@@ -432,13 +432,13 @@ impl<'e> LentArgs<'e> {
 }
 
 impl LentArgs<'_> {
-    /// The call is over: every lent Function goes back (see [`reclaim`]), inline. A drop does
-    /// the same (an unwinding call), but its glue, which then finds every item empty, LLVM
-    /// left out of line in each `call*` native.
+    /// The call is over: every lent Function goes back (see [`reclaim`]), inline; the caller
+    /// then forgets this. A drop does the same (an unwinding call), but its glue, which then
+    /// finds every item empty, LLVM left out of line in each `call*` native. (By reference:
+    /// taken by value, the whole record was copied first.)
     #[inline(always)]
-    pub fn finish(mut self) {
+    pub fn finish(&mut self) {
         self.reclaim_all();
-        std::mem::forget(self);
     }
 
     #[inline(always)]

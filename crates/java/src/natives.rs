@@ -489,6 +489,8 @@ unsafe fn call_lending_object(env: Env, func: jlong, args: &[(jlong, jlong, jobj
         Err(e) => Err(e),
     };
     lent.finish();
+    // Every item went back: nothing is left for the drop glue, an out-of-line call.
+    std::mem::forget(lent);
     out
 }
 
