@@ -102,6 +102,29 @@ class LentCallableTest {
         assertBackTo(base);
     }
 
+    /**
+     * A lending call that fails (a callable where the function wants an int, or a callback
+     * that throws) gives its lent Function back all the same: nothing is left behind, and the
+     * spare lends again.
+     */
+    @Test
+    void failedLendingCallsLeaveNoObjectsBehind() throws InterruptedException {
+        lentOnce();
+        long base = settledLive();
+        TetherFunction add = t("add");
+        for (int i = 0; i < 500; i++) {
+            long n = i;
+            assertThrows(TetherTypeError.class, () -> add.call((TetherCallback) a -> n, 1L),
+                    "a callable where an int is due");
+            RuntimeException planted = new IllegalStateException("planted " + i);
+            assertSame(planted, assertThrows(IllegalStateException.class, () -> CALL.call((TetherCallback) a -> {
+                throw planted;
+            })));
+        }
+        assertEquals(7L, CALL.call((TetherCallback) a -> 7L), "the spare lends again");
+        assertBackTo(base);
+    }
+
     @Test
     void aLentCallableComesBackAsItself() {
         TetherCallback cb = a -> 1L;
