@@ -29,12 +29,11 @@
 //! Function's value entry (`FUNC_VALUE_ENTRY`), the argument and result in registers.
 
 use jni_sys::jlong;
-use tether_core::function::{call_value_entry, FUNC_ADOPTS_LENT, FUNC_LEAF};
+use tether_core::function::{call_value_entry, FUNC_ADOPTS_LENT, FUNC_LEAF, FUNC_VALUE_ENTRY};
 use tether_core::object::ObjectHeader;
 use tether_core::thread_spares::SpareCell;
 use tether_core::{Any, ObjectRef, Result};
 
-use crate::convert::KIND_OBJECT;
 use crate::natives::{self, PENDING_RESULT};
 use crate::tie;
 
@@ -90,18 +89,21 @@ pub(crate) enum Lent1 {
 #[inline(always)]
 pub(crate) unsafe fn lent_call1(func: jlong, word: jlong, bits: jlong) -> Lent1 {
     // SAFETY: the caller keeps the Function reachable.
-    let Some(f) = (unsafe { leaf_at(func) }) else { return Lent1::NotTaken };
-    if f.arity != 1 || tie::word_kind(word) != KIND_OBJECT || f.flags & FUNC_ADOPTS_LENT == 0 {
+    let Some(f) = (unsafe { natives::function_if_any(func) }) else { return Lent1::NotTaken };
+    // One test of the three flags (a leaf, adopting lent views, with a value entry).
+    const LENT_LEAF: u32 = FUNC_LEAF | FUNC_ADOPTS_LENT | FUNC_VALUE_ENTRY;
+    if f.flags & LENT_LEAF != LENT_LEAF || f.arity != 1 {
         return Lent1::NotTaken;
     }
+    let Some((type_index, generation)) = tie::spare_word(word) else { return Lent1::NotTaken };
     let Some(entry) = f.value_entry() else { return Lent1::NotTaken };
     let Some(cell) = tie::claimed_spare_cell() else { return Lent1::NotTaken };
     let obj = bits as *mut ObjectHeader;
-    // SAFETY: Java keeps the wrapper, and so its object, alive for the call; its word.
-    let view = unsafe { tie::object_argument(obj, word) };
-    // SAFETY: Java keeps the wrapper reachable for the call and passed its word, from which the
-    // view was made; `f` adopts lent views.
-    let Some((lent, _)) = (unsafe { tie::lend_spare(&cell, obj, view, word) }) else { return Lent1::NotTaken };
+    // SAFETY: Java keeps the wrapper reachable for the call and passed its word, which gave
+    // `type_index` and `generation`; `f` adopts lent views.
+    let Some(lent) = (unsafe { tie::lend_word_spare(&cell, obj, type_index, generation) }) else {
+        return Lent1::NotTaken;
+    };
     cell.mark(true);
     // SAFETY: `f`'s value entry, of arity 1, given its one (lent) argument.
     let outcome = unsafe { call_value_entry(entry, func as *mut ObjectHeader, [lent]) };

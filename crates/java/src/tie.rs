@@ -292,6 +292,42 @@ unsafe fn spare_generation(obj: *mut ObjectHeader, word: i64) -> Option<u64> {
     }
 }
 
+/// The type index and generation of a wrapper's word that keeps spares (bits 0-7
+/// `KIND_OBJECT` and [`WORD_SPARES`] set: a wrapper whose object has this frontend's prefix
+/// slot, the common object argument), decoded with one compare; `None` for any other word.
+#[inline(always)]
+pub fn spare_word(word: i64) -> Option<(i32, u64)> {
+    if word & (0xff | WORD_SPARES) != i64::from(convert::KIND_OBJECT) | WORD_SPARES {
+        return None;
+    }
+    Some((word_type(word), (word as u64) >> WORD_GENERATION_SHIFT))
+}
+
+/// [`lend_spare`] for the argument `obj` passed with a word that keeps spares, of
+/// `type_index` and `generation` ([`spare_word`]): the lent view if this thread kept a spare
+/// for that wrapper, with neither the word decoded again nor the header read.
+///
+/// # Safety
+/// `obj` is the handle of a wrapper Java keeps reachable for the call, whose word gave
+/// `type_index` and `generation`, and the lent view goes to a function flagged
+/// `FUNC_ADOPTS_LENT`.
+#[inline(always)]
+pub unsafe fn lend_word_spare<'a>(
+    cell: &SpareCell<'_>,
+    obj: *mut ObjectHeader,
+    type_index: i32,
+    generation: u64,
+) -> Option<AnyView<'a>> {
+    debug_assert!(type_index != 0, "a wrapper's word names its object's type");
+    // SAFETY: the caller holds the wrapper of that generation for the call.
+    if !unsafe { cell.take(obj, generation) } {
+        return None;
+    }
+    // SAFETY: `obj` is live (its wrapper is reachable) and of `type_index` (its wrapper's word
+    // says so); the reference just taken is the one the lent view carries.
+    Some(unsafe { AnyView::from_object_ptr_of_type(obj, type_index).lent() })
+}
+
 /// The lent form of `view`, argument `obj` passed with `word` (see [`object_argument`]),
 /// carrying this thread's spare of its wrapper if the thread kept one; with the generation
 /// the spare was kept under, for [`restore_result_spare`].

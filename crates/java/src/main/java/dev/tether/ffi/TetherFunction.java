@@ -19,20 +19,20 @@ public final class TetherFunction implements TetherObject, Tied {
     final Cleaner.Cleanable cleanable;
 
     /**
-     * Learned per function: its last result was an int, so calls take the {@code call*L}
-     * natives, which return ints as a plain {@code long} (boxed here) instead of a
-     * {@code Long} made by an upcall from native code. A hint only: a plain field, racy by
-     * design; a non-int result on that path costs one more native call and clears it.
+     * What this wrapper knows of its Function, one byte so the common call reads one field:
+     * {@code KNOWN} once {@link #criticalFlags()} asked native code, with {@code CRITICAL_CALL}
+     * and {@code CRITICAL_INTS} where they hold (facts that never change), and {@code
+     * INT_RESULTS}, learned per call: the last result was an int, so calls take the {@code
+     * call*L} natives, which return ints as a plain {@code long} (boxed here) instead of a
+     * {@code Long} made by an upcall from native code. A plain field, racy by design: a lost
+     * update loses a hint (a non-int result on the int path costs one more native call and
+     * clears it) or the known facts (asked again).
      */
-    private boolean intResults;
-    /**
-     * What {@link #critical()} and {@link #criticalInts()} found: 0 not known yet, else
-     * {@code KNOWN} with {@code CRITICAL_CALL} and {@code CRITICAL_INTS} where they hold.
-     */
-    private byte critical;
+    private byte mode;
     private static final byte KNOWN = 1;
     private static final byte CRITICAL_CALL = 2;
     private static final byte CRITICAL_INTS = 4;
+    private static final byte INT_RESULTS = 8;
     private static final long LEAF = Native.constant("FUNC_LEAF");
     private static final long INT_ENTRY = Native.constant("FUNC_INT_ENTRY");
 
@@ -70,7 +70,7 @@ public final class TetherFunction implements TetherObject, Tied {
     public Object call() {
         long fn = handle();
         try {
-            return intResults ? fromLong(Native.call0L(fn)) : learn(Native.call0(fn));
+            return intResults() ? fromLong(Native.call0L(fn)) : learn(Native.call0(fn));
         } finally {
             Reference.reachabilityFence(this);
         }
@@ -85,24 +85,27 @@ public final class TetherFunction implements TetherObject, Tied {
     public Object call(Object a) {
         long fn = handle();
         try {
-            if (intResults && isInt(a)) {
+            if ((mode & (CRITICAL_CALL | INT_RESULTS)) == CRITICAL_CALL) {
+                // A known leaf: one field read, and nothing but the argument live past the call.
+                int ka = Marshal.fastKind(a);
+                if (ka != Marshal.SLOW) {
+                    long r = leaf1(fn, Marshal.fastWord(a, ka), Marshal.fastBits(a, ka));
+                    return r == Critical.ARGUMENT ? a : leafOutcome(r, a);
+                }
+            }
+            if (intResults() && isInt(a)) {
                 return fromLong(Native.ints1(fn, intOf(a)));
             }
             int ka = Marshal.fastKind(a);
             if (ka != Marshal.SLOW) {
                 long ba = Marshal.fastBits(a, ka);
                 long wa = Marshal.fastWord(a, ka);
-                if (!intResults && critical()) {
-                    long r = Critical.CALL1 != null ? Critical.call1(fn, wa, ba) : Native.leaf1(fn, wa, ba);
-                    if (r == Critical.ARGUMENT) {
-                        return a; // a wrapper: nothing for learn to see
-                    }
-                    if (r != Critical.FALLBACK) {
-                        return learn(Native.takePending());
-                    }
+                if (!intResults() && critical()) {
+                    long r = leaf1(fn, wa, ba);
+                    return r == Critical.ARGUMENT ? a : leafOutcome(r, a);
                 }
                 Object ra = Marshal.fastRef(a, ka);
-                return intResults ? fromLong(Native.call1L(fn, wa, ba, ra)) : learn(Native.call1(fn, wa, ba, ra));
+                return intResults() ? fromLong(Native.call1L(fn, wa, ba, ra)) : learn(Native.call1(fn, wa, ba, ra));
             }
             return callOther(a);
         } finally {
@@ -111,11 +114,30 @@ public final class TetherFunction implements TetherObject, Tied {
         }
     }
 
+    /** The leaf protocol's call: a critical downcall where this JDK has them, else JNI's. */
+    private static long leaf1(long fn, long word, long bits) {
+        return Critical.CALL1 != null ? Critical.call1(fn, word, bits) : Native.leaf1(fn, word, bits);
+    }
+
+    /**
+     * A leaf call's answer other than its argument (out of line: the common call keeps nothing
+     * but {@code a} live across the native call): the parked result, or, for a call the leaf
+     * protocol did not take, the call through JNI. The caller fences {@code a}.
+     */
+    private Object leafOutcome(long r, Object a) {
+        if (r != Critical.FALLBACK) {
+            return learn(Native.takePending());
+        }
+        long fn = handle();
+        int ka = Marshal.fastKind(a);
+        return learn(Native.call1(fn, Marshal.fastWord(a, ka), Marshal.fastBits(a, ka), Marshal.fastRef(a, ka)));
+    }
+
     /** Call with two arguments (see {@link #call(Object)}). */
     public Object call(Object a, Object b) {
         long fn = handle();
         try {
-            if (intResults && isInt(a) && isInt(b)) {
+            if (intResults() && isInt(a) && isInt(b)) {
                 return fromLong(Native.ints2(fn, intOf(a), intOf(b)));
             }
             int ka = Marshal.fastKind(a);
@@ -127,7 +149,7 @@ public final class TetherFunction implements TetherObject, Tied {
                 long wb = Marshal.fastWord(b, kb);
                 Object ra = Marshal.fastRef(a, ka);
                 Object rb = Marshal.fastRef(b, kb);
-                return intResults
+                return intResults()
                         ? fromLong(Native.call2L(fn, wa, ba, ra, wb, bb, rb))
                         : learn(Native.call2(fn, wa, ba, ra, wb, bb, rb));
             }
@@ -143,7 +165,7 @@ public final class TetherFunction implements TetherObject, Tied {
     public Object call(Object a, Object b, Object c) {
         long fn = handle();
         try {
-            if (intResults && isInt(a) && isInt(b) && isInt(c)) {
+            if (intResults() && isInt(a) && isInt(b) && isInt(c)) {
                 return fromLong(Native.ints3(fn, intOf(a), intOf(b), intOf(c)));
             }
             int ka = Marshal.fastKind(a);
@@ -159,7 +181,7 @@ public final class TetherFunction implements TetherObject, Tied {
                 Object ra = Marshal.fastRef(a, ka);
                 Object rb = Marshal.fastRef(b, kb);
                 Object rc = Marshal.fastRef(c, kc);
-                return intResults
+                return intResults()
                         ? fromLong(Native.call3L(fn, wa, ba, ra, wb, bb, rb, wc, bc, rc))
                         : learn(Native.call3(fn, wa, ba, ra, wb, bb, rb, wc, bc, rc));
             }
@@ -266,7 +288,7 @@ public final class TetherFunction implements TetherObject, Tied {
         long fn = handle();
         long ba = Marshal.callBits(a, ka);
         long wa = Marshal.callWord(a, ka);
-        return intResults ? fromLong(Native.call1L(fn, wa, ba, a)) : learn(Native.call1(fn, wa, ba, a));
+        return intResults() ? fromLong(Native.call1L(fn, wa, ba, a)) : learn(Native.call1(fn, wa, ba, a));
     }
 
     private Object callOther(Object a, Object b) {
@@ -282,7 +304,7 @@ public final class TetherFunction implements TetherObject, Tied {
         long wb = Marshal.callWord(b, kb);
         Object ra = Marshal.callRef(a, ka);
         Object rb = Marshal.callRef(b, kb);
-        return intResults
+        return intResults()
                 ? fromLong(Native.call2L(fn, wa, ba, ra, wb, bb, rb))
                 : learn(Native.call2(fn, wa, ba, ra, wb, bb, rb));
     }
@@ -304,7 +326,7 @@ public final class TetherFunction implements TetherObject, Tied {
         Object ra = Marshal.callRef(a, ka);
         Object rb = Marshal.callRef(b, kb);
         Object rc = Marshal.callRef(c, kc);
-        return intResults
+        return intResults()
                 ? fromLong(Native.call3L(fn, wa, ba, ra, wb, bb, rb, wc, bc, rc))
                 : learn(Native.call3(fn, wa, ba, ra, wb, bb, rb, wc, bc, rc));
     }
@@ -355,9 +377,9 @@ public final class TetherFunction implements TetherObject, Tied {
     }
 
     private byte criticalFlags() {
-        byte known = critical;
-        if (known == 0) {
-            known = KNOWN;
+        byte known = mode;
+        if ((known & KNOWN) == 0) {
+            known |= KNOWN;
             long flags = Native.functionFlags(handle());
             if ((flags & LEAF) != 0) {
                 known |= CRITICAL_CALL;
@@ -365,9 +387,14 @@ public final class TetherFunction implements TetherObject, Tied {
                     known |= CRITICAL_INTS;
                 }
             }
-            critical = known;
+            mode = known;
         }
         return known;
+    }
+
+    /** The {@code INT_RESULTS} hint (see {@link #mode}). */
+    private boolean intResults() {
+        return (mode & INT_RESULTS) != 0;
     }
 
     /** A {@code Long} or an {@code Integer} (final classes: one klass compare each). */
@@ -382,7 +409,7 @@ public final class TetherFunction implements TetherObject, Tied {
     /** A result of the object-returning path; an int switches this function to the long path. */
     private Object learn(Object result) {
         if (result != null && result.getClass() == Long.class) {
-            intResults = true;
+            mode |= INT_RESULTS;
         }
         return result;
     }
@@ -394,7 +421,7 @@ public final class TetherFunction implements TetherObject, Tied {
         }
         Object result = Native.takePending();
         if (result == null || result.getClass() != Long.class) {
-            intResults = false;
+            mode &= ~INT_RESULTS;
         }
         return result;
     }

@@ -43,14 +43,18 @@ class CallPathTest {
     @Test
     void anObjectResultOnTheIntPathIsParkedAndTaken() throws ReflectiveOperationException {
         TetherFunction makeArray = t("make_array");
-        java.lang.reflect.Field learned = TetherFunction.class.getDeclaredField("intResults");
-        learned.setAccessible(true);
+        java.lang.reflect.Field mode = TetherFunction.class.getDeclaredField("mode");
+        mode.setAccessible(true);
+        java.lang.reflect.Field intResultsBit = TetherFunction.class.getDeclaredField("INT_RESULTS");
+        intResultsBit.setAccessible(true);
+        byte intResults = intResultsBit.getByte(null);
         for (int i = 0; i < 3; i++) {
-            learned.setBoolean(makeArray, true); // as if its last result had been an int
+            // as if its last result had been an int
+            mode.setByte(makeArray, (byte) (mode.getByte(makeArray) | intResults));
             TetherList items = (TetherList) makeArray.call(3L);
             assertEquals(3, items.size());
-            assertFalse(learned.getBoolean(makeArray), "a non-int result switches back");
-            learned.setBoolean(makeArray, true);
+            assertEquals(0, mode.getByte(makeArray) & intResults, "a non-int result switches back");
+            mode.setByte(makeArray, (byte) (mode.getByte(makeArray) | intResults));
             assertEquals(2, ((TetherList) makeArray.call(new Object[] {2L})).size());
         }
         assertThrows(TetherException.class, Native::takePending, "nothing is parked after a take");
