@@ -46,6 +46,7 @@ use tether_core::boundary::CallableRegistry;
 use tether_core::containers::OpaqueObj;
 use tether_core::function::FunctionObj;
 use tether_core::object::ObjectHeader;
+use tether_core::thread_spares::thread_token;
 use tether_core::{Any, AnyView, Error, Function, ObjectArc, ObjectRef, Result};
 
 use crate::convert;
@@ -71,6 +72,14 @@ struct CallbackData {
     /// `weak` was last checked against or made from; 0 for none. A lend with this token is
     /// of that callable: no `IsSameObject`.
     token: u64,
+    /// A lent shell's: the [`thread_token`] of the thread it is lent on, 0 otherwise, and that
+    /// thread's [`ThreadLending`] in `lending`. `call_java` on that thread (the callback of
+    /// the call it is lent to) finds its state here instead of through the thread-local (a
+    /// `__tls_get_addr` call); any other thread's token differs, so it never reads `lending`,
+    /// which stays valid while the shell is lent (the lending call runs on its thread).
+    /// Atomic: a shell the call shared may be called on another thread meanwhile.
+    lender: AtomicUsize,
+    lending: AtomicPtr<ThreadLending>,
 }
 
 impl CallbackData {
@@ -123,6 +132,8 @@ pub fn function_for(env: Env, cb: jobject, id_hash: i32) -> Result<*mut ObjectHe
                 weak: std::ptr::null_mut(),
                 id_hash,
                 token: 0,
+                lender: AtomicUsize::new(0),
+                lending: AtomicPtr::new(std::ptr::null_mut()),
             })) as *mut c_void;
             // SAFETY: `call_java` reads exactly this data; `drop_callback` frees it, on any
             // thread. The native name is never shown (the Function comes back to Java as `cb`
@@ -152,6 +163,8 @@ fn new_shell() -> Result<Function> {
         weak: std::ptr::null_mut(),
         id_hash: 0,
         token: 0,
+        lender: AtomicUsize::new(0),
+        lending: AtomicPtr::new(std::ptr::null_mut()),
     })) as *mut c_void;
     // SAFETY: `call_java` reads exactly this data (a shell is called only while lent, aimed at
     // a callable); `drop_callback` frees it and skips the registry for a null reference.
@@ -299,6 +312,8 @@ fn lend(env: Env, cb: jobject, id_hash: i32, token: u64, lending: Option<&Thread
     *data.global.get_mut() = data.weak;
     data.id_hash = id_hash;
     data.token = token;
+    *data.lending.get_mut() = tl as *const ThreadLending as *mut ThreadLending;
+    *data.lender.get_mut() = thread_token();
     tl.state.borrow_mut().in_flight.push(shell.as_object_ptr());
     Ok(Lent::Shell(shell))
 }
@@ -348,6 +363,7 @@ fn reclaim(env: Env, lent: Lent, tl: Option<&ThreadLending>) {
             // SAFETY: a shell's data is its `CallbackData`; unique, so nothing else reads it.
             let data = unsafe { &mut *(body.data as *mut CallbackData) };
             *data.global.get_mut() = std::ptr::null_mut(); // the weak reference stays, for the next lend
+            *data.lender.get_mut() = 0;
             give_back(shell, tl);
         }
         None => {
@@ -357,6 +373,8 @@ fn reclaim(env: Env, lent: Lent, tl: Option<&ThreadLending>) {
             // under it; its drop hook forgets it and deletes both references.
             // SAFETY: a live shell of ours (`shell` holds it).
             let data = unsafe { data_of(ptr) };
+            // Lent no more: its callbacks find their thread's state through the thread-local.
+            data.lender.store(0, Ordering::Relaxed);
             let global = env.new_global_ref(data.weak);
             if global.is_null() {
                 // No global reference to be had (the JVM is out of memory): it keeps working
@@ -531,13 +549,14 @@ unsafe extern "C" fn call_java(handle: *mut ObjectHeader, args: *const AnyView<'
     // raised as a RustPanic.
     let outcome = tether_core::error::catch_panic_registered(|| -> Result<()> {
         // SAFETY: `handle` is a live Function made by `function_for`; `args` holds `n` cells.
-        let (cb, args) = unsafe {
+        let (data, args) = unsafe {
             let func = &(*(handle as *const ObjectBox<FunctionObj>)).value;
             let data = &*(func.data as *const CallbackData);
             let args = if n <= 0 { &[][..] } else { std::slice::from_raw_parts(args, n as usize) };
-            (data.global(), args)
+            (data, args)
         };
-        match LENDING.try_with(|tl| {
+        let cb = data.global();
+        match with_lending(data, |tl| {
             // Masked for the callback's Java code (see `ThreadLending::memo`), restored for
             // this frame after.
             let window = tl.memo.replace(std::ptr::null_mut());
@@ -567,6 +586,19 @@ unsafe extern "C" fn call_java(handle: *mut ObjectHeader, args: *const AnyView<'
         }
     });
     tether_core::function::call_status(outcome)
+}
+
+/// `f` with this thread's [`ThreadLending`], found through the lent shell whose `data` it
+/// is when this thread lent it (the callback of the lending call), else the thread-local;
+/// `Err` when the thread is exiting (its thread-locals are gone).
+#[inline(always)]
+fn with_lending<R>(data: &CallbackData, f: impl FnOnce(&ThreadLending) -> R) -> Result<R, std::thread::AccessError> {
+    if data.lender.load(Ordering::Relaxed) == thread_token() {
+        // SAFETY: this thread lent the shell and its lending call still runs (the lend is
+        // undone before it returns), so `lending` is this thread's live state.
+        return Ok(f(unsafe { &*data.lending.load(Ordering::Relaxed) }));
+    }
+    LENDING.try_with(f)
 }
 
 /// Where `Callbacks` writes a callback's outcome (`Native.putResult` / `putThrown`): a cell
