@@ -255,7 +255,9 @@ impl Lent {
 
 /// The Function Java callable `cb` (a live local reference; `id_hash` its identity hash,
 /// `token` its lend token or 0) is passed to a call as: see the module comment.
-/// `lending` is this thread's state (None while the thread exits).
+/// `lending` is this thread's state (None while the thread exits). Inline in
+/// [`LentArgs::lend`], its one caller.
+#[inline(always)]
 fn lend(env: Env, cb: jobject, id_hash: i32, token: u64, lending: Option<&ThreadLending>) -> Result<Lent> {
     let key = id_hash as u32 as usize;
     if let Some(f) = CALLABLES.live(key, |global| env.is_same_object(global as jobject, cb)) {
@@ -398,9 +400,9 @@ fn reclaim(env: Env, lent: Lent, tl: Option<&ThreadLending>) {
 
 /// Callables lent to the arguments of one call ([`lend`]), reclaimed when this is dropped:
 /// after the call and the conversion of its result, or while a panic unwinds.
-pub struct LentArgs<'e> {
+pub struct LentArgs<'e, const N: usize> {
     env: Env<'e>,
-    items: [Option<Lent>; 3],
+    items: [Option<Lent>; N],
     /// The last `TetherInstance` a callback of the call returned (see [`MemoWindow`]).
     pub memo: ResultMemo,
     /// This thread's [`ThreadLending`], null while the thread exits.
@@ -416,10 +418,10 @@ unsafe fn lending_at<'a>(p: *const ThreadLending) -> Option<&'a ThreadLending> {
     unsafe { p.as_ref() }
 }
 
-impl<'e> LentArgs<'e> {
+impl<'e, const N: usize> LentArgs<'e, N> {
     pub fn new(env: Env<'e>) -> Self {
         let lending = LENDING.try_with(|l| l as *const ThreadLending).unwrap_or(std::ptr::null());
-        LentArgs { env, items: [None, None, None], memo: ResultMemo::new(env), lending }
+        LentArgs { env, items: [const { None }; N], memo: ResultMemo::new(env), lending }
     }
 
     /// Lend a Function to argument `i`, Java callable `cb` (a live local reference; `id_hash`
@@ -449,7 +451,7 @@ impl<'e> LentArgs<'e> {
     }
 }
 
-impl LentArgs<'_> {
+impl<const N: usize> LentArgs<'_, N> {
     /// The call is over: every lent Function goes back (see [`reclaim`]), inline; the caller
     /// then forgets this. A drop does the same (an unwinding call), but its glue, which then
     /// finds every item empty, LLVM left out of line in each `call*` native. (By reference:
@@ -471,7 +473,7 @@ impl LentArgs<'_> {
     }
 }
 
-impl Drop for LentArgs<'_> {
+impl<const N: usize> Drop for LentArgs<'_, N> {
     fn drop(&mut self) {
         self.reclaim_all();
     }

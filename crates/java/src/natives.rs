@@ -194,16 +194,16 @@ unsafe fn invoke(func: jlong, f: &FunctionObj, args: &[AnyView<'_>], result: &mu
 /// # Safety
 /// Java encoded the arguments with `Marshal`, keeps each `ref` and the function reachable.
 #[inline(always)]
-unsafe fn call_encoded<'e>(
+unsafe fn call_encoded<'e, const N: usize>(
     env: Env<'e>,
     func: jlong,
-    args: &[(jlong, jlong, jobject)],
+    args: &[(jlong, jlong, jobject); N],
     keep_spare: bool,
     result: &mut Any,
-    mut lent: Option<&mut callback::LentArgs<'e>>,
+    mut lent: Option<&mut callback::LentArgs<'e, N>>,
 ) -> Result<Option<jobject>> {
-    let mut hold: [Any; 3] = Default::default();
-    let mut views = [AnyView::none(); 3];
+    let mut hold: [Any; N] = std::array::from_fn(|_| Any::none());
+    let mut views = [AnyView::none(); N];
     let mut first_error = None;
     for (i, ((view, h), &(k, b, r))) in views.iter_mut().zip(hold.iter_mut()).zip(args).enumerate() {
         // Objects and ints are written in place: a view returned by `decode` is stored in
@@ -244,7 +244,7 @@ unsafe fn call_encoded<'e>(
     if usize::try_from(f.arity) != Ok(args.len()) && f.signature().is_some() {
         // SAFETY: `f` is `func`'s body and Java keeps it and every argument alive (this
         // function's contract); the views borrow `hold` or those arguments, and none is lent.
-        unsafe { invoke_with_defaults(func, f, &views[..args.len()], result) }?;
+        unsafe { invoke_with_defaults(func, f, &views[..], result) }?;
         return Ok(None);
     }
     // Only calls with a wrapper argument look for the thread's cell (for the `ints*` natives
@@ -272,7 +272,7 @@ unsafe fn call_encoded<'e>(
     let window = lent.as_deref_mut().map(callback::LentArgs::window);
     // SAFETY: `f` is `func`'s body and Java keeps it and every argument alive (this
     // function's contract); lent views only for an adopting `f`.
-    let called = unsafe { invoke(func, f, &views[..args.len()], result) };
+    let called = unsafe { invoke(func, f, &views[..], result) };
     drop(window);
     called?;
     // A function returning one of its object arguments gets that argument's wrapper back
@@ -452,7 +452,11 @@ unsafe fn return_argument_spare(
 /// # Safety
 /// As [`call_encoded`].
 #[inline(always)]
-unsafe fn call_encoded_object(env: Env, func: jlong, args: &[(jlong, jlong, jobject)]) -> Result<jobject> {
+unsafe fn call_encoded_object<const N: usize>(
+    env: Env,
+    func: jlong,
+    args: &[(jlong, jlong, jobject); N],
+) -> Result<jobject> {
     if has_callable(args) {
         // SAFETY: the caller's guarantee.
         return unsafe { call_lending_object(env, func, args) };
@@ -478,7 +482,11 @@ fn has_callable(args: &[(jlong, jlong, jobject)]) -> bool {
 /// # Safety
 /// As [`call_encoded`].
 #[inline(always)]
-unsafe fn call_lending_object(env: Env, func: jlong, args: &[(jlong, jlong, jobject)]) -> Result<jobject> {
+unsafe fn call_lending_object<const N: usize>(
+    env: Env,
+    func: jlong,
+    args: &[(jlong, jlong, jobject); N],
+) -> Result<jobject> {
     let mut lent = callback::LentArgs::new(env);
     let mut result = Any::none();
     // SAFETY: the caller's guarantee: Marshal-encoded arguments, reachable refs and Function.
@@ -519,7 +527,11 @@ pub(crate) fn park(outcome: Result<Any>) -> jlong {
 /// # Safety
 /// As [`call_encoded`].
 #[inline(always)]
-unsafe fn call_encoded_long(env: Env, func: jlong, args: &[(jlong, jlong, jobject)]) -> Result<jlong> {
+unsafe fn call_encoded_long<const N: usize>(
+    env: Env,
+    func: jlong,
+    args: &[(jlong, jlong, jobject); N],
+) -> Result<jlong> {
     if has_callable(args) {
         // SAFETY: the caller's guarantee.
         return unsafe { call_lending_long(env, func, args) };
@@ -538,7 +550,11 @@ unsafe fn call_encoded_long(env: Env, func: jlong, args: &[(jlong, jlong, jobjec
 /// # Safety
 /// As [`call_encoded`].
 #[inline(never)]
-unsafe fn call_lending_long(env: Env, func: jlong, args: &[(jlong, jlong, jobject)]) -> Result<jlong> {
+unsafe fn call_lending_long<const N: usize>(
+    env: Env,
+    func: jlong,
+    args: &[(jlong, jlong, jobject); N],
+) -> Result<jlong> {
     let mut lent = callback::LentArgs::new(env);
     let mut result = Any::none();
     // SAFETY: as in `call_encoded_long`: Marshal-encoded arguments, reachable refs and Function.
@@ -1357,12 +1373,12 @@ pub extern "system" fn Java_dev_tether_ffi_Native_constructorHandle(
 /// As [`call_encoded`]; `ctor` is a constructor handle; `wrapper` is a live local reference
 /// of the calling native method.
 #[inline(always)]
-unsafe fn construct_encoded(
+unsafe fn construct_encoded<const N: usize>(
     env: Env,
     ctor: jlong,
     type_index: jint,
     wrapper: jobject,
-    args: &[(jlong, jlong, jobject)],
+    args: &[(jlong, jlong, jobject); N],
 ) -> Result<jobject> {
     let mut result = Any::none();
     // SAFETY: this function's contract (Java passes no callable here: `Marshal.fastKind`).
