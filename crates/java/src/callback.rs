@@ -46,7 +46,7 @@ use tether_core::boundary::CallableRegistry;
 use tether_core::containers::OpaqueObj;
 use tether_core::function::FunctionObj;
 use tether_core::object::ObjectHeader;
-use tether_core::thread_spares::thread_token;
+use tether_core::thread_spares::{thread_token, SpareCell};
 use tether_core::{Any, AnyView, Error, Function, ObjectArc, ObjectRef, Result};
 
 use crate::convert;
@@ -617,13 +617,16 @@ pub struct ResultMemo {
     pub obj: *mut ObjectHeader,
     pub wrapper: jobject,
     pub word: i64,
+    /// This thread's spare cell, when taking the reference looked it up: the lending call
+    /// keeps the result's +1 there without a second lookup.
+    pub cell: Option<SpareCell<'static>>,
     /// The lending call's env (this thread's): callbacks in its window need no `GetEnv`.
     env: *mut jni_sys::JNIEnv,
 }
 
 impl ResultMemo {
     pub fn new(env: Env) -> Self {
-        ResultMemo { obj: std::ptr::null_mut(), wrapper: std::ptr::null_mut(), word: 0, env: env.as_raw() }
+        ResultMemo { obj: std::ptr::null_mut(), wrapper: std::ptr::null_mut(), word: 0, cell: None, env: env.as_raw() }
     }
 }
 
@@ -764,7 +767,7 @@ unsafe fn instance_result(env: Env, wrapper: jobject, memo: *mut ResultMemo) -> 
     let obj = handle as *mut ObjectHeader;
     // SAFETY: the wrapper is reachable (`wrapper`) and not closed, so it holds +1 on `obj`, and
     // `word` is the word native code tied it with.
-    let owned = unsafe { crate::tie::claim_reference(obj, word) };
+    let (owned, cell) = unsafe { crate::tie::claim_reference(obj, word) };
     // SAFETY: the caller's guarantee: null or the open window's memo, not otherwise borrowed
     // while this callback runs.
     match unsafe { memo.as_mut() } {
@@ -773,7 +776,7 @@ unsafe fn instance_result(env: Env, wrapper: jobject, memo: *mut ResultMemo) -> 
                 // An earlier callback of the same call: only the last result is compared.
                 env.delete_local_ref(memo.wrapper);
             }
-            (memo.obj, memo.wrapper, memo.word) = (obj, wrapper, word);
+            (memo.obj, memo.wrapper, memo.word, memo.cell) = (obj, wrapper, word, cell);
         }
         None => env.delete_local_ref(wrapper),
     }

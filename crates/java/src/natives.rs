@@ -312,13 +312,18 @@ unsafe fn call_encoded<'e, const N: usize>(
         };
         if let (None, Some(memo), true) = (argument, memo, keep_spare) {
             let obj = std::mem::take(result).into_object().expect("an object kind");
-            let cell = match spares {
-                Some(cell) => Some(cell),
-                None => tie::spare_cell(),
+            // The thread's cell: the call's, or the one the callback found taking the result.
+            let looked_up;
+            let cell = match (&spares, &memo.cell) {
+                (Some(cell), _) | (None, Some(cell)) => Some(cell),
+                (None, None) => {
+                    looked_up = tie::spare_cell();
+                    looked_up.as_ref()
+                }
             };
             // SAFETY: the memo's wrapper, of `memo.word`, is a local reference of this native
             // frame (it stays reachable until the call returns) and holds `obj`.
-            unsafe { tie::keep_result_spare(obj, memo.word, cell.as_ref()) };
+            unsafe { tie::keep_result_spare(obj, memo.word, cell) };
             return Ok(Some(memo.wrapper));
         }
         return Ok(argument.map(|i| args[i].2));

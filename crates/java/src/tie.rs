@@ -366,22 +366,32 @@ pub unsafe fn restore_result_spare(obj: ObjectRef, generation: u64, cell: &Spare
 }
 
 /// An owned reference to `obj`, whose wrapper (of `word`) Java handed native code: this
-/// thread's spare for that wrapper if it kept one (no atomic instruction), else an increment.
+/// thread's spare for that wrapper if it kept one (no atomic instruction), else an increment;
+/// with the thread's spare cell when it was looked up (a word that keeps spares), for the
+/// caller's next step with the same wrapper.
 ///
 /// # Safety
 /// As [`object_argument`]; the wrapper stays reachable until this returns.
 #[inline(always)]
-pub unsafe fn claim_reference(obj: *mut ObjectHeader, word: i64) -> ObjectRef {
+pub unsafe fn claim_reference(obj: *mut ObjectHeader, word: i64) -> (ObjectRef, Option<SpareCell<'static>>) {
     // SAFETY: this function's contract.
-    if let (Some(generation), Some(cell)) = (unsafe { spare_generation(obj, word) }, spare_cell()) {
-        // SAFETY: the caller holds the wrapper of that generation.
-        if unsafe { cell.take(obj, generation) } {
-            // SAFETY: the entry's reference, now ours.
-            return unsafe { ObjectRef::from_raw(obj) };
+    let Some(generation) = (unsafe { spare_generation(obj, word) }) else {
+        // SAFETY: live (the wrapper holds +1); the new reference is ours.
+        return (unsafe { ObjectRef::from_borrowed(obj) }, None);
+    };
+    let cell = spare_cell();
+    // SAFETY: the caller holds the wrapper of that generation.
+    let taken = cell.as_ref().is_some_and(|cell| unsafe { cell.take(obj, generation) });
+    // SAFETY: the entry's reference, now ours; else live (the wrapper holds +1), and the new
+    // reference is ours.
+    let owned = unsafe {
+        if taken {
+            ObjectRef::from_raw(obj)
+        } else {
+            ObjectRef::from_borrowed(obj)
         }
-    }
-    // SAFETY: live (the wrapper holds +1); the new reference is ours.
-    unsafe { ObjectRef::from_borrowed(obj) }
+    };
+    (owned, cell)
 }
 
 /// A call's result `obj` is its argument passed with `word`, whose wrapper Java returns
