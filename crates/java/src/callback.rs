@@ -596,9 +596,14 @@ unsafe extern "C" fn call_java(handle: *mut ObjectHeader, args: *const AnyView<'
 #[inline(always)]
 fn with_lending<R>(data: &CallbackData, f: impl FnOnce(&ThreadLending) -> R) -> Result<R, std::thread::AccessError> {
     if data.lender.load(Ordering::Relaxed) == thread_token() {
+        let lending = data.lending.load(Ordering::Relaxed);
+        debug_assert!(
+            LENDING.try_with(|l| std::ptr::eq(l, lending)).unwrap_or(true),
+            "a shell lent on this thread names this thread's lending state"
+        );
         // SAFETY: this thread lent the shell and its lending call still runs (the lend is
         // undone before it returns), so `lending` is this thread's live state.
-        return Ok(f(unsafe { &*data.lending.load(Ordering::Relaxed) }));
+        return Ok(f(unsafe { &*lending }));
     }
     LENDING.try_with(f)
 }

@@ -155,6 +155,26 @@ class LentCallableTest {
         assertBackTo(base);
     }
 
+    /**
+     * A shell lent on a thread that then exited, kept by the callee (so it escaped), is called
+     * from new threads, which the C library may give the exited thread's thread pointer: its
+     * callbacks must not take the exited thread's lending state for theirs.
+     */
+    @Test
+    void aShellThatEscapedOnAThreadThatExitedIsCalledFromNewThreads() throws InterruptedException {
+        long base = settledLive();
+        TetherCallback cb = a -> "escaped";
+        onThreads(1, id -> t("stash").call("escaped on an exited thread", cb));
+        for (int round = 0; round < 4; round++) {
+            onThreads(2, id -> {
+                assertEquals("escaped", CALL.call(cb), "the registered shell, called through a lend");
+                assertEquals("escaped", t("call_in_thread").call(cb), "and on a native thread");
+            });
+        }
+        assertSame(cb, t("take").call("escaped on an exited thread"));
+        assertBackTo(base);
+    }
+
     @Test
     void aLentFunctionCalledOnAnotherThreadWorks() {
         TetherCallback cb = a -> Thread.currentThread();
