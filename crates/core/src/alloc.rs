@@ -13,7 +13,7 @@
 
 use std::alloc::Layout;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use crate::object::ObjectHeader;
 use crate::plugin;
@@ -80,6 +80,19 @@ static ALLOCATORS: [AtomicPtr<CustomAllocator>; MAX_ALLOCATORS] = {
 };
 static NEXT_TAG: AtomicU32 = AtomicU32::new(1);
 static CURRENT_TAG: AtomicU32 = AtomicU32::new(BUILTIN_TAG);
+/// Bit `t` set once the allocator of tag `t` is this copy's frontend allocator
+/// ([`register_frontend_allocator`]), whose allocation and free run inline here. A tag, not a
+/// comparison of entry addresses: function pointers to one function may differ (Miri gives
+/// each its own address).
+static FRONTEND_TAGS: AtomicU64 = AtomicU64::new(0);
+
+const _: () = assert!(MAX_ALLOCATORS <= 64, "FRONTEND_TAGS has a bit per tag");
+
+/// Is the allocator of `tag` this copy's frontend allocator (`ctx` a [`FrontendCtx`])?
+#[inline(always)]
+fn is_frontend(tag: u32) -> bool {
+    tag < MAX_ALLOCATORS as u32 && FRONTEND_TAGS.load(Ordering::Relaxed) & (1 << tag) != 0
+}
 
 /// Register an allocator; returns its tag. It is not current until [`set_current_allocator`].
 ///
@@ -158,6 +171,19 @@ pub fn alloc_object(size: usize, align: usize) -> *mut ObjectHeader {
 /// [`alloc_object`], or None when the allocator has no memory.
 pub fn try_alloc_object(size: usize, align: usize) -> Option<*mut ObjectHeader> {
     debug_assert!(size >= std::mem::size_of::<ObjectHeader>() && align >= 8 && align.is_power_of_two());
+    // A construct-and-drop loop's allocation takes the block its last free kept, with no call
+    // on the way, so this function saves no registers for it (the long way, with calls, saved
+    // all six before: W4 12 instructions a construction); everything else goes the long way.
+    if let Some(obj) = kept_object(size, align) {
+        return Some(obj);
+    }
+    alloc_object_long_way(size, align)
+}
+
+/// [`try_alloc_object`] of anything [`kept_object`] does not take: through the host's table
+/// in a plugin, else with the current allocator.
+#[inline(never)]
+fn alloc_object_long_way(size: usize, align: usize) -> Option<*mut ObjectHeader> {
     let obj = if let Some(api) = plugin::host_api() {
         // SAFETY: host table entry, see `plugin::ApiTable`.
         unsafe { (api.alloc_object)(size, align) }
@@ -183,8 +209,54 @@ pub fn raise_out_of_memory(size: usize, align: usize) -> ! {
     std::panic::resume_unwind(Box::new(OutOfMemory { size, align }))
 }
 
+/// A new object's memory from the block the calling thread kept for this layout
+/// ([`crate::thread_alloc`]), when the current allocator is a frontend allocator of this
+/// process and the thread's cell is the first of its probe run; `None`, having done nothing,
+/// otherwise (and while injected failures are pending). No call on the way.
+#[inline(always)]
+fn kept_object(size: usize, align: usize) -> Option<*mut ObjectHeader> {
+    if !KEEP_FREED_BLOCKS || plugin::host_api().is_some() || FAIL_ALLOCATIONS.load(Ordering::Relaxed) > 0 {
+        return None;
+    }
+    let tag = CURRENT_TAG.load(Ordering::Acquire);
+    let a = allocator(tag)?;
+    if !is_frontend(tag) {
+        return None;
+    }
+    kept_object_of(a, tag, crate::thread_alloc::own_at_first_probe()?, size, align)
+}
+
+/// [`kept_object`] of frontend allocator `a` (of tag `tag`) for the thread of cell `own`.
+#[inline(always)]
+fn kept_object_of(
+    a: &CustomAllocator,
+    tag: u32,
+    own: crate::thread_alloc::Own,
+    size: usize,
+    align: usize,
+) -> Option<*mut ObjectHeader> {
+    debug_assert!(is_frontend(tag) && a.tag == tag);
+    // SAFETY: a frontend allocator's `ctx` is its leaked `FrontendCtx`.
+    let ctx = unsafe { &*(a.ctx as *const FrontendCtx) };
+    let offset = round_up_to_align(ctx.prefix, align);
+    // No `Layout` check: a kept block's layout is valid, and one that is not kept is left.
+    let raw = own.take_block(size.checked_add(offset)?, align.max(8));
+    if raw.is_null() {
+        return None;
+    }
+    own.add(1);
+    // SAFETY: `raw` is a block of this layout the caller now owns, `offset` from `ctx` and
+    // `align`, so the body is fresh memory of at least a header's size, aligned to 8. (The
+    // tag first: the prefix's writes end the path, with nothing but the body live across
+    // them.)
+    unsafe {
+        std::ptr::addr_of_mut!((*(raw.add(offset) as *mut ObjectHeader)).alloc_tag).write(tag);
+        Some(ctx.init_prefix(raw, offset) as *mut ObjectHeader)
+    }
+}
+
 /// The object memory of this process's allocator, or null when it has none. Inline in
-/// [`try_alloc_object`], which keeps one frame for the whole allocation.
+/// [`alloc_object_long_way`], which keeps one frame for the whole allocation.
 #[inline(always)]
 pub(crate) fn local_alloc_object(size: usize, align: usize) -> *mut ObjectHeader {
     let tag = CURRENT_TAG.load(Ordering::Acquire);
@@ -194,7 +266,7 @@ pub(crate) fn local_alloc_object(size: usize, align: usize) -> *mut ObjectHeader
     // any other through its entry. SAFETY: the allocator's contract: returns memory for
     // `size` bytes at `align`, or null; a frontend allocator's `ctx` is its `FrontendCtx`.
     let body = unsafe {
-        if a.allocate as usize == frontend_allocate as *const () as usize {
+        if is_frontend(tag) {
             frontend_allocate_in(own, a.ctx, size, align)
         } else {
             (a.allocate)(a.ctx, size, align)
@@ -246,6 +318,27 @@ fn take_injected_failure() -> bool {
 /// `obj` was made by [`alloc_object`] with exactly `size`/`align`, its value is dropped and no
 /// reference to it remains.
 pub unsafe fn free_object(obj: *mut ObjectHeader, size: usize, align: usize) {
+    // The free of a construct-and-drop loop, inline with no call but the allocator's hook
+    // (the long way's calls had it save every register: W4 9 instructions a free).
+    if plugin::host_api().is_none() {
+        if let Some(own) = crate::thread_alloc::own_at_first_probe() {
+            // SAFETY: this function's contract; `own` is this thread's.
+            if unsafe { free_frontend_object(own, obj, size, align, KEEP_FREED_BLOCKS) } {
+                return;
+            }
+        }
+    }
+    // SAFETY: this function's contract.
+    unsafe { free_object_long_way(obj, size, align) }
+}
+
+/// [`free_object`] of anything its inline path does not take: through the host's table in a
+/// plugin, else with the object's allocator.
+///
+/// # Safety
+/// As [`free_object`].
+#[inline(never)]
+unsafe fn free_object_long_way(obj: *mut ObjectHeader, size: usize, align: usize) {
     if let Some(api) = plugin::host_api() {
         // SAFETY: host table entry; the caller's guarantees carry over.
         unsafe { (api.free_object)(obj, size, align) };
@@ -256,26 +349,50 @@ pub unsafe fn free_object(obj: *mut ObjectHeader, size: usize, align: usize) {
     unsafe { local_free_object(obj, size, align) }
 }
 
-/// Inline in [`free_object`], as [`local_alloc_object`] is in its caller.
+/// Free `obj` if this copy's frontend allocator made it (`false`, having done nothing, if
+/// another did), with the calling thread's cell `own`; its block is kept for the thread's
+/// next allocation of that layout (`keep`: [`KEEP_FREED_BLOCKS`]; see [`kept_object`]).
+///
+/// # Safety
+/// As [`free_object`]; `own` is the calling thread's.
+#[inline(always)]
+unsafe fn free_frontend_object(
+    own: crate::thread_alloc::Own,
+    obj: *mut ObjectHeader,
+    size: usize,
+    align: usize,
+    keep: bool,
+) -> bool {
+    // SAFETY: the header is readable until the memory goes back (the caller's guarantee).
+    let tag = unsafe { (*obj).alloc_tag };
+    let Some(a) = allocator(tag) else { return false };
+    if !is_frontend(tag) {
+        return false;
+    }
+    own.add(-1);
+    // SAFETY: the caller's guarantee; `a` is a frontend allocator.
+    unsafe { frontend_free_in(own, a.ctx, obj as *mut u8, size, align, keep) };
+    true
+}
+
+/// Inline in [`free_object_long_way`], as [`local_alloc_object`] is in its caller.
 ///
 /// # Safety
 /// See [`free_object`].
 #[inline(always)]
 pub(crate) unsafe fn local_free_object(obj: *mut ObjectHeader, size: usize, align: usize) {
+    let own = crate::thread_alloc::own();
+    // SAFETY: `obj` came from this process's `alloc_object` (the caller's guarantee); a
+    // frontend allocator's inline, as in `local_alloc_object`.
+    if unsafe { free_frontend_object(own, obj, size, align, KEEP_FREED_BLOCKS) } {
+        return;
+    }
     // SAFETY: the header is still readable until the memory goes back.
     let tag = unsafe { (*obj).alloc_tag };
     let a = allocator(tag).expect("object carries the tag of a registered allocator");
-    let own = crate::thread_alloc::own();
     own.add(-1);
-    // SAFETY: same allocator, size and alignment as the allocation (a frontend allocator's
-    // inline, as in `local_alloc_object`).
-    unsafe {
-        if a.free as usize == frontend_free as *const () as usize {
-            frontend_free_in(own, a.ctx, obj as *mut u8, size, align)
-        } else {
-            (a.free)(a.ctx, obj as *mut u8, size, align)
-        }
-    }
+    // SAFETY: same allocator, size and alignment as the allocation.
+    unsafe { (a.free)(a.ctx, obj as *mut u8, size, align) }
 }
 
 // ---- the frontend allocator: a tying slot in front of each object -------------------------
@@ -345,9 +462,8 @@ unsafe fn frontend_allocate_in(own: crate::thread_alloc::Own, ctx: *mut c_void, 
         return std::ptr::null_mut();
     }
     // SAFETY: `ctx` is the leaked `FrontendCtx` passed at registration.
-    let FrontendCtx { layout, reserve, slot_back, reserve_back, prefix, .. } =
-        *unsafe { &*(ctx as *const FrontendCtx) };
-    let offset = round_up_to_align(prefix, align);
+    let ctx = unsafe { &*(ctx as *const FrontendCtx) };
+    let offset = round_up_to_align(ctx.prefix, align);
     let Ok(mem) = Layout::from_size_align(size + offset, align.max(8)) else {
         return std::ptr::null_mut();
     };
@@ -356,23 +472,38 @@ unsafe fn frontend_allocate_in(own: crate::thread_alloc::Own, ctx: *mut c_void, 
     if raw.is_null() {
         return raw;
     }
-    // SAFETY: `offset <= size + offset`, and `offset >= layout.size() + reserve.bytes()`
-    // leaves room for the slot and the reserve in front of the body, in either order; both
-    // are 8-aligned (offset, `align` and the reserve are multiples of 8).
-    unsafe {
-        let body = raw.add(offset);
-        // Where every reader looks for them (`SlotLayout::word_of`, `reserve_at`).
-        let slot = body.sub(slot_back);
-        match layout {
-            SlotLayout::Full => (slot as *mut SlotPrefix).write(SlotPrefix::new()),
-            SlotLayout::WordOnly => (slot as *mut AtomicUsize).write(AtomicUsize::new(0)),
+    // SAFETY: a block of `mem`, `offset` from this context's prefix and `align`.
+    unsafe { ctx.init_prefix(raw, offset) }
+}
+
+impl FrontendCtx {
+    /// The body of an object in the new block `raw`, `offset` bytes in: its slot initialised
+    /// and its reserve zeroed, where every reader looks for them (`SlotLayout::word_of`,
+    /// `reserve_at`).
+    ///
+    /// # Safety
+    /// `raw` is a block the caller owns of at least `offset` bytes and a header more, and
+    /// `offset` is `round_up_to_align(self.prefix, align)` for the object's alignment.
+    #[inline(always)]
+    unsafe fn init_prefix(&self, raw: *mut u8, offset: usize) -> *mut u8 {
+        let FrontendCtx { layout, reserve, slot_back, reserve_back, prefix, .. } = *self;
+        // SAFETY: `offset >= layout.size() + reserve.bytes()` leaves room for the slot and
+        // the reserve in front of the body, in either order; both are 8-aligned (offset,
+        // the alignment and the reserve are multiples of 8).
+        unsafe {
+            let body = raw.add(offset);
+            let slot = body.sub(slot_back);
+            match layout {
+                SlotLayout::Full => (slot as *mut SlotPrefix).write(SlotPrefix::new()),
+                SlotLayout::WordOnly => (slot as *mut AtomicUsize).write(AtomicUsize::new(0)),
+            }
+            zero_reserve(body.sub(reserve_back), prefix - layout.size());
+            debug_assert_eq!(slot as *mut AtomicUsize, layout.word_of(body as *mut ObjectHeader, reserve));
+            debug_assert!(
+                reserve.bytes() == 0 || body.sub(reserve_back) == layout.reserve_at(slot as *mut AtomicUsize, reserve)
+            );
+            body
         }
-        zero_reserve(body.sub(reserve_back), prefix - layout.size());
-        debug_assert_eq!(slot as *mut AtomicUsize, layout.word_of(body as *mut ObjectHeader, reserve));
-        debug_assert!(
-            reserve.bytes() == 0 || body.sub(reserve_back) == layout.reserve_at(slot as *mut AtomicUsize, reserve)
-        );
-        body
     }
 }
 
@@ -392,24 +523,47 @@ unsafe fn zero_reserve(start: *mut u8, bytes: usize) {
             2 => start.cast::<[u64; 2]>().write([0; 2]),
             3 => start.cast::<[u64; 3]>().write([0; 3]),
             4 => start.cast::<[u64; 4]>().write([0; 4]),
-            _ => std::ptr::write_bytes(start, 0, bytes),
+            5 => start.cast::<[u64; 5]>().write([0; 5]),
+            6 => start.cast::<[u64; 6]>().write([0; 6]),
+            // SAFETY: `start..start + bytes` is writable (the caller's guarantee).
+            _ => zero_bytes(start, bytes),
         }
     }
+}
+
+/// [`zero_reserve`] of a reserve of more than six words, which no frontend has: out of line,
+/// so that the allocation paths that inline `zero_reserve` make no call for it.
+///
+/// # Safety
+/// As [`zero_reserve`].
+#[cold]
+#[inline(never)]
+unsafe fn zero_bytes(start: *mut u8, bytes: usize) {
+    // SAFETY: the caller's guarantee.
+    unsafe { std::ptr::write_bytes(start, 0, bytes) }
 }
 
 /// The frontend allocator's entry (`CustomAllocator::free`).
 unsafe extern "C" fn frontend_free(ctx: *mut c_void, body: *mut u8, size: usize, align: usize) {
     // SAFETY: the entry's contract, passed on.
-    unsafe { frontend_free_in(crate::thread_alloc::own(), ctx, body, size, align) }
+    unsafe { frontend_free_in(crate::thread_alloc::own(), ctx, body, size, align, KEEP_FREED_BLOCKS) }
 }
 
-/// [`frontend_free`] with the calling thread's cell `own` (where the block is kept).
+/// [`frontend_free`] with the calling thread's cell `own`, where the block is kept (`keep`:
+/// [`KEEP_FREED_BLOCKS`], a parameter so that the tests keep blocks in every build).
 ///
 /// # Safety
 /// `ctx` is a frontend allocator's `FrontendCtx` and `body` an object it allocated with
 /// `size` and `align`, given up; `own` is the calling thread's.
 #[inline(always)]
-unsafe fn frontend_free_in(own: crate::thread_alloc::Own, ctx: *mut c_void, body: *mut u8, size: usize, align: usize) {
+unsafe fn frontend_free_in(
+    own: crate::thread_alloc::Own,
+    ctx: *mut c_void,
+    body: *mut u8,
+    size: usize,
+    align: usize,
+    keep: bool,
+) {
     // SAFETY: `ctx` is the leaked `FrontendCtx` passed at registration.
     let fctx = unsafe { &*(ctx as *const FrontendCtx) };
     if let Some(hook) = fctx.on_free {
@@ -418,14 +572,7 @@ unsafe fn frontend_free_in(own: crate::thread_alloc::Own, ctx: *mut c_void, body
     }
     let offset = round_up_to_align(fctx.prefix, align);
     // SAFETY: the exact layout `frontend_allocate` used for this size and alignment.
-    unsafe {
-        block_free(
-            own,
-            body.sub(offset),
-            Layout::from_size_align_unchecked(size + offset, align.max(8)),
-            KEEP_FREED_BLOCKS,
-        )
-    }
+    unsafe { block_free(own, body.sub(offset), Layout::from_size_align_unchecked(size + offset, align.max(8)), keep) }
 }
 
 /// Whether the frontend allocator keeps each thread's last freed block for its next
@@ -441,7 +588,7 @@ const KEEP_FREED_BLOCKS: bool = !cfg!(debug_assertions);
 #[inline(always)]
 unsafe fn block_alloc(own: crate::thread_alloc::Own, mem: Layout, keep: bool) -> *mut u8 {
     if keep && mem.size() <= crate::thread_alloc::MAX_KEPT_BLOCK {
-        let kept = own.take_block(mem);
+        let kept = own.take_block(mem.size(), mem.align());
         if !kept.is_null() {
             return kept;
         }
@@ -487,11 +634,20 @@ pub fn install_frontend_allocator(
             reserve.bytes()
         )));
     }
-    let ctx =
-        Box::leak(Box::new(FrontendCtx::new(layout, reserve, on_free, hook_ctx))) as *mut FrontendCtx as *mut c_void;
+    let tag = register_frontend_allocator(FrontendCtx::new(layout, reserve, on_free, hook_ctx))?;
+    set_current_allocator(tag)?;
+    Ok(tag)
+}
+
+/// Register a frontend allocator of context `ctx` (leaked); returns its tag.
+fn register_frontend_allocator(ctx: FrontendCtx) -> crate::Result<u32> {
+    let ctx = Box::leak(Box::new(ctx)) as *mut FrontendCtx as *mut c_void;
     // SAFETY: the frontend allocator functions follow the contract; `ctx` is leaked.
     let tag = unsafe { register_allocator(frontend_allocate, frontend_free, ctx) }?;
-    set_current_allocator(tag)?;
+    if plugin::host_api().is_none() {
+        // After the entry is published: a reader that sees the bit finds the allocator.
+        FRONTEND_TAGS.fetch_or(1 << tag, Ordering::Release);
+    }
     Ok(tag)
 }
 
@@ -524,6 +680,65 @@ mod tests {
             block_free(own, c, big, true);
             let d = block_alloc(own, mem, false);
             block_free(own, d, mem, false);
+        }
+    }
+
+    /// The fast paths of `free_object` and `try_alloc_object` (release builds only, so called
+    /// here directly): a freed object's block, its hook run, comes back to the next
+    /// allocation of its layout with its slot and reserve fresh and its allocator's tag.
+    #[test]
+    fn a_freed_object_s_block_comes_back_fresh_to_the_next_object_of_its_layout() {
+        static HOOKED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        unsafe extern "C" fn on_free(_ctx: *mut c_void, _slot: *const AtomicUsize) {
+            HOOKED.fetch_add(1, Ordering::Relaxed);
+        }
+        let reserve = Reserve::AfterSlot(16);
+        // Not made current: the other tests of this binary allocate meanwhile.
+        let tag = register_frontend_allocator(FrontendCtx::new(
+            SlotLayout::WordOnly,
+            reserve,
+            Some(on_free),
+            std::ptr::null_mut(),
+        ))
+        .unwrap();
+        let a = allocator(tag).unwrap();
+        let ctx_ptr = a.ctx;
+        let own = crate::thread_alloc::own();
+        assert!(!own.keeps_block(), "a new thread's cell keeps nothing");
+        let (size, align) = (48, 8);
+        // SAFETY: objects of this allocator with this size and alignment, each freed once; the
+        // reserve and the slot are in front of the body (`init_prefix`).
+        unsafe {
+            let body = frontend_allocate(ctx_ptr, size, align) as *mut ObjectHeader;
+            (*body).alloc_tag = tag;
+            own.add(1); // as `local_alloc_object` counts it
+            let slot = SlotLayout::WordOnly.word_of(body, reserve);
+            let reserve_at = SlotLayout::WordOnly.reserve_at(slot, reserve) as *mut u64;
+            (*slot).store(0x7e7e, Ordering::Relaxed);
+            reserve_at.write(0x5a5a);
+            reserve_at.add(1).write(0x5a5a);
+            let hooked = HOOKED.load(Ordering::Relaxed);
+            assert!(free_frontend_object(own, body, size, align, true), "freed by its allocator");
+            assert_eq!(HOOKED.load(Ordering::Relaxed), hooked + 1, "the hook ran");
+            assert!(own.keeps_block(), "its block kept");
+            assert!(kept_object_of(a, tag, own, size + 8, align).is_none(), "another layout does not get it");
+            let again = kept_object_of(a, tag, own, size, align).expect("the kept block");
+            assert_eq!(again, body, "the same memory");
+            assert_eq!((*again).alloc_tag, tag);
+            assert_eq!((*slot).load(Ordering::Relaxed), 0, "a fresh slot");
+            assert_eq!((reserve_at.read(), reserve_at.add(1).read()), (0, 0), "a zeroed reserve");
+            assert!(!own.keeps_block(), "taken");
+            assert!(kept_object_of(a, tag, own, size, align).is_none(), "nothing kept now");
+            // Another allocator's object is not freed here.
+            let builtin = builtin_allocate(std::ptr::null_mut(), size, align) as *mut ObjectHeader;
+            (*builtin).alloc_tag = BUILTIN_TAG;
+            assert!(!free_frontend_object(own, builtin, size, align, true));
+            builtin_free(std::ptr::null_mut(), builtin as *mut u8, size, align);
+            assert!(free_frontend_object(own, again, size, align, true));
+            assert_eq!(HOOKED.load(Ordering::Relaxed), hooked + 2);
+            assert_eq!(kept_object_of(a, tag, own, size, align), Some(again), "kept again");
+            assert!(free_frontend_object(own, again, size, align, false), "freed, not kept");
+            assert!(kept_object_of(a, tag, own, size, align).is_none());
         }
     }
 }

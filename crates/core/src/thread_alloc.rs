@@ -98,11 +98,14 @@ thread_local! {
 #[inline(always)]
 fn own_cell() -> Option<&'static ThreadCell> {
     let token = thread_token();
+    first_probe(token).or_else(|| cell_elsewhere(token))
+}
+
+/// The cell of the thread of `token` if it is the first of its probe run.
+#[inline(always)]
+fn first_probe(token: usize) -> Option<&'static ThreadCell> {
     let cell = &TABLE[probe_start(token)];
-    if cell.owner.load(Ordering::Relaxed) == token {
-        return Some(cell);
-    }
-    cell_elsewhere(token)
+    (cell.owner.load(Ordering::Relaxed) == token).then_some(cell)
 }
 
 #[cold]
@@ -138,6 +141,13 @@ pub(crate) struct Own(Option<&'static ThreadCell>);
 #[inline(always)]
 pub(crate) fn own() -> Own {
     Own(own_cell())
+}
+
+/// The calling thread's [`Own`] cell when it is the first of its probe run (nearly always),
+/// found with no call: for the allocator's fast path, which takes the long way on `None`.
+#[inline(always)]
+pub(crate) fn own_at_first_probe() -> Option<Own> {
+    first_probe(thread_token()).map(|cell| Own(Some(cell)))
 }
 
 impl Own {
@@ -180,15 +190,23 @@ impl Own {
         kept_before
     }
 
-    /// This thread's kept block, if it has `layout`: the caller owns it (as if the global
-    /// allocator had just returned it). Null otherwise.
+    /// Does this thread keep a block (a cell-less thread keeps none)?
+    #[cfg(test)]
+    pub(crate) fn keeps_block(self) -> bool {
+        self.0.is_some_and(|cell| !cell.block.load(Ordering::Relaxed).is_null())
+    }
+
+    /// This thread's kept block, if it has the layout of `size` and `align`: the caller owns
+    /// it (as if the global allocator had just returned it). Null otherwise. (A kept block's
+    /// layout is a valid one, so a caller may take the numbers unchecked when this returns a
+    /// block.)
     #[inline(always)]
-    pub(crate) fn take_block(self, layout: Layout) -> *mut u8 {
+    pub(crate) fn take_block(self, size: usize, align: usize) -> *mut u8 {
         let Some(cell) = self.0 else { return std::ptr::null_mut() };
         let block = cell.block.load(Ordering::Relaxed);
         if block.is_null()
-            || cell.block_size.load(Ordering::Relaxed) != layout.size()
-            || cell.block_align.load(Ordering::Relaxed) != layout.align()
+            || cell.block_size.load(Ordering::Relaxed) != size
+            || cell.block_align.load(Ordering::Relaxed) != align
         {
             return std::ptr::null_mut();
         }
