@@ -500,7 +500,7 @@ const NUMBER_BITS = (1 << (LINK_SHIFT - NUMBER_SHIFT)) - 1;
  * Self-contained apart from the names in SHIM_SCOPE, so that `ownShimFactory` can compile a
  * copy of its source per native function.
  */
-function shimFactory(raw, arity, fh, binds) {
+function shimFactory(raw, arity, fh, binds, rawOneWrapper) {
   /**
    * Argument `i`, value `v`, into the frame when it can travel there; returns its bit: `1 << i`
    * for a wrapper (its handle: the mask), `1 << (NUMBER_SHIFT + i)` for a number (its value,
@@ -562,6 +562,9 @@ function shimFactory(raw, arity, fh, binds) {
     // A variadic function called with one argument takes this path too; when it has a
     // signature its count is marked as the general path's (the addon binds it).
     const one = arity < 0 && binds ? 1 | FRAME_ANY_COUNT : 1;
+    // One wrapper argument of a function of arity one goes to the addon's entry for that
+    // call alone (`echo(x)`, `p.first`: call.rs `one_wrapper_callback`).
+    const rawWrapper = arity === 1 ? rawOneWrapper : raw;
     shim = function (a) {
       if (arguments.length !== 1) return general(...arguments);
       frameFloats[0] = fh;
@@ -592,7 +595,7 @@ function shimFactory(raw, arity, fh, binds) {
       frameWords[0] = 1;
       frameWords[3] = 0;
       frameFloats[1] = ha;
-      const r = raw();
+      const r = rawWrapper();
       return r === undefined ? a : r;
     };
   } else if (arity === 2) {
@@ -674,10 +677,11 @@ function ownShimFactory(key) {
  * another argument count takes the general path (where the addon fills the defaults the
  * caller left out). `length` (what a caller writes without defaults) and `signature` (core's
  * rendering) come from the function's signature; `binds`: it has one, so a call whose count
- * differs from its arity is bound to it.
+ * differs from its arity is bound to it. `rawOneWrapper` (functions of arity one): the
+ * addon's entry for a call whose one argument is a wrapper.
  */
-function makeShim(raw, arity, name, fh, length, signature, binds) {
-  const shim = ownShimFactory(`${name} ${fh}`)(raw, arity, fh, binds);
+function makeShim(raw, arity, name, fh, length, signature, binds, rawOneWrapper) {
+  const shim = ownShimFactory(`${name} ${fh}`)(raw, arity, fh, binds, rawOneWrapper);
   setFnHandle(shim, fh);
   Object.defineProperty(shim, 'name', { value: name, configurable: true });
   Object.defineProperty(shim, 'length', { value: length, configurable: true });

@@ -95,6 +95,12 @@ pub fn make_function(state: &EnvState, wrapper: *mut Wrapper) -> JsResult<Value>
     let js_name = language_name(short, Language::JavaScript);
     // The callback finds its function through the call frame, not through callback data.
     let raw_fn = raw::function(state.env, &js_name, Some(native_function_callback), ptr::null_mut())?;
+    // Its shim's call of one wrapper argument (see `one_wrapper_callback`).
+    let one_wrapper_fn = if func.arity == 1 {
+        raw::function(state.env, &js_name, Some(one_wrapper_callback), ptr::null_mut())?
+    } else {
+        raw::undefined(state.env)?
+    };
     let factory = state.refs.borrow().shim_factory.expect("makeShim set at init");
     let factory = raw::reference_value(state.env, factory)?;
     let undefined = raw::undefined(state.env)?;
@@ -110,6 +116,7 @@ pub fn make_function(state: &EnvState, wrapper: *mut Wrapper) -> JsResult<Value>
         raw::number(state.env, length as f64)?,
         raw::string(state.env, &signature_text(short, func))?,
         raw::boolean(state.env, func.signature().is_some())?,
+        one_wrapper_fn,
     ];
     let f = raw::call(state.env, undefined, factory, &shim_args)?;
     let call_async = state.refs.borrow().call_async.expect("callAsync set at init");
@@ -232,24 +239,59 @@ unsafe extern "C" fn native_function_callback(raw_env: sys::napi_env, info: sys:
                 None => Err(Fail::Native(Error::runtime("a native function was called without its call frame"))),
             }
         };
-        match called {
-            Ok(Outcome::Value(v)) => v,
-            Ok(Outcome::Argument(i)) => {
-                // SAFETY: the env's frame, on its JS thread; the shim reads it right after.
-                unsafe { (*frame).returned = i as i32 };
-                ptr::null_mut()
-            }
-            Err(fail) => {
-                throw(state, fail);
-                ptr::null_mut()
-            }
-        }
+        js_answer(state, frame, called)
     }));
     state.unscoped_callbacks.set(caller_budget);
     outcome.unwrap_or_else(|panic| {
         throw(state, Fail::Native(tether_core::error::panic_error(panic)));
         ptr::null_mut()
     })
+}
+
+/// The Node-API callback a function of arity one has beside [`native_function_callback`],
+/// which its shim calls with one wrapper argument (`echo(x)`, `p.first`): a leaf's call, or a
+/// cell getter's read, on a path of its own, whose frame holds that call alone (the general
+/// callback's is 0x218 bytes and saves every register) and which takes no callback budget (a
+/// leaf calls no JS). Any other function's call goes on to the general callback.
+unsafe extern "C" fn one_wrapper_callback(raw_env: sys::napi_env, info: sys::napi_callback_info) -> Value {
+    // SAFETY: Node passes the env of the running callback, live for it, on its JS thread.
+    let env = unsafe { Env::from_raw(raw_env) };
+    // SAFETY: called by Node on this env's JS thread after init.
+    let state = unsafe { crate::env::state_of(env) };
+    let frame = state.frame;
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        // SAFETY: the frame is this env's, filled by the shim with one argument, a wrapper
+        // (`mask` 1, `count` 1); the function handle is that of the shim's own wrapper, alive
+        // while the shim runs.
+        unsafe { wrapper_of_handle((*frame).function).and_then(|w| call_leaf_of_wrapper(state, w, frame)) }
+    }));
+    match outcome {
+        Ok(Some(called)) => js_answer(state, frame, called),
+        // SAFETY: Node's arguments, passed on.
+        Ok(None) => unsafe { native_function_callback(raw_env, info) },
+        Err(panic) => {
+            throw(state, Fail::Native(tether_core::error::panic_error(panic)));
+            ptr::null_mut()
+        }
+    }
+}
+
+/// A call's answer to its shim: the JS value; for a result that is an argument's own wrapper,
+/// none, and the argument's index in the frame; for a failure, none, the error thrown.
+#[inline(always)]
+fn js_answer(state: &EnvState, frame: *mut CallFrame, called: JsResult<Outcome>) -> Value {
+    match called {
+        Ok(Outcome::Value(v)) => v,
+        Ok(Outcome::Argument(i)) => {
+            // SAFETY: the env's frame, on its JS thread; the shim reads it right after.
+            unsafe { (*frame).returned = i as i32 };
+            ptr::null_mut()
+        }
+        Err(fail) => {
+            throw(state, fail);
+            ptr::null_mut()
+        }
+    }
 }
 
 /// Read the JS arguments (none when the frame carries them all) and call; exact small counts
@@ -328,8 +370,9 @@ unsafe fn call_counted(
 /// `echo(x)`: a leaf of arity one called with one wrapper, whose handle the shim put in the
 /// frame. Through the same driver as every call, with a source that holds the wrapper alone:
 /// no argument array, no Link, number or arena to set up and look at (W1 451 -> 356
-/// instructions per iteration). `None`, having done nothing, for any other function (a
-/// non-leaf, a cell getter, another arity): the general path then.
+/// instructions per iteration). A cell field's getter (`p.first`) reads the cell here, as the
+/// general path does. `None`, having done nothing, for any other function (a non-leaf,
+/// another arity, a getter of a cell it cannot read directly): the general path then.
 ///
 /// # Safety
 /// The frame is this env's, filled by this call's shim with one argument, a wrapper (`mask`
@@ -346,7 +389,7 @@ unsafe fn call_leaf_of_wrapper(
     };
     // SAFETY: the wrapper holds +1 on a Function.
     let func = unsafe { function_obj(obj) };
-    if func.flags & (FUNC_LEAF | FUNC_CELL_GETTER) != FUNC_LEAF || func.arity != 1 {
+    if func.flags & FUNC_LEAF == 0 || func.arity != 1 {
         return None;
     }
     // SAFETY: the shim stores handles read from wrappers' private fields only; this one names
@@ -354,6 +397,14 @@ unsafe fn call_leaf_of_wrapper(
     let Some(argument) = (unsafe { wrapper_of_handle((*frame).handles[0]) }) else {
         return Some(Err(Fail::Native(Error::type_error("a flagged argument is not a tether handle"))));
     };
+    if func.flags & FUNC_CELL_GETTER != 0 {
+        let this = match argument.live_object() {
+            Ok(this) => this,
+            Err(e) => return Some(Err(Fail::Native(e))),
+        };
+        // SAFETY: a live Function and the argument wrapper's live object.
+        return unsafe { tether_core::cell::direct_cell(obj, this) }.map(|cell| read_cell(state, cell));
+    }
     let mut source = OneWrapper { wrapper: argument };
     let mut result = Any::none();
     // SAFETY: the JS thread (this env's slots change only on it); a live leaf Function whose

@@ -30,6 +30,28 @@ test('native functions are plain JS functions with a name', () => {
   assert.equal(typeof echo.callAsync, 'function');
 });
 
+test('a call of one wrapper to a function of arity one takes its own entry, with every outcome', () => {
+  // call.rs `one_wrapper_callback`: a leaf's call and a cell getter's read there, anything else
+  // on to the general callback; each outcome and error as on the general path.
+  const a = new Pair(1, 2);
+  const p = new Pair(a, null);
+  assert.equal(testing.echo(a), a, 'a leaf returning its argument');
+  assert.equal(testing.echo(p).first, a, 'the getter of a cell holding a wrapper');
+  assert.equal(a.first, 1, 'the getter of a cell holding a number');
+  assert.equal(testing.is_aligned(a), true, 'a leaf returning another value');
+  assert.equal(testing.drop_in_thread(a), null, 'a function that is no leaf goes the general way');
+  assert.equal(testing.echo(a), a, 'and the object it dropped a reference of lives on');
+  const gone = new Pair(0, 0);
+  gone[Symbol.dispose]();
+  assert.throws(() => gone.first, { name: 'TetherRuntimeError', message: /disposed/ });
+  assert.throws(() => testing.is_aligned(gone), {
+    name: 'TetherRuntimeError',
+    message: /^testing.is_aligned\(\) argument 'x': this tether object was disposed/,
+  });
+  assert.throws(() => testing.drop_in_thread(gone), { name: 'TetherRuntimeError', message: /'x'.*disposed/ });
+  assert.equal(p.first, a, 'and the entry keeps working');
+});
+
 test('numbers: integers go in as int, others as float; BigInt in and out', () => {
   assert.equal(testing.add(2, 3), 5);
   assert.throws(() => testing.add(1.5, 2), { name: 'TetherTypeError', message: "testing.add() argument 'a' must be int, not float" });
