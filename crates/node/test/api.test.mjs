@@ -49,6 +49,12 @@ test('a call of one wrapper to a function of arity one takes its own entry, with
     message: /^testing.is_aligned\(\) argument 'x': this tether object was disposed/,
   });
   assert.throws(() => testing.drop_in_thread(gone), { name: 'TetherRuntimeError', message: /'x'.*disposed/ });
+  // A getter taken off its class and applied to another tether object is refused by type.
+  const getFirst = Object.getOwnPropertyDescriptor(Pair.prototype, 'first').get;
+  assert.throws(() => getFirst.call(testing.make_array(2)), {
+    name: 'TetherTypeError',
+    message: /^testing.Pair.first\(\) argument 'self' must be testing.Pair, not tether.Array/,
+  });
   assert.equal(p.first, a, 'and the entry keeps working');
 });
 
