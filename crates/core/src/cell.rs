@@ -163,8 +163,34 @@ impl AnyCell {
         AnyCell { word: AtomicPtr::new(encode(value)) }
     }
 
+    /// The cell held, if no other thread holds it at this instant (one try, no waiting).
+    #[inline(always)]
+    fn try_hold(&self) -> Option<Held<'_>> {
+        let word = self.word.load(Ordering::Relaxed);
+        if word.addr() & HELD == 0
+            && self
+                .word
+                .compare_exchange_weak(word, word.map_addr(|a| a | HELD), Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        {
+            return Some(Held { cell: self, word });
+        }
+        None
+    }
+
     #[inline]
     fn hold(&self) -> Held<'_> {
+        match self.try_hold() {
+            Some(held) => held,
+            None => self.hold_contended(),
+        }
+    }
+
+    /// [`AnyCell::hold`] after its first try failed: out of line, so a reader's inlined hold
+    /// keeps no spin loop (and the registers it needs) on its path.
+    #[cold]
+    #[inline(never)]
+    fn hold_contended(&self) -> Held<'_> {
         let mut spins = 0u32;
         loop {
             let word = self.word.load(Ordering::Relaxed);
@@ -208,7 +234,19 @@ impl AnyCell {
     /// and must neither touch this cell (it would wait for itself) nor run user code.
     #[inline]
     pub fn with_view<R>(&self, f: impl FnOnce(AnyView<'_>) -> R) -> R {
-        let held = self.hold();
+        Self::view_held(&self.hold(), f)
+    }
+
+    /// As [`AnyCell::with_view`], but `None`, having run nothing, when another thread holds
+    /// the cell at this instant: for a fast path with no spin loop (and no call) on it, whose
+    /// caller then takes `with_view`'s way.
+    #[inline(always)]
+    pub fn with_view_if_free<R>(&self, f: impl FnOnce(AnyView<'_>) -> R) -> Option<R> {
+        Some(Self::view_held(&self.try_hold()?, f))
+    }
+
+    #[inline(always)]
+    fn view_held<R>(held: &Held<'_>, f: impl FnOnce(AnyView<'_>) -> R) -> R {
         let view = match Word::read(held.word) {
             // SAFETY: the held cell keeps its strong reference, so `obj` is live while the
             // view (which cannot leave this frame) is used.
@@ -413,14 +451,37 @@ impl CellAccess {
     /// `view` borrows a live object, which stays alive for `'a`.
     #[inline(always)]
     pub unsafe fn cell_of<'a>(self, view: AnyView<'_>) -> Option<&'a AnyCell> {
-        // SAFETY: an object view (this function's contract).
-        let obj = unsafe { view.as_object_ptr().unwrap_unchecked() };
         if !crate::types::is_instance(view.type_index(), self.owner) {
             return None;
         }
+        // SAFETY: an instance (this function's contract and the check above).
+        Some(unsafe { self.cell_of_instance(view) })
+    }
+
+    /// As [`CellAccess::cell_of`] when the object's type is the field's own type exactly: no
+    /// walk up a subtype's ancestors, so no call (`None` for a subtype's instance: the caller
+    /// takes `cell_of`).
+    ///
+    /// # Safety
+    /// As [`CellAccess::cell_of`].
+    #[inline(always)]
+    pub unsafe fn cell_of_own_type<'a>(self, view: AnyView<'_>) -> Option<&'a AnyCell> {
+        if view.type_index() != self.owner {
+            return None;
+        }
+        // SAFETY: an instance (this function's contract and the check above).
+        Some(unsafe { self.cell_of_instance(view) })
+    }
+
+    /// # Safety
+    /// `view` borrows a live instance of the field's type, which stays alive for `'a`.
+    #[inline(always)]
+    unsafe fn cell_of_instance<'a>(self, view: AnyView<'_>) -> &'a AnyCell {
+        // SAFETY: an object view (this function's contract).
+        let obj = unsafe { view.as_object_ptr().unwrap_unchecked() };
         // SAFETY: an instance of `owner` has an `AnyCell` at `offset` (the `cell_field_rw!`
         // contract); the caller keeps the object alive for `'a`.
-        Some(unsafe { &*((obj as *const u8).add(self.offset) as *const AnyCell) })
+        unsafe { &*((obj as *const u8).add(self.offset) as *const AnyCell) }
     }
 }
 

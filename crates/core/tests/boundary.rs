@@ -469,6 +469,11 @@ fn a_cell_field_read_returns_the_live_wrapper_of_the_object_it_holds() {
         let read = f.live_in_cell(&lang, first, ties).expect("the live wrapper");
         assert!(Rc::ptr_eq(&read, &w));
         assert_eq!(inner.header().strong_count(), counted, "no count changed");
+        let at_once = f.live_in_free_cell(&lang, first, ties).expect("the live wrapper, the cell free");
+        assert!(Rc::ptr_eq(&at_once, &w));
+        drop(at_once);
+        let while_held = first.with_view(|_| f.live_in_free_cell(&lang, first, ties));
+        assert!(while_held.is_none(), "a cell another reader holds: none at once, no wait");
         assert!(f.live_in_cell(&lang, second, ties).is_none(), "an int is no wrapper");
         assert!(f.live_in_cell(&lang, first, |_| false).is_none(), "a kind the host converts");
         drop(read);

@@ -82,6 +82,11 @@ fn a_stored_object_is_held_once_and_released_with_the_cell() {
     assert_eq!(pair.header().strong_count(), 2, "ours and the cell's");
     cell.with_view(|v| assert_eq!(v.as_object_ptr(), Some(pair.as_ptr()), "the same object"));
     assert_eq!(pair.header().strong_count(), 2, "a view takes no reference");
+    let free_view = cell.with_view_if_free(|v| v.as_object_ptr());
+    assert_eq!(free_view, Some(Some(pair.as_ptr())), "a free cell's view, at once");
+    let while_held = cell.with_view(|_| cell.with_view_if_free(|_| panic!("ran while the cell was held")));
+    assert_eq!(while_held, None, "a held cell: nothing run, no wait");
+    assert_eq!(cell.with_view_if_free(|_| 7), Some(7), "released after");
     let copy = cell.get();
     assert_eq!(pair.header().strong_count(), 3, "a copy takes one");
     drop(copy);

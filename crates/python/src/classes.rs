@@ -477,13 +477,36 @@ struct FieldClosure {
 }
 
 /// Field getter: reads a cell field itself, else calls the native getter, with the GIL held.
+/// The common read (a field of the class's own type holding an object with a live wrapper,
+/// its cell free) runs with no call, so no register is saved on its way; anything else
+/// goes to [`field_get_general`].
 unsafe extern "C" fn field_get(slf: *mut ffi::PyObject, closure: *mut c_void) -> *mut ffi::PyObject {
     wrapper::prefetch_object_of(slf);
-    // SAFETY: the descriptor checked `slf`'s type; `closure` is a leaked FieldClosure whose
-    // getter is a live Function; the view borrows the wrapper's +1.
+    // SAFETY: the descriptor checked `slf`'s type; `closure` is a leaked FieldClosure; the
+    // view borrows the wrapper's +1, and the GIL is held.
+    unsafe {
+        let closure = &*(closure as *const FieldClosure);
+        if let (Some(native), Some(access)) = (wrapper::native_if_any(slf), closure.cell) {
+            if let Some(cell) = access.cell_of_own_type(native.view) {
+                if let Some(live) = wrapper::live_wrapper_in_free(cell) {
+                    return live;
+                }
+            }
+        }
+        field_get_general(slf, closure)
+    }
+}
+
+/// [`field_get`]'s every case: a moved wrapper's error, a subtype's cell, a held cell waited
+/// for, a value converted, a getter called.
+///
+/// # Safety
+/// As [`field_get`].
+#[inline(never)]
+unsafe fn field_get_general(slf: *mut ffi::PyObject, closure: &FieldClosure) -> *mut ffi::PyObject {
+    // SAFETY: this function's contract; the view borrows the wrapper's +1.
     unsafe {
         let Ok(wrapper::Native { view, .. }) = wrapper::native_view_of(slf) else { return null_mut() };
-        let closure = &*(closure as *const FieldClosure);
         if let Some(cell) = closure.cell.and_then(|access| access.cell_of(view)) {
             return read_cell(cell);
         }

@@ -499,6 +499,16 @@ pub unsafe fn native_of(o: *mut ffi::PyObject) -> Result<*mut ObjectHeader, PyEr
     }
 }
 
+/// As [`native_view_of`], with no error raised: `None` for a moved wrapper.
+///
+/// # Safety
+/// As [`native_view_of`].
+#[inline(always)]
+pub unsafe fn native_if_any<'a>(o: *mut ffi::PyObject) -> Option<Native<'a>> {
+    // SAFETY: `o` is a live wrapper that outlives the view (the caller's guarantee).
+    unsafe { (*(o as *mut Wrapper)).native.native(Ordering::Acquire) }
+}
+
 /// A wrapper's native object, read from the wrapper alone (see [`NativeWord`]), or a Python
 /// error if it was moved.
 ///
@@ -506,8 +516,8 @@ pub unsafe fn native_of(o: *mut ffi::PyObject) -> Result<*mut ObjectHeader, PyEr
 /// GIL held; `o` is a live wrapper that outlives `'a`.
 #[inline(always)]
 pub unsafe fn native_view_of<'a>(o: *mut ffi::PyObject) -> Result<Native<'a>, PyErrSet> {
-    // SAFETY: `o` is a live wrapper that outlives the view (the caller's guarantee).
-    match unsafe { (*(o as *mut Wrapper)).native.native(Ordering::Acquire) } {
+    // SAFETY: the caller's guarantee.
+    match unsafe { native_if_any(o) } {
         Some(native) => Ok(native),
         None => {
             // SAFETY: GIL held by the caller.
@@ -825,6 +835,18 @@ pub unsafe fn return_object(obj: ObjectRef) -> *mut ffi::PyObject {
         Ok(returned) => returned.into_handle(),
         Err(PyErrSet) => null_mut(),
     }
+}
+
+/// As [`live_wrapper_in`], but `None` at once when another thread holds the cell at this
+/// instant (a fast path with no spin loop on it; see `Frontend::live_in_free_cell`), as well
+/// as when there is no live wrapper.
+///
+/// # Safety
+/// GIL held; `cell` is in a live object.
+#[inline(always)]
+pub unsafe fn live_wrapper_in_free(cell: &tether_core::cell::AnyCell) -> Option<*mut ffi::PyObject> {
+    // SAFETY: as in `live_wrapper_in`.
+    unsafe { state::frontend().live_in_free_cell(&PyHost, cell, tether_core::TypeIndex::returns_as_wrapper) }
 }
 
 /// The live wrapper of the object cell field `cell` holds (a new reference), or null when

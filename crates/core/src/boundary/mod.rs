@@ -343,7 +343,24 @@ impl<H: TieHost> Frontend<H> {
     #[inline(always)]
     pub unsafe fn live_in_cell(&self, host: &H, cell: &AnyCell, ties: impl FnOnce(i32) -> bool) -> Option<H::Handle> {
         // SAFETY: the caller holds the serialized host's lock; the held cell keeps its object alive.
-        unsafe { tying::revive_in_cell(host, self.tag(), cell, ties) }
+        unsafe { tying::revive_in_cell::<H, true>(host, self.tag(), cell, ties) }
+    }
+
+    /// As [`Frontend::live_in_cell`], but `None` at once when another thread holds the cell
+    /// at this instant: a fast path with no spin loop on it (its caller then takes
+    /// `live_in_cell`).
+    ///
+    /// # Safety
+    /// As [`Frontend::live_in_cell`].
+    #[inline(always)]
+    pub unsafe fn live_in_free_cell(
+        &self,
+        host: &H,
+        cell: &AnyCell,
+        ties: impl FnOnce(i32) -> bool,
+    ) -> Option<H::Handle> {
+        // SAFETY: this function's contract.
+        unsafe { tying::revive_in_cell::<H, false>(host, self.tag(), cell, ties) }
     }
 
     /// The generation of the wrapper this domain tied last to `obj` (for a caller holding

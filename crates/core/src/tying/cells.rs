@@ -8,10 +8,13 @@ use super::machine::{live_handle, slot_of, TieHost};
 /// object has no prefix of this host): the caller copies the value (`cell.get()`) and
 /// converts it as usual. This is how frontends read cell fields (`cell::direct_cell`).
 ///
+/// `WAIT`: whether to wait for a cell another thread holds at this instant, or to answer
+/// `None` at once (a fast path's first try, whose caller then waits on its general path).
+///
 /// # Safety
 /// The caller runs under the host's lock; `revive` runs no language code (the cell is held).
-#[inline]
-pub unsafe fn revive_in_cell<H: TieHost>(
+#[inline(always)]
+pub unsafe fn revive_in_cell<H: TieHost, const WAIT: bool>(
     host: &H,
     tag: u32,
     cell: &crate::cell::AnyCell,
@@ -20,9 +23,14 @@ pub unsafe fn revive_in_cell<H: TieHost>(
     if !H::SERIALIZED {
         return None;
     }
-    cell.with_view(|v| match v.as_object_ptr() {
+    let revive = |v: crate::any::AnyView<'_>| match v.as_object_ptr() {
         // SAFETY: the held cell keeps `obj` alive while its slot is read.
         Some(obj) if ties(v.type_index()) => live_handle(host, unsafe { slot_of::<H>(obj, tag) }?).map(|(h, _)| h),
         _ => None,
-    })
+    };
+    if WAIT {
+        cell.with_view(revive)
+    } else {
+        cell.with_view_if_free(revive).flatten()
+    }
 }
