@@ -163,14 +163,16 @@ impl AnyCell {
         AnyCell { word: AtomicPtr::new(encode(value)) }
     }
 
-    /// The cell held, if no other thread holds it at this instant (one try, no waiting).
+    /// The cell held, if no other thread holds it at this instant (one try, no waiting; a
+    /// strong exchange, so a free cell is held at once: a weak one may fail spuriously, as
+    /// Miri and some CPUs make it).
     #[inline(always)]
     fn try_hold(&self) -> Option<Held<'_>> {
         let word = self.word.load(Ordering::Relaxed);
         if word.addr() & HELD == 0
             && self
                 .word
-                .compare_exchange_weak(word, word.map_addr(|a| a | HELD), Ordering::Acquire, Ordering::Relaxed)
+                .compare_exchange(word, word.map_addr(|a| a | HELD), Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
         {
             return Some(Held { cell: self, word });
