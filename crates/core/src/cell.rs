@@ -165,19 +165,19 @@ impl AnyCell {
 
     /// The cell held, if no other thread holds it at this instant (one try, no waiting; a
     /// strong exchange, so a free cell is held at once: a weak one may fail spuriously, as
-    /// Miri and some CPUs make it).
+    /// Miri and some CPUs make it). The word kept is the one the exchange found, not the one
+    /// loaded before it: equal in value, but when a box was freed and its address reused in
+    /// between (the exchange cannot tell), only the found one points at the live box.
     #[inline(always)]
     fn try_hold(&self) -> Option<Held<'_>> {
         let word = self.word.load(Ordering::Relaxed);
-        if word.addr() & HELD == 0
-            && self
-                .word
-                .compare_exchange(word, word.map_addr(|a| a | HELD), Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-        {
-            return Some(Held { cell: self, word });
+        if word.addr() & HELD != 0 {
+            return None;
         }
-        None
+        match self.word.compare_exchange(word, word.map_addr(|a| a | HELD), Ordering::Acquire, Ordering::Relaxed) {
+            Ok(found) => Some(Held { cell: self, word: found }),
+            Err(_) => None,
+        }
     }
 
     #[inline]
@@ -195,14 +195,8 @@ impl AnyCell {
     fn hold_contended(&self) -> Held<'_> {
         let mut spins = 0u32;
         loop {
-            let word = self.word.load(Ordering::Relaxed);
-            if word.addr() & HELD == 0
-                && self
-                    .word
-                    .compare_exchange_weak(word, word.map_addr(|a| a | HELD), Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-            {
-                return Held { cell: self, word };
+            if let Some(held) = self.try_hold() {
+                return held;
             }
             crate::spin::backoff(&mut spins);
         }
