@@ -854,6 +854,41 @@ def test_field_reads_and_int_calls_refuse_what_does_not_fit_and_leak_nothing(tes
     assert p.first is x
 
 
+def test_a_field_read_returns_the_live_wrapper_for_the_class_a_subclass_and_while_other_threads_write(testing):
+    # The read of the class's own instances runs a path of its own (no call, one try to hold
+    # the cell); a subclass's instance and a cell another thread holds take the general read.
+    x = testing.Pair(None, None)
+
+    class Sub(testing.Pair):
+        pass
+
+    own, sub = testing.Pair(x, 1), Sub(x, 2)
+    assert own.first is x and sub.first is x and sub.second == 2
+    inner = testing.Pair(testing.Pair(None, None), None)
+    assert inner.first is inner.first, "a wrapper made by the first read is the second's"
+    shared, stop = testing.Pair(x, None), threading.Event()
+
+    def write():
+        while not stop.is_set():
+            shared.first = testing.Pair(None, None)
+            shared.first = x
+            shared.first = 5
+
+    writers = [threading.Thread(target=write) for _ in range(3)]
+    for w in writers:
+        w.start()
+    try:
+        for _ in range(50_000):
+            v = shared.first
+            assert v is x or v == 5 or type(v) is testing.Pair
+    finally:
+        stop.set()
+        for w in writers:
+            w.join()
+    shared.first = x
+    assert shared.first is x
+
+
 def test_a_one_wrapper_leaf_call_names_an_emptied_argument_and_temporaries_die_with_their_wrappers(testing):
     # `echo(x)` runs its own path (the wrapper alone, no arena); an emptied wrapper there is
     # still the argument's typed error, and a call after it works.
