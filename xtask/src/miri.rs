@@ -36,12 +36,7 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
     }
 
     step(SUITE, "cargo +nightly miri test -p tether-core");
-    // The rustup proxy `cargo` (not $CARGO, the stable toolchain's binary) understands `+nightly`.
-    Cmd::new("cargo")
-        .args(["+nightly", "miri", "test", "-p", "tether-core"])
-        .env_remove("CARGO")
-        .env_remove("RUSTUP_TOOLCHAIN")
-        .cwd(&ctx.root)
+    miri_test(ctx, &[], None)
         .hint(
             "Miri found undefined behaviour or a failing test; a test that needs the file system, \
              the clock or the environment can be run with MIRIFLAGS=-Zmiri-disable-isolation, \
@@ -54,13 +49,7 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
     // seed 2) get a few more.
     for seed in EXTRA_SEEDS {
         step(SUITE, format!("cargo +nightly miri test -p tether-core --test concurrency (seed {seed})"));
-        let flags = std::env::var("MIRIFLAGS").unwrap_or_default();
-        Cmd::new("cargo")
-            .args(["+nightly", "miri", "test", "-p", "tether-core", "--test", "concurrency"])
-            .env("MIRIFLAGS", format!("{flags} -Zmiri-seed={seed}").trim())
-            .env_remove("CARGO")
-            .env_remove("RUSTUP_TOOLCHAIN")
-            .cwd(&ctx.root)
+        miri_test(ctx, &["--test", "concurrency"], Some(seed))
             .hint(format!(
                 "Miri found undefined behaviour in one interleaving of the concurrency tests; \
                  reproduce with: MIRIFLAGS=-Zmiri-seed={seed} cargo +nightly miri test -p tether-core --test concurrency"
@@ -68,6 +57,23 @@ pub fn run(ctx: &Ctx) -> Result<Status> {
             .run()?;
     }
     Ok(Status::Passed)
+}
+
+/// `cargo +nightly miri test -p tether-core` with `args`, under `seed` when given (added to
+/// the caller's MIRIFLAGS). The rustup proxy `cargo` (not $CARGO, the stable toolchain's
+/// binary) understands `+nightly`.
+fn miri_test(ctx: &Ctx, args: &[&str], seed: Option<u32>) -> Cmd {
+    let mut cmd = Cmd::new("cargo")
+        .args(["+nightly", "miri", "test", "-p", "tether-core"])
+        .args(args.iter().copied())
+        .env_remove("CARGO")
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .cwd(&ctx.root);
+    if let Some(seed) = seed {
+        let flags = std::env::var("MIRIFLAGS").unwrap_or_default();
+        cmd = cmd.env("MIRIFLAGS", format!("{flags} -Zmiri-seed={seed}").trim());
+    }
+    cmd
 }
 
 /// Seeds the concurrency tests run under besides Miri's default one.
