@@ -49,6 +49,13 @@ impl ObjectHeader {
     /// The count word of a freshly made object: strong 1, weak 1.
     pub const INITIAL_COUNT: u64 = STRONG_ONE | WEAK_ONE;
 
+    /// Whether one strong reference and nothing else holds this object (no other strong or
+    /// weak one): a holder of that reference knows no other code can reach the object, and
+    /// none can start to until the holder hands a reference out.
+    pub fn held_only_once(&self) -> bool {
+        self.combined_ref_count.load(Ordering::Acquire) == Self::INITIAL_COUNT
+    }
+
     /// Strong references right now (a snapshot; racy by nature).
     pub fn strong_count(&self) -> u32 {
         (self.combined_ref_count.load(Ordering::Relaxed) & STRONG_MASK) as u32

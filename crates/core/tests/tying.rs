@@ -107,6 +107,32 @@ fn untie_with_a_stale_generation_returns_none() {
 }
 
 #[test]
+fn rebind_swaps_a_placeholder_word_only_for_the_current_generation_and_only_once() {
+    let _g = common::serial();
+    let prefix = SlotPrefix::new();
+    let slot = tying::Slot::of(&prefix);
+    assert!(!tying::rebind::<MockHost>(slot, 7, 0x1000, 0x2000), "Detached: no wrapper to rebind");
+    assert_eq!(tying::peek(slot), 0);
+    slot.store(0x1000, Ordering::SeqCst);
+    prefix.aux.store(7, Ordering::SeqCst);
+    assert!(!tying::rebind::<MockHost>(slot, 6, 0x1000, 0x2000), "a stale generation");
+    assert!(!tying::rebind::<MockHost>(slot, 7, 0x3000, 0x2000), "another placeholder");
+    assert_eq!(tying::peek(slot), 0x1000, "left alone");
+    assert!(tying::rebind::<MockHost>(slot, 7, 0x1000, 0x2000), "the wrapper's own placeholder");
+    assert_eq!(tying::peek(slot), 0x2000);
+    assert!(!tying::rebind::<MockHost>(slot, 7, 0x1000, 0x4000), "a second rebind finds the real word");
+    assert_eq!(tying::peek(slot), 0x2000);
+    assert_eq!(
+        tying::untie::<MockHost>(slot, 7, 0),
+        Some(tying::Untied { word: 0x2000, spare: 0 }),
+        "the wrapper unties with its real word"
+    );
+    slot.store(0x1000 | TAG_INACTIVE, Ordering::SeqCst);
+    assert!(!tying::rebind::<MockHost>(slot, 7, 0x1000, 0x2000), "an Inactive slot names no wrapper");
+    slot.store(0, Ordering::SeqCst);
+}
+
+#[test]
 fn inactive_slots_are_handed_to_create_and_freed_by_the_free_hook() {
     let _g = common::serial();
     let h = host();

@@ -274,6 +274,20 @@ impl<H: TieHost> Frontend<H> {
         removed
     }
 
+    /// The wrapper named by `ticket`, tied with the placeholder word `from`, gets its real
+    /// word `to` (see `tying::rebind`); false when the slot names anything else, or `obj` has
+    /// no prefix slot of this domain: then `to` is still the caller's.
+    ///
+    /// # Safety
+    /// `obj` is live (the caller holds a reference to it, e.g. through the wrapper's +1).
+    pub unsafe fn rebind(&self, obj: *mut ObjectHeader, ticket: u64, from: usize, to: usize) -> bool {
+        // SAFETY: `obj` is live (the caller's guarantee).
+        match unsafe { tying::slot_of::<H>(obj, self.tag()) } {
+            Some(slot) => tying::rebind::<H>(slot, ticket, from, to),
+            None => false,
+        }
+    }
+
     /// As [`Frontend::release`], but the wrapper's +1 goes to the caller instead of being
     /// dropped: Python's `_move()` hands it to a callee (`replacement` 0), and a dying wrapper
     /// keeps the object alive while its weak references' callbacks run, after the untie.

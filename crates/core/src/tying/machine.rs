@@ -404,6 +404,28 @@ pub fn untie<H: TieHost>(slot: Slot<'_>, ticket: u64, replacement: usize) -> Opt
     untied
 }
 
+/// The wrapper named by `ticket` (its generation), tied with the placeholder word `from`, gets
+/// its real word `to` while the slot still names it with `from`: a host may tie a new wrapper
+/// whose object nothing else can reach with a word that costs nothing, and make the real one
+/// (the JVM's weak global reference) only when the wrapper first hands its object to native
+/// code. False when the slot names anything else (another thread's rebind came first, or the
+/// wrapper is gone): `to` is still the caller's. The caller holds a reference to the object.
+pub fn rebind<H: TieHost>(slot: Slot<'_>, ticket: u64, from: usize, to: usize) -> bool {
+    const { assert!(!H::WORD_ONLY, "a word-only host's ticket is its word, which a rebind would change") };
+    let word = enter::<H>(slot);
+    let names_it = |active: ActiveWord| {
+        active.wrapper(H::SERIALIZED) == from
+            // SAFETY: a host with generations (not word-only) has SlotPrefix slots.
+            && unsafe { aux_of(slot) }.load(Ordering::Relaxed) & GENERATION_MASK == ticket
+    };
+    let rebound = match SlotState::decode(word) {
+        SlotState::Active(active) if names_it(active) => Some(ActiveWord::new(to, active.spares(H::SERIALIZED)).word()),
+        _ => None,
+    };
+    slot.store(rebound.unwrap_or(word), Ordering::Release);
+    rebound.is_some()
+}
+
 /// Take a cached (Inactive) block out of a slot whose object is being freed; the caller frees
 /// the block. Used from a frontend allocator's free hook. No lock: every tie and untie holds a
 /// reference to the slot's object, so none can run once it is being freed (a locked

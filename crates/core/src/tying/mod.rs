@@ -41,8 +41,8 @@ mod spares;
 pub use crate::slot::{Reserve, Slot, SlotLayout, SlotPrefix, TAG_INACTIVE, TAG_LOCKED};
 pub use cells::revive_in_cell;
 pub use machine::{
-    peek, revive_any, slot_in, slot_of, take_inactive, tie, tie_any, untie, untie_any, Previous, Returned, TieHost,
-    Untied,
+    peek, rebind, revive_any, slot_in, slot_of, take_inactive, tie, tie_any, untie, untie_any, Previous, Returned,
+    TieHost, Untied,
 };
 pub use side_table::SideTable;
 pub use spares::{
