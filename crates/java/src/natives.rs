@@ -678,6 +678,26 @@ pub extern "system" fn Java_dev_tether_ffi_Native_release(
     }
 }
 
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_track(
+    env: *mut JNIEnv,
+    _c: jclass,
+    wrapper: jobject,
+    handle: jlong,
+    word: jlong,
+) -> jlong {
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
+    // SAFETY: `TetherInstance.track` passes itself (a local reference) with its live handle
+    // and word; it is not closed (its `handle()` checked).
+    guard(env, word, || unsafe { tie::track(env, wrapper, handle as *mut ObjectHeader, word) })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_tether_ffi_Native_untrackedBit(_env: *mut JNIEnv, _c: jclass) -> jlong {
+    tie::WORD_UNTRACKED
+}
+
 // ---- calls ---------------------------------------------------------------------------------
 
 #[no_mangle]

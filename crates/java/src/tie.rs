@@ -24,14 +24,23 @@ pub static FRONTEND: Frontend<JavaHost> = Frontend::with_thread_spares(&SPARES);
 /// A wrapper's *word* (Java's `NativeRef` describes it; Java keeps it in the wrapper and passes
 /// it as the kind of a call argument, `Marshal.fastWord`): bits 0-7 `KIND_OBJECT`, 8-23 the
 /// object's type index (never 0: object types start at `TypeIndex::OBJECT`; a plain kind has
-/// none, so an untyped `KIND_OBJECT` means "read the header"), bit 24 [`WORD_SPARES`], bits 32-63
-/// the generation the wrapper was tied with. So a call builds an object argument and finds the
+/// none, so an untyped `KIND_OBJECT` means "read the header"), bit 24 [`WORD_SPARES`], bit 25
+/// [`WORD_UNTRACKED`], bits 32-63 the generation the wrapper was tied with. So a call builds an object argument and finds the
 /// thread's spare for it without reading the object's header or slot.
 const WORD_TYPE_SHIFT: u32 = 8;
 const WORD_TYPE_MASK: i64 = 0xffff;
 /// Set when the object has this frontend's prefix slot (`Frontend::generation_of` finds a
 /// generation): calls may keep and lend spares for its wrapper, as `result_argument` would.
 const WORD_SPARES: i64 = 1 << 24;
+/// Set on a wrapper `TetherType.construct` made for an object nothing else references: its
+/// slot holds [`UNTRACKED_SLOT`] instead of a weak global reference (a fifth of a
+/// construction's time, and work for every collection), and Java calls `Native.track`
+/// before the wrapper first hands its handle to native code (`TetherInstance.handle()`),
+/// which is the only way native code can come to hold the object and return it.
+pub const WORD_UNTRACKED: i64 = 1 << 25;
+/// The slot word of an untracked wrapper: nonzero with bits 0 and 1 clear, as a wrapper word
+/// must be, and never an encoded weak reference (which would decode to the address 1).
+const UNTRACKED_SLOT: usize = 4;
 const WORD_GENERATION_SHIFT: u32 = 32;
 
 /// The word of the wrapper being tied to `obj` with `generation` (see [`WORD_SPARES`]).
@@ -101,6 +110,13 @@ fn encode(weak: jobject) -> usize {
     (weak as usize) << 2
 }
 
+/// Delete the weak global reference a slot word holds (none for [`UNTRACKED_SLOT`]).
+fn delete_slot_reference(env: Env, word: usize) {
+    if word != UNTRACKED_SLOT {
+        env.delete_weak_global_ref(decode(word));
+    }
+}
+
 fn decode(word: usize) -> jobject {
     (word >> 2) as jobject
 }
@@ -124,6 +140,10 @@ pub struct JavaHost {
     /// handle and word instead of calling `Wrappers.adopt`; Java registers its Cleaner once
     /// the call returns that wrapper.
     preset: bool,
+    /// With `preset`: the object was held only by the reference being returned when the
+    /// return began (before the tie's own references), so its wrapper may start untracked
+    /// ([`WORD_UNTRACKED`]).
+    sole: bool,
 }
 
 impl JavaHost {
@@ -144,6 +164,12 @@ unsafe impl TieHost for JavaHost {
     type Prepared = ();
 
     unsafe fn revive(&self, word: usize) -> Option<jobject> {
+        if word == UNTRACKED_SLOT {
+            // Java tracks a wrapper before it hands its object to native code, so no native
+            // code can hold the object to return it: reaching this is a bug in that rule.
+            debug_assert!(false, "an untracked wrapper's object came back from native code");
+            return None;
+        }
         let local = self.env().new_local_ref(decode(word));
         (!local.is_null()).then_some(local)
     }
@@ -165,19 +191,28 @@ unsafe impl TieHost for JavaHost {
     unsafe fn create(&self, _: &(), obj: ObjectRef, previous: Previous, generation: u64) -> Result<(jobject, usize)> {
         if let Previous::Dying(word) | Previous::Inactive(word) = previous {
             // The slot word was ours to dispose of: the dying wrapper's weak reference.
-            self.env().delete_weak_global_ref(decode(word));
+            delete_slot_reference(self.env(), word);
         }
         let c = classes::get();
         let word = wrapper_word(&obj, generation);
         if self.preset {
-            // The weak reference first: until the fields are written, a failure leaves the
-            // wrapper unbound (Java drops it) and the +1 is still ours to drop.
-            let weak = self.env().new_weak_global_ref(self.adopt);
-            if weak.is_null() {
-                self.env().clear_exception();
-                drop(obj);
-                return Err(Error::runtime("out of JNI weak references"));
-            }
+            // An object only this +1 holds can reach native code again only through the
+            // wrapper (a prefix slot, so a generation to rebind with): its weak reference waits
+            // for `track`.
+            let untracked = self.sole && word & WORD_SPARES != 0;
+            let (word, slot_word) = if untracked {
+                (word | WORD_UNTRACKED, UNTRACKED_SLOT)
+            } else {
+                // The weak reference first: until the fields are written, a failure leaves the
+                // wrapper unbound (Java drops it) and the +1 is still ours to drop.
+                let weak = self.env().new_weak_global_ref(self.adopt);
+                if weak.is_null() {
+                    self.env().clear_exception();
+                    drop(obj);
+                    return Err(Error::runtime("out of JNI weak references"));
+                }
+                (word, encode(weak))
+            };
             let raw = obj.into_raw();
             // SAFETY: `adopt` is a live `TetherInstance` (a local reference of the calling
             // native method) and both fields are its `long`s, resolved at init.
@@ -186,7 +221,7 @@ unsafe impl TieHost for JavaHost {
                 self.env().set_long_field(self.adopt, c.instance_word, word);
             }
             // The wrapper owns the +1 from here; Java registers its Cleaner when this returns.
-            return Ok((self.adopt, encode(weak)));
+            return Ok((self.adopt, slot_word));
         }
         let raw = obj.into_raw();
         let wrapper = if self.adopt.is_null() {
@@ -219,7 +254,10 @@ unsafe impl TieHost for JavaHost {
 /// Return `obj` (an owned +1) to Java as its canonical wrapper (a local reference).
 pub fn to_wrapper(env: Env, obj: ObjectRef) -> Result<jobject> {
     FRONTEND
-        .return_object(&JavaHost { raw_env: env.as_raw(), adopt: std::ptr::null_mut(), preset: false }, obj)
+        .return_object(
+            &JavaHost { raw_env: env.as_raw(), adopt: std::ptr::null_mut(), preset: false, sole: false },
+            obj,
+        )
         .map(|returned| returned.into_handle())
 }
 
@@ -228,7 +266,7 @@ pub fn to_wrapper(env: Env, obj: ObjectRef) -> Result<jobject> {
 /// object that has a wrapper already comes back as that one (the caller sees the difference).
 pub fn to_wrapper_adopting(env: Env, obj: ObjectRef, wrapper: jobject) -> Result<jobject> {
     FRONTEND
-        .return_object(&JavaHost { raw_env: env.as_raw(), adopt: wrapper, preset: false }, obj)
+        .return_object(&JavaHost { raw_env: env.as_raw(), adopt: wrapper, preset: false, sole: false }, obj)
         .map(|returned| returned.into_handle())
 }
 
@@ -238,8 +276,11 @@ pub fn to_wrapper_adopting(env: Env, obj: ObjectRef, wrapper: jobject) -> Result
 /// registers its Cleaner (`TetherInstance.bind`) when it gets `wrapper` back. An object that has a
 /// wrapper already comes back as that one (`wrapper` stays unbound).
 pub fn to_wrapper_preset(env: Env, obj: ObjectRef, wrapper: jobject) -> Result<jobject> {
+    // Before the tie takes references of its own: no other holder means none can appear
+    // until the wrapper hands the object out.
+    let sole = obj.header().held_only_once();
     FRONTEND
-        .return_object(&JavaHost { raw_env: env.as_raw(), adopt: wrapper, preset: true }, obj)
+        .return_object(&JavaHost { raw_env: env.as_raw(), adopt: wrapper, preset: true, sole }, obj)
         .map(|returned| returned.into_handle())
 }
 
@@ -253,8 +294,29 @@ pub unsafe fn release(env: Env, handle: *mut ObjectHeader, generation: u64) {
     // (`close()` must not race a use, documented in docs/java.md); its +1 is released once
     // (the Cleaner runs its action once).
     if let Some(word) = unsafe { FRONTEND.release(handle, generation, 0) } {
-        env.delete_weak_global_ref(decode(word));
+        delete_slot_reference(env, word);
     }
+}
+
+/// `Native.track`: give the untracked `wrapper` (a live local reference) of `handle` and
+/// `word` its weak global reference in the slot, unless another thread did first; returns the
+/// word without [`WORD_UNTRACKED`] for Java to keep.
+///
+/// # Safety
+/// `wrapper` is the reachable, not closed wrapper whose handle and word these are.
+pub unsafe fn track(env: Env, wrapper: jobject, handle: *mut ObjectHeader, word: i64) -> Result<i64> {
+    let weak = env.new_weak_global_ref(wrapper);
+    if weak.is_null() {
+        env.clear_exception();
+        return Err(Error::runtime("out of JNI weak references"));
+    }
+    let generation = (word as u64) >> WORD_GENERATION_SHIFT;
+    // SAFETY: the wrapper holds +1 on `handle` (this function's contract).
+    if !unsafe { FRONTEND.rebind(handle, generation, UNTRACKED_SLOT, encode(weak)) } {
+        // Another thread tracked it first (or the wrapper was closed meanwhile).
+        env.delete_weak_global_ref(weak);
+    }
+    Ok(word & !WORD_UNTRACKED)
 }
 
 /// The calling thread's cell of spare references.

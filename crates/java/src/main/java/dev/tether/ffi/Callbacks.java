@@ -97,6 +97,7 @@ final class Callbacks {
             return null;
         }
         if (result != null && result.getClass() == TetherInstance.class && ((TetherInstance) result).handle > 0) {
+            ((TetherInstance) result).handle(); // native code reads its fields: tracked first
             return result;
         }
         int kind = Marshal.fastKind(result);

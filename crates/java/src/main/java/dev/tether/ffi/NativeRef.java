@@ -16,10 +16,11 @@ import java.lang.ref.ReferenceQueue;
  *       native code to tie it. {@link #handle} checks it: one field, one compare.</li>
  *   <li>{@code long word}: how the wrapper passes itself to a call native, in place of a kind
  *       ({@link Marshal#fastWord}): bits 0-7 {@code KIND_OBJECT}, 8-23 the type index, bit 24
- *       {@link #SPARES}, 32-63 the generation it was tied with (crates/java/src/tie.rs
- *       {@code wrapper_word} makes it), so native code builds the argument and finds this
- *       thread's spare without reading the object's header or slot. Set with the handle, never
- *       changed after.</li>
+ *       {@link #SPARES}, bit 25 {@link #UNTRACKED}, 32-63 the generation it was tied with
+ *       (crates/java/src/tie.rs {@code wrapper_word} makes it), so native code builds the
+ *       argument and finds this thread's spare without reading the object's header or slot. Set
+ *       with the handle; only {@link TetherInstance#handle()} changes it after, once, to clear
+ *       {@link #UNTRACKED}.</li>
  *   <li>{@code Cleaner.Cleanable cleanable}: its {@link Release}, a phantom reference to the
  *       wrapper that holds only the handle and the generation, never the wrapper (so it cannot
  *       keep the wrapper alive), and releases them once the wrapper is unreachable.
@@ -35,6 +36,13 @@ final class NativeRef {
     static final int TYPE_MASK = 0xFFFF;
     /** Set when the object has this frontend's slot: calls may keep and lend spares for it. */
     static final long SPARES = 1L << 24;
+    /**
+     * Set on a wrapper {@link TetherType#construct} made for an object nothing else holds: its
+     * slot has no weak reference yet, so {@link TetherInstance#handle()} has native code make
+     * one ({@code Native.track}) before the handle first goes to native code (tie.rs
+     * {@code WORD_UNTRACKED}; {@code Native.untrackedBit()} gives native code's value).
+     */
+    static final long UNTRACKED = 1L << 25;
     static final int GENERATION_SHIFT = 32;
 
     /** Register {@code wrapper}'s release: of {@code handle} of {@code word}'s generation. */

@@ -48,6 +48,9 @@ final class ObjectOps {
 
     /** The live handle of wrapper {@code o}; throws if it was closed. */
     static long handleOf(Object o) {
+        if (o.getClass() == TetherInstance.class) {
+            return ((TetherInstance) o).handle(); // tracks an untracked wrapper
+        }
         return NativeRef.handle(rawHandle(o), wordOf(o));
     }
 

@@ -48,9 +48,24 @@ public final class TetherInstance implements TetherObject, Tied {
         this.word = NativeRef.unboundWord(typeIndex);
     }
 
-    /** The live handle; throws if this wrapper was closed. */
+    /**
+     * The live handle; throws if this wrapper was closed. Every route by which native code
+     * gets this wrapper's object goes through here, so an untracked wrapper is tracked first.
+     */
     long handle() {
+        if ((word & NativeRef.UNTRACKED) != 0) {
+            track();
+        }
         return NativeRef.handle(handle, word);
+    }
+
+    /**
+     * Give this wrapper's slot its weak reference before native code first gets the object,
+     * so native code returning it finds this wrapper (see {@link NativeRef#UNTRACKED}). Threads
+     * racing here each try; one reference is kept.
+     */
+    private void track() {
+        word = Native.track(this, NativeRef.handle(handle, word), word);
     }
 
     /**
