@@ -228,6 +228,19 @@ impl SlotState {
         }
     }
 
+    /// `word` as an Active word, or `None` when it is anything else (as [`SlotState::decode`]
+    /// says): nonzero with bits 0 and 1 clear, tested with one compare, `word - 1 < word & !3`
+    /// (0 wraps the left side to the maximum; a tagged word's right side is at most `word - 1`).
+    /// The revive paths test only this.
+    #[inline(always)]
+    pub const fn active(word: usize) -> Option<ActiveWord> {
+        if word.wrapping_sub(1) < word & !TAG_MASK {
+            Some(ActiveWord(word))
+        } else {
+            None
+        }
+    }
+
     /// `word` as an Active word naming `wrapper` (a wrapper word: nonzero, bits 0 and 1 clear),
     /// or `None` when it is anything else. One compare: a word whose wrapper part equals an
     /// untagged nonzero word is Active.
@@ -348,6 +361,19 @@ mod tests {
         }
         assert_eq!(SlotState::Detached.encode(), 0);
         assert_eq!(SlotState::Locked.encode(), TAG_LOCKED);
+    }
+
+    #[test]
+    fn active_agrees_with_decode_on_every_word() {
+        let words = every_state().into_iter().map(|(state, _)| state.encode());
+        let edges = (0..64usize).chain([usize::MAX, usize::MAX - 1, usize::MAX - 3, usize::MAX - 4, 1 << 63]);
+        for word in words.chain(edges) {
+            let expect = match SlotState::decode(word) {
+                SlotState::Active(a) => Some(a),
+                _ => None,
+            };
+            assert_eq!(SlotState::active(word), expect, "{word:#x}");
+        }
     }
 
     #[test]

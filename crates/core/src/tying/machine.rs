@@ -256,13 +256,10 @@ fn revive_active<H: TieHost>(host: &H, slot: Slot<'_>, obj: ObjectRef) -> std::r
 #[inline(always)]
 pub(super) fn live_handle<H: TieHost>(host: &H, slot: Slot<'_>) -> Option<(H::Handle, ActiveWord)> {
     debug_assert!(H::SERIALIZED);
-    let word = slot.load(Ordering::Acquire);
-    match SlotState::decode(word) {
-        // SAFETY: an Active word; the host's lock (held by the caller, see `SERIALIZED`)
-        // keeps it from changing while we revive.
-        SlotState::Active(active) => unsafe { host.revive(active.wrapper(H::SERIALIZED)) }.map(|h| (h, active)),
-        _ => None,
-    }
+    let active = SlotState::active(slot.load(Ordering::Acquire))?;
+    // SAFETY: an Active word; the host's lock (held by the caller, see `SERIALIZED`) keeps it
+    // from changing while we revive.
+    unsafe { host.revive(active.wrapper(H::SERIALIZED)) }.map(|h| (h, active))
 }
 
 /// The first step of [`tie_any`] for serialized hosts, for callers that must prepare before a
