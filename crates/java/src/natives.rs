@@ -693,11 +693,6 @@ pub extern "system" fn Java_dev_tether_ffi_Native_track(
     guard(env, word, || unsafe { tie::track(env, wrapper, handle as *mut ObjectHeader, word) })
 }
 
-#[no_mangle]
-pub extern "system" fn Java_dev_tether_ffi_Native_untrackedBit(_env: *mut JNIEnv, _c: jclass) -> jlong {
-    tie::WORD_UNTRACKED
-}
-
 // ---- calls ---------------------------------------------------------------------------------
 
 #[no_mangle]
@@ -1772,6 +1767,12 @@ pub extern "system" fn Java_dev_tether_ffi_Native_constant<'l>(
             ("PENDING_RESULT", PENDING_RESULT),
             ("ARGUMENT_RESULT", crate::critical::ARGUMENT_RESULT),
             ("FALLBACK_RESULT", crate::critical::FALLBACK_RESULT),
+            // A wrapper's word (`NativeRef`'s layout).
+            ("WORD_TYPE_SHIFT", i64::from(tie::WORD_TYPE_SHIFT)),
+            ("WORD_TYPE_MASK", tie::WORD_TYPE_MASK),
+            ("WORD_SPARES", tie::WORD_SPARES),
+            ("WORD_UNTRACKED", tie::WORD_UNTRACKED),
+            ("WORD_GENERATION_SHIFT", i64::from(tie::WORD_GENERATION_SHIFT)),
         ];
         tether_core::constants::SHARED
             .iter()

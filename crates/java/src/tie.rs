@@ -27,11 +27,11 @@ pub static FRONTEND: Frontend<JavaHost> = Frontend::with_thread_spares(&SPARES);
 /// none, so an untyped `KIND_OBJECT` means "read the header"), bit 24 [`WORD_SPARES`], bit 25
 /// [`WORD_UNTRACKED`], bits 32-63 the generation the wrapper was tied with. So a call builds an object argument and finds the
 /// thread's spare for it without reading the object's header or slot.
-const WORD_TYPE_SHIFT: u32 = 8;
-const WORD_TYPE_MASK: i64 = 0xffff;
+pub const WORD_TYPE_SHIFT: u32 = 8;
+pub const WORD_TYPE_MASK: i64 = 0xffff;
 /// Set when the object has this frontend's prefix slot (`Frontend::generation_of` finds a
 /// generation): calls may keep and lend spares for its wrapper, as `result_argument` would.
-const WORD_SPARES: i64 = 1 << 24;
+pub const WORD_SPARES: i64 = 1 << 24;
 /// Set on a wrapper `TetherType.construct` made for an object nothing else references: its
 /// slot holds [`UNTRACKED_SLOT`] instead of a weak global reference (a fifth of a
 /// construction's time, and work for every collection), and Java calls `Native.track`
@@ -41,7 +41,7 @@ pub const WORD_UNTRACKED: i64 = 1 << 25;
 /// The slot word of an untracked wrapper: nonzero with bits 0 and 1 clear, as a wrapper word
 /// must be, and never an encoded weak reference (which would decode to the address 1).
 const UNTRACKED_SLOT: usize = 4;
-const WORD_GENERATION_SHIFT: u32 = 32;
+pub const WORD_GENERATION_SHIFT: u32 = 32;
 
 /// The word of the wrapper being tied to `obj` with `generation` (see [`WORD_SPARES`]).
 fn wrapper_word(obj: &ObjectRef, generation: u64) -> i64 {

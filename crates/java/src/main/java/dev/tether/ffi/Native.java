@@ -66,9 +66,6 @@ final class Native {
     /** Give an untracked wrapper its slot's weak reference; its word without the bit. */
     static native long track(TetherInstance wrapper, long handle, long word);
 
-    /** Native code's {@code WORD_UNTRACKED} (a drift test compares {@link NativeRef#UNTRACKED}). */
-    static native long untrackedBit();
-
     static native Object call0(long function);
 
     static native Object call1(long function, long kind, long bits, Object ref);

@@ -27,11 +27,6 @@ class UntrackedWrapperTest {
     }
 
     @Test
-    void javaAndNativeCodeAgreeOnTheBit() {
-        assertEquals(Native.untrackedBit(), NativeRef.UNTRACKED);
-    }
-
-    @Test
     void aStashedObjectComesBackAsItsWrapper() {
         TetherInstance p = construct(1L, 2L);
         assertTrue(untracked(p), "nothing but the new wrapper holds a constructed object");
