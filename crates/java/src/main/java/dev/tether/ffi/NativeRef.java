@@ -31,20 +31,21 @@ import java.lang.ref.ReferenceQueue;
 final class NativeRef {
     private NativeRef() {}
 
-    // The word's layout, read from native code (crates/java/src/tie.rs `wrapper_word` makes
-    // the word, natives.rs reads it), as Marshal's kinds are.
-    static final int TYPE_SHIFT = (int) Native.constant("WORD_TYPE_SHIFT");
-    static final int TYPE_MASK = (int) Native.constant("WORD_TYPE_MASK");
+    // The word's layout: tie.rs's WORD_* constants (`wrapper_word` makes the word, natives.rs
+    // reads it), written here as literals so javac folds them into every test of a word;
+    // WordLayoutTest compares them with native code's (`Native.constant`).
+    static final int TYPE_SHIFT = 8;
+    static final int TYPE_MASK = 0xFFFF;
     /** Set when the object has this frontend's slot: calls may keep and lend spares for it. */
-    static final long SPARES = Native.constant("WORD_SPARES");
+    static final long SPARES = 1L << 24;
     /**
      * Set on a wrapper {@link TetherType#construct} made for an object nothing else holds: its
      * slot has no weak reference yet, so {@link TetherInstance#handle()} has native code make
      * one ({@code Native.track}) before the handle first goes to native code (tie.rs
      * {@code WORD_UNTRACKED}).
      */
-    static final long UNTRACKED = Native.constant("WORD_UNTRACKED");
-    static final int GENERATION_SHIFT = (int) Native.constant("WORD_GENERATION_SHIFT");
+    static final long UNTRACKED = 1L << 25;
+    static final int GENERATION_SHIFT = 32;
 
     /** Register {@code wrapper}'s release: of {@code handle} of {@code word}'s generation. */
     static Cleaner.Cleanable register(Object wrapper, long handle, long word) {
