@@ -25,8 +25,9 @@ pub static FRONTEND: Frontend<JavaHost> = Frontend::with_thread_spares(&SPARES);
 /// it as the kind of a call argument, `Marshal.fastWord`): bits 0-7 `KIND_OBJECT`, 8-23 the
 /// object's type index (never 0: object types start at `TypeIndex::OBJECT`; a plain kind has
 /// none, so an untyped `KIND_OBJECT` means "read the header"), bit 24 [`WORD_SPARES`], bit 25
-/// [`WORD_UNTRACKED`], bits 32-63 the generation the wrapper was tied with. So a call builds an object argument and finds the
-/// thread's spare for it without reading the object's header or slot.
+/// [`WORD_UNTRACKED`], bits 32-63 the generation the wrapper was tied with. So a call builds an
+/// object argument and finds the thread's spare for it without reading the object's header or
+/// slot.
 pub const WORD_TYPE_SHIFT: u32 = 8;
 pub const WORD_TYPE_MASK: i64 = 0xffff;
 /// Set when the object has this frontend's prefix slot (`Frontend::generation_of` finds a
@@ -59,6 +60,12 @@ pub fn word_kind(word: i64) -> i32 {
     (word & 0xff) as i32
 }
 
+/// The generation a wrapper's word carries (the low 32 bits of the one it was tied with).
+#[inline(always)]
+fn word_generation(word: i64) -> u64 {
+    (word as u64) >> WORD_GENERATION_SHIFT
+}
+
 /// The type index a wrapper's word carries; 0 for a plain kind (then read the header).
 #[inline(always)]
 fn word_type(word: i64) -> i32 {
@@ -81,7 +88,7 @@ fn word_spares(word: i64) -> WordSpares {
     if word_type(word) == 0 {
         WordSpares::Unknown
     } else if word & WORD_SPARES != 0 {
-        WordSpares::Generation((word as u64) >> WORD_GENERATION_SHIFT)
+        WordSpares::Generation(word_generation(word))
     } else {
         WordSpares::Never
     }
@@ -310,9 +317,8 @@ pub unsafe fn track(env: Env, wrapper: jobject, handle: *mut ObjectHeader, word:
         env.clear_exception();
         return Err(Error::runtime("out of JNI weak references"));
     }
-    let generation = (word as u64) >> WORD_GENERATION_SHIFT;
     // SAFETY: the wrapper holds +1 on `handle` (this function's contract).
-    if !unsafe { FRONTEND.rebind(handle, generation, UNTRACKED_SLOT, encode(weak)) } {
+    if !unsafe { FRONTEND.rebind(handle, word_generation(word), UNTRACKED_SLOT, encode(weak)) } {
         // Another thread tracked it first (or the wrapper was closed meanwhile).
         env.delete_weak_global_ref(weak);
     }
@@ -362,7 +368,7 @@ pub fn spare_word(word: i64) -> Option<(i32, u64)> {
     if word & (0xff | WORD_SPARES) != i64::from(convert::KIND_OBJECT) | WORD_SPARES {
         return None;
     }
-    Some((word_type(word), (word as u64) >> WORD_GENERATION_SHIFT))
+    Some((word_type(word), word_generation(word)))
 }
 
 /// [`lend_spare`] for the argument `obj` passed with a word that keeps spares, of
