@@ -387,6 +387,123 @@ fn word_only_pair() -> (ObjectRef, u32) {
     (obj, tag)
 }
 
+/// A word-only serialized host whose wrapper (a 16-byte count and id) is made in the object's
+/// reserve in front of the slot, as CPython's, unless `elsewhere` asks for a separate block
+/// (as a Python subclass's instance is): `WRAPPER_AT_RESERVE` lets a revive name the reserve
+/// from the slot's position, and must still find a wrapper that lives elsewhere.
+struct InReserve {
+    tag: u32,
+    elsewhere: std::cell::Cell<bool>,
+    revived: std::cell::Cell<usize>,
+}
+
+/// The wrapper of [`InReserve`]: a reference count (0 = dying) and the object it wraps.
+#[repr(C)]
+struct ReserveWrapper {
+    count: std::cell::Cell<usize>,
+    obj: *mut tether_core::ObjectHeader,
+}
+
+const _: () = assert!(std::mem::size_of::<ReserveWrapper>() == 16, "fills the 16-byte reserve");
+
+// SAFETY: the tests call it from one thread (the serialized lock); `revive` reads only wrappers
+// the test keeps (their memory lives while their word is Active); `create`'s words are 8-aligned
+// addresses below 2^48.
+unsafe impl tying::TieHost for InReserve {
+    type Handle = usize;
+    type Error = tether_core::Error;
+    type Prepared = ();
+    const SERIALIZED: bool = true;
+    const WORD_ONLY: bool = true;
+    const RESERVE: tying::Reserve = tying::Reserve::BeforeSlot(16);
+    const WRAPPER_AT_RESERVE: bool = true;
+    unsafe fn revive(&self, word: usize) -> Option<usize> {
+        // SAFETY: an Active word names a live `ReserveWrapper` (see above).
+        let w = unsafe { &*(word as *const ReserveWrapper) };
+        if w.count.get() == 0 {
+            return None;
+        }
+        w.count.set(w.count.get() + 1);
+        self.revived.set(word);
+        Some(word)
+    }
+    fn prepare(&self, _obj: &ObjectRef) -> tether_core::Result<()> {
+        Ok(())
+    }
+    unsafe fn create(
+        &self,
+        _: &(),
+        obj: ObjectRef,
+        _previous: tying::Previous,
+        _generation: u64,
+    ) -> tether_core::Result<(usize, usize)> {
+        let ptr = obj.into_raw();
+        let at = if self.elsewhere.get() {
+            Box::into_raw(Box::new(ReserveWrapper { count: 1.into(), obj: ptr }))
+        } else {
+            // SAFETY: `ptr` is live and made by this host's allocator, whose reserve is 16
+            // zeroed bytes in front of the slot word.
+            unsafe {
+                let slot = tying::slot_of::<InReserve>(ptr, self.tag).expect("made by this host's allocator");
+                let at = InReserve::LAYOUT.reserve_at(slot.as_ptr(), InReserve::RESERVE) as *mut ReserveWrapper;
+                at.write(ReserveWrapper { count: 1.into(), obj: ptr });
+                at
+            }
+        };
+        Ok((at as usize, at as usize))
+    }
+}
+
+#[test]
+fn a_wrapper_in_the_reserve_and_one_elsewhere_both_revive() {
+    use tether_core::alloc::{install_frontend_allocator, set_current_allocator};
+    use tying::TieHost;
+    let _g = common::serial();
+    let h = host();
+    let tag = install_frontend_allocator(InReserve::LAYOUT, InReserve::RESERVE, None, std::ptr::null_mut()).unwrap();
+    let side = SideTable::new();
+    for elsewhere in [false, true] {
+        set_current_allocator(tag).unwrap();
+        let obj = new_pair();
+        set_current_allocator(h.tag).unwrap();
+        let host = InReserve { tag, elsewhere: elsewhere.into(), revived: 0.into() };
+        let ptr = obj.as_ptr();
+        // SAFETY: `obj` is live and made by `tag`'s allocator.
+        let slot = unsafe { tying::slot_of::<InReserve>(ptr, tag) }.expect("a slot word");
+        let reserve = InReserve::LAYOUT.reserve_at(slot.as_ptr(), InReserve::RESERVE) as usize;
+        let first = tying::tie_any(&host, &(), tag, &side, obj.clone()).unwrap();
+        assert!(first.is_created());
+        let w = first.into_handle();
+        assert_eq!(w == reserve, !elsewhere, "made where the host chose");
+        let again = tying::tie_any(&host, &(), tag, &side, obj.clone()).unwrap();
+        assert_eq!(again, tying::Returned::Revived(w), "the canonical wrapper, in the reserve or not");
+        assert_eq!(host.revived.get(), w);
+        // SAFETY: `w` is the live wrapper made above.
+        let wrapper = unsafe { &*(w as *const ReserveWrapper) };
+        assert_eq!(wrapper.count.get(), 2);
+        // Dying (count 0): neither route revives it; a new wrapper (in a block of its own:
+        // the reserve is the dying one's) replaces it.
+        wrapper.count.set(0);
+        host.elsewhere.set(true);
+        let replaced = tying::tie_any(&host, &(), tag, &side, obj.clone()).unwrap();
+        assert!(replaced.is_created(), "a dying wrapper is not revived");
+        let w2 = replaced.into_handle();
+        // SAFETY: `obj` is live; the new wrapper's own word releases its spare, then its +1.
+        unsafe {
+            assert_eq!(tying::untie_any::<InReserve>(ptr, tag, &side, w2 as u64, 0), Some(w2));
+            tether_core::object::dec_ref((*(w2 as *const ReserveWrapper)).obj);
+            // The replaced wrapper's +1 (its untie found a newer word, as a late dealloc would).
+            assert_eq!(tying::untie_any::<InReserve>(ptr, tag, &side, w as u64, 0), None);
+            tether_core::object::dec_ref(wrapper.obj);
+            if elsewhere {
+                drop(Box::from_raw(w as *mut ReserveWrapper));
+            }
+            drop(Box::from_raw(w2 as *mut ReserveWrapper));
+        }
+        assert_eq!(obj.header().strong_count(), 1, "no reference left behind");
+    }
+}
+
 #[test]
 fn a_word_only_host_names_its_wrappers_by_word() {
     let _g = common::serial();

@@ -602,6 +602,8 @@ unsafe impl TieHost for PyHost {
     /// wrapper's last (GIL builds; see the module doc and [`NativeWord`]).
     const RESERVE: Reserve =
         if cfg!(Py_GIL_DISABLED) { Reserve::NONE } else { Reserve::BeforeSlot(std::mem::size_of::<ffi::PyObject>()) };
+    /// A wrapper made in the reserve is the `PyObject` there.
+    const WRAPPER_AT_RESERVE: bool = true;
 
     #[inline]
     unsafe fn revive(&self, word: usize) -> Option<Handle> {
