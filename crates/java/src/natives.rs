@@ -568,10 +568,63 @@ unsafe fn call_lending_long<const N: usize>(
     long_result(result)
 }
 
-/// [`call_encoded_long`] for arguments that are all ints (the `ints*` natives, `callLong`):
-/// the same outcome, without the general decoding's state (a held value per argument to drop,
-/// the first failure, wrapper arguments' spares and result): ints decode to views that cannot
-/// fail and own nothing.
+/// The `ints*` natives' common case: a Function whose int entry takes exactly these ints,
+/// called from a frame that holds nothing for the general case ([`ints_general`], out of
+/// line): its int, or an error or an int that reads as [`PENDING_RESULT`] parked (Java's
+/// `longResult` takes it). `None` when `func` has no such entry, or is not a Function.
+///
+/// # Safety
+/// Java keeps the Function at `func` reachable for the call.
+#[inline(always)]
+pub(crate) unsafe fn int_entry_call<const N: usize>(func: jlong, ints: [jlong; N]) -> Option<jlong> {
+    // SAFETY: a reachable Function's handle, or anything else (checked).
+    let f = unsafe { function_if_any(func) }?;
+    let entry = f.int_entry().filter(|_| usize::try_from(f.arity) == Ok(N))?;
+    // SAFETY: `func` is a live Function with an int entry, given its arity's ints.
+    match unsafe { function::call_int_entry(entry, func as *mut ObjectHeader, ints) } {
+        Ok(value) if value != PENDING_RESULT => Some(value),
+        outcome => Some(park_int(outcome)),
+    }
+}
+
+/// [`park`] an int entry's error, or its int that reads as [`PENDING_RESULT`]: out of line,
+/// so the common case makes no call but the entry's.
+#[cold]
+#[inline(never)]
+fn park_int(outcome: Result<i64>) -> jlong {
+    park(outcome.map(Any::int))
+}
+
+/// The `ints*` natives' other cases ([`call_ints`]): out of line, so the common case
+/// ([`int_entry_call`]) keeps no frame for them. The ints go as scalars, which stay in
+/// registers where an array would be stored on the way in.
+///
+/// # Safety
+/// As [`call_ints`]; `env` is the calling thread's live env.
+#[inline(always)]
+unsafe fn ints_general<const N: usize>(env: *mut JNIEnv, func: jlong, ints: [jlong; N]) -> jlong {
+    let at = |i: usize| if i < N { ints[i] } else { 0 };
+    // SAFETY: this function's contract.
+    unsafe { ints_general_of::<N>(env, func, at(0), at(1), at(2)) }
+}
+
+/// [`ints_general`] out of line.
+///
+/// # Safety
+/// As [`ints_general`].
+#[inline(never)]
+unsafe fn ints_general_of<const N: usize>(env: *mut JNIEnv, func: jlong, a0: jlong, a1: jlong, a2: jlong) -> jlong {
+    let ints: [jlong; N] = std::array::from_fn(|i| [a0, a1, a2][i]);
+    // SAFETY: JNI passes the calling thread's live env, valid for this native call.
+    let env = unsafe { Env::from_raw(env) };
+    // SAFETY: this function's contract.
+    guard_call(env, 0, || unsafe { call_ints(func, ints) })
+}
+
+/// [`call_encoded_long`] for arguments that are all ints (the `ints*` natives, `callLong`)
+/// when [`int_entry_call`] does not apply: the same outcome, without the general decoding's
+/// state (a held value per argument to drop, the first failure, wrapper arguments' spares and
+/// result): ints decode to views that cannot fail and own nothing.
 ///
 /// # Safety
 /// Java keeps the Function at `func` reachable for the call.
@@ -579,16 +632,9 @@ unsafe fn call_lending_long<const N: usize>(
 pub(crate) unsafe fn call_ints<const N: usize>(func: jlong, ints: [jlong; N]) -> Result<jlong> {
     // SAFETY: a reachable Function's handle (this function's contract).
     let f = unsafe { function_at(func) }?;
-    let arity_matches = usize::try_from(f.arity) == Ok(N);
-    if let (true, Some(entry)) = (arity_matches, f.int_entry()) {
-        // A typed closure of ints: no cells, no `safe_call`.
-        // SAFETY: `func` is a live Function with an int entry, given its arity's ints.
-        let value = unsafe { function::call_int_entry(entry, func as *mut ObjectHeader, ints) }?;
-        return Ok(if value != PENDING_RESULT { value } else { park(Ok(Any::int(value))) });
-    }
     let views = ints.map(AnyView::int);
     let mut result = Any::none();
-    if !arity_matches && f.signature().is_some() {
+    if usize::try_from(f.arity) != Ok(N) && f.signature().is_some() {
         // SAFETY: `f` is `func`'s body, which Java keeps alive; the views own nothing.
         unsafe { invoke_with_defaults(func, f, &views, &mut result) }?;
     } else {
@@ -724,10 +770,9 @@ macro_rules! call_natives {
     (ints: $($name:ident($($a:ident),*);)*) => {$(
         #[no_mangle]
         pub extern "system" fn $name(env: *mut JNIEnv, _c: jclass, func: jlong $(, $a: jlong)*) -> jlong {
-            // SAFETY: JNI passes the calling thread's live env, valid for this native call.
-    let env = unsafe { Env::from_raw(env) };
-            // SAFETY: Java keeps the function reachable; ints need nothing else alive.
-            guard_call(env, 0, || unsafe { call_ints(func, [$($a),*]) })
+            // SAFETY: Java keeps the function reachable; ints need nothing else alive; JNI
+            // passes the calling thread's live env.
+            unsafe { int_entry_call(func, [$($a),*]).unwrap_or_else(|| ints_general(env, func, [$($a),*])) }
         }
     )*};
 }
