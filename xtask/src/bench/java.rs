@@ -15,8 +15,10 @@ use crate::util::{fail, require_tool, step, Cmd, Result};
 
 const LANG: &str = "bench java";
 
-/// JVM forks per peer and workload (the reported value is the median of the forks' medians).
-const FORKS: usize = 3;
+/// JVM forks per peer and workload (the reported value is the median of the forks' medians):
+/// JMH's default. With 3, one slow fork of a busy spell on the shared hosts (a W3 fork at
+/// 12.5 ns where the others read 7.0) decided a row's median whenever a second one read high.
+const FORKS: usize = 5;
 /// The harness's workloads (W5 is Python's); a peer that cannot express one reports nothing.
 /// One JVM per entry; "W8" measures its four rows (echo and field reads, 2^10 and 2^20 objects).
 const WORKLOADS: [&str; 9] = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9"];
