@@ -107,6 +107,7 @@ function describe(value) {
  * The handle of `a` when it is a tether wrapper (set by TetherObject), or of a function's
  * native side when it has one (`fnHandles`: a wrapper handle for a native function's shim, a
  * negative Link handle for a JS function passed to native code before), else undefined.
+ * Handed to the addon by `_setup` (tie.rs `wrapper_of`).
  */
 let handleOf;
 
@@ -173,9 +174,10 @@ function subclassId(ctor) {
 
 class TetherObject {
   /**
-   * A number naming this wrapper's native side. Function shims pass it to the addon in place
-   * of the wrapper, which saves the addon a `napi_unwrap` (a V8 private-symbol lookup, most
-   * of a call's cost). Private: only code in this class body can read or forge it.
+   * A number naming this wrapper's native side, and the only link from the wrapper to it (the
+   * addon puts no `napi_wrap` on wrappers). Function shims pass it to the addon in place of
+   * the wrapper; the addon asks `handleOf` for it where it meets a wrapper without it.
+   * Private: only code in this class body can read or forge it.
    */
   #handle;
 
@@ -458,6 +460,7 @@ const [callFrame, construct] = native._setup(
   makeShim,
   rememberCallable,
   invokeCallable,
+  handleOf,
 );
 // An exiting env runs no more callbacks queued by other threads: from 'exit' on, they fail at
 // once with a clear error instead of waiting for a JS thread that has left (Node joins its

@@ -136,7 +136,7 @@ fn int_arg(state: &EnvState, args: &Args, i: usize, what: &str) -> JsResult<i64>
 }
 
 /// `_setup(classFactory, errorFactory, token, classifyObject, makeShim, rememberCallable,
-/// invokeCallable)`: the JS helpers
+/// invokeCallable, handleOf)`: the JS helpers
 /// the native side calls. Returns the ArrayBuffer of the shims' call frame (`call::CallFrame`)
 /// and `construct`, which reads it.
 fn setup(state: &EnvState, args: Args) -> JsResult<Value> {
@@ -152,7 +152,9 @@ fn setup(state: &EnvState, args: Args) -> JsResult<Value> {
     let shim_factory = raw::strong_ref(env, arg(&args, 4)?)?;
     let remember_callable = raw::strong_ref(env, arg(&args, 5)?)?;
     let invoke_callable = raw::strong_ref(env, arg(&args, 6)?)?;
+    let handle_of = raw::strong_ref(env, arg(&args, 7)?)?;
     let mut refs = state.refs.borrow_mut();
+    refs.handle_of = Some(handle_of);
     refs.remember_callable = Some(remember_callable);
     refs.invoke_callable = Some(invoke_callable);
     refs.shim_factory = Some(shim_factory);
@@ -346,14 +348,14 @@ fn construct(state: &EnvState, args: Args) -> JsResult<Value> {
 }
 
 fn dispose_wrapper(state: &EnvState, args: Args) -> JsResult<Value> {
-    if let Some(w) = wrapper_of(state.env, arg(&args, 0)?) {
+    if let Some(w) = wrapper_of(state, arg(&args, 0)?)? {
         dispose(w);
     }
     raw::undefined(state.env)
 }
 
 fn is_disposed(state: &EnvState, args: Args) -> JsResult<Value> {
-    let disposed = wrapper_of(state.env, arg(&args, 0)?).is_some_and(|w| w.obj.get().is_null());
+    let disposed = wrapper_of(state, arg(&args, 0)?)?.is_some_and(|w| w.obj.get().is_null());
     raw::boolean(state.env, disposed)
 }
 
@@ -378,7 +380,7 @@ fn register_subclass(state: &EnvState, args: Args) -> JsResult<Value> {
 /// are tied through the side table, which keeps no hints.
 fn set_subclass(state: &EnvState, args: Args) -> JsResult<Value> {
     let id = int_arg(state, &args, 1, "setSubclass(wrapper, id)")?;
-    if let Some(w) = wrapper_of(state.env, arg(&args, 0)?) {
+    if let Some(w) = wrapper_of(state, arg(&args, 0)?)? {
         let obj = w.live_object()?;
         // SAFETY: the wrapper's +1 keeps `obj` alive.
         unsafe { state.frontend.set_class_hint(obj, id as u32) };

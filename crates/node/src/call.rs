@@ -930,7 +930,7 @@ pub unsafe extern "C" fn call_async_callback(raw_env: sys::napi_env, info: sys::
 
 fn start_async(state: &EnvState, env: Env, info: sys::napi_callback_info) -> JsResult<Value> {
     let args = raw::args(env, info)?;
-    let wrapper = wrapper_of(env, args.this).ok_or_else(|| {
+    let wrapper = wrapper_of(state, args.this)?.ok_or_else(|| {
         Error::type_error("callAsync must be called on a tether native function (fn.callAsync(...args))")
     })?;
     let obj = wrapper.live_object()?;

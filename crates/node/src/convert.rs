@@ -80,7 +80,7 @@ pub fn arg_view<'w>(
     }
     let t = raw::type_of(env, v)?;
     if t == ValueType::napi_object {
-        if let Some(w) = wrapper_of(env, v) {
+        if let Some(w) = wrapper_of(state, v)? {
             return Ok((wrapper_view(w, leaf, owned)?, Some(w)));
         }
     }
@@ -181,14 +181,14 @@ fn convert(state: &EnvState, v: Value, t: sys::napi_valuetype, open: &mut Open) 
             Ok(Any::int(i))
         }
         ValueType::napi_function => {
-            if let Some(w) = wrapper_of(env, v) {
+            if let Some(w) = wrapper_of(state, v)? {
                 // SAFETY: the wrapper's +1 keeps the object alive while we take our own.
                 return Ok(Any::object(unsafe { ObjectRef::from_borrowed(w.live_object()?) }));
             }
             crate::callback::function_from_js(state, v)
         }
         ValueType::napi_object => {
-            if let Some(w) = wrapper_of(env, v) {
+            if let Some(w) = wrapper_of(state, v)? {
                 // SAFETY: the wrapper's +1 keeps the object alive while we take our own reference.
                 return Ok(Any::object(unsafe { ObjectRef::from_borrowed(w.live_object()?) }));
             }

@@ -53,6 +53,9 @@ pub struct JsRefs {
     /// `invokeCallable(f, ...args)` (index.js): calls a JS callback, and hands a wrapper
     /// result's handle back in the frame.
     pub invoke_callable: Option<Ref>,
+    /// `handleOf(value)` (index.js): a wrapper's handle, else a JS function's Link handle or
+    /// undefined (`tie::wrapper_of`).
+    pub handle_of: Option<Ref>,
 }
 
 pub struct EnvState {

@@ -1,8 +1,11 @@
 //! Tying native objects to their one canonical JS wrapper per environment.
 //!
-//! The slot word is the weak `napi_ref` (refcount 0) that `napi_wrap` hands back; the
+//! The slot word is the weak `napi_ref` (refcount 0) that `napi_add_finalizer` hands back; the
 //! wrapper's finalizer releases its +1, clears the slot through `untie` with the wrapper's
-//! generation, and deletes that reference. The protocol itself is tether-core's
+//! generation, and deletes that reference. The wrapper's JS object carries nothing of the
+//! addon's: index.js keeps the box's handle in a private field, which calls pass in the frame
+//! and [`wrapper_of`] asks index.js for (`napi_wrap` would also set a private property holding
+//! an External on every wrapper, a V8 runtime call that was ~40% of a construction). The protocol itself is tether-core's
 //! (`boundary::Frontend`, one per env in `EnvState::frontend`); this module only says how to
 //! revive and create (`EnvState`'s `TieHost`).
 
@@ -19,7 +22,7 @@ use tether_core::{Error, ObjectRef, TypeIndex};
 use crate::env::EnvState;
 use crate::raw::{self, napi_call, Env, Fail, JsResult, Ref, Value};
 
-/// First word of every `napi_wrap` payload this addon makes for a tied wrapper.
+/// First word of every wrapper box (the finalizer's data) this addon makes.
 pub const WRAPPER_MAGIC: u64 = 0x7465_7468_6572_5752; // "tetherWR"
 
 /// The native side of one wrapper: owns +1 on `obj` until finalized or disposed.
@@ -74,19 +77,26 @@ pub fn arc_of(state: &EnvState) -> Arc<EnvState> {
     }
 }
 
-/// The wrapper behind `v`, if `v` is one of ours.
-#[inline]
-pub fn wrapper_of<'a>(env: Env, v: Value) -> Option<&'a Wrapper> {
-    let mut data: *mut c_void = ptr::null_mut();
-    // SAFETY: `v` is an object handle of the current call; a non-wrapped object reports an
-    // error status and leaves `data` null.
-    let status = unsafe { sys::napi_unwrap(env.raw(), v, &mut data) };
-    if status != sys::Status::napi_ok || data.is_null() {
-        return None;
+/// The wrapper behind `v` (an object or a function of the current call), if `v` is one of
+/// ours: index.js's `handleOf` reads the handle a wrapper keeps in its private field (a
+/// native function's shim: its function handle), which only index.js writes. For the paths
+/// that get a wrapper without its handle (nested in a container, a general call's argument,
+/// `dispose`); calls pass handles in the frame.
+pub fn wrapper_of<'a>(state: &EnvState, v: Value) -> JsResult<Option<&'a Wrapper>> {
+    let env = state.env;
+    let Some(handle_of) = state.refs.borrow().handle_of else {
+        return Ok(None); // before `_setup`: no wrapper exists yet
+    };
+    let handle_of = raw::reference_value(env, handle_of)?;
+    let handle = raw::call(env, raw::undefined(env)?, handle_of, &[v])?;
+    let mut x = 0.0;
+    // SAFETY: a value of the current call; anything but a number fails with no exception.
+    if unsafe { sys::napi_get_value_double(env.raw(), handle, &mut x) } != sys::Status::napi_ok {
+        return Ok(None);
     }
-    // SAFETY: every payload this addon wraps starts with a u64 magic word (Wrapper or
-    // callback::Link); other addons' payloads are not expected on tether objects.
-    (unsafe { *(data as *const u64) } == WRAPPER_MAGIC).then(|| unsafe { &*(data as *const Wrapper) })
+    // SAFETY: a wrapper handle comes from the private field of the wrapper `v`, which the
+    // running call keeps alive; Link handles (negative) and other numbers are refused.
+    Ok(unsafe { wrapper_of_handle(x) })
 }
 
 /// A handle for `w`: a JS number naming the wrapper box. It lives in the wrapper object's
@@ -253,10 +263,17 @@ fn make_wrapper(state: &EnvState, shell: Shell, obj: ObjectRef, generation: u64)
     let mut reference = ptr::null_mut();
     // SAFETY: `js` is a fresh object of this call; the finalizer takes the box.
     let status = unsafe {
-        sys::napi_wrap(env.raw(), js, wrapper as *mut c_void, Some(finalize_wrapper), ptr::null_mut(), &mut reference)
+        sys::napi_add_finalizer(
+            env.raw(),
+            js,
+            wrapper as *mut c_void,
+            Some(finalize_wrapper),
+            ptr::null_mut(),
+            &mut reference,
+        )
     };
-    if let Err(fail) = raw::check(env, status, "napi_wrap") {
-        // SAFETY: the wrap failed, so the box is still ours.
+    if let Err(fail) = raw::check(env, status, "napi_add_finalizer") {
+        // SAFETY: no finalizer was added, so the box is still ours.
         unsafe { free_wrapper(wrapper) };
         return Err(fail);
     }
@@ -339,7 +356,8 @@ unsafe extern "C" fn finalize_wrapper(raw_env: sys::napi_env, data: *mut c_void,
         // SAFETY: a disposed box in its object's memory held this weak reference (`dispose`).
         unsafe { tether_core::object::dec_weak(w.memory_of) };
     }
-    // SAFETY: the wrap's own reference, deleted once, here (the documented napi_wrap pattern).
+    // SAFETY: the finalizer's own reference, deleted once, here (as Node-API documents for
+    // the reference `napi_add_finalizer` returns).
     unsafe { sys::napi_delete_reference(env.raw(), w.reference.get()) };
 }
 

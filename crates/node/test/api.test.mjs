@@ -690,3 +690,23 @@ test('the call frame: a call made while converting another call\'s arguments', (
   assert.equal(out.get(0), p);
   assert.equal(out.get(1).get('key'), 5);
 });
+
+test('wrappers met without their handle (nested, general paths) are found through their private handle only', () => {
+  const p = new Pair('p', null);
+  const echo = tether.getGlobalFunc('testing.echo');
+  class Sub extends Pair {}
+  const s = new Sub('s', null);
+  const list = tether.toNative([p, echo, s, { nested: [p] }]);
+  assert.equal(list.get(0), p);
+  assert.equal(list.get(1), echo, 'a native function by its shim');
+  assert.equal(list.get(2), s, 'a JS subclass instance');
+  assert.equal(list.get(3).get('nested').get(0), p);
+  // Look-alikes are not wrappers: a Proxy of one (no private field), an object whose own
+  // property holds a real handle-shaped number.
+  const proxied = tether.toNative([new Proxy(p, {})]).get(0);
+  assert.notEqual(proxied, p);
+  const forged = tether.toNative([{ handle: 2 ** 52 + 4096 }]).get(0);
+  assert.ok(forged instanceof tether.TetherMap);
+  assert.equal(tether.isDisposed({}), false);
+  assert.equal(testing.echo(p), p, 'and the wrapper itself still works');
+});
