@@ -1,13 +1,18 @@
 """Python workloads for `cargo xtask bench`: tether_ffi against pyo3, nanobind, pybind11, tvm-ffi.
 
 usage: python bench.py --peers DIR --out FILE|- [--quick]
+       python bench.py --peers DIR --timed-child OUT   (one process's timed rows, as JSON)
        python bench.py --peers DIR --w5 PEER      (one W5 measurement, run in a fresh process)
        python bench.py --peers DIR --count PEER WORKLOAD LOW HIGH   (two loops, for callgrind)
        python bench.py --peers DIR --loop PEER WORKLOAD SECONDS      (one peer's loop, for perf)
 
 Timing is timeit's: a statement compiled into a `for` loop, the loop's time divided by its
 count; repeats are interleaved across the peers (round r runs repeat r of every peer), and the
-median is reported. Every loop also checks its result, so a wrong answer fails loudly.
+median is reported. The full run times every row in TIMED_PROCESSES fresh interpreters, one
+after the other, and reports the median of their medians: a process's own layout moves a
+row for every peer alike, by up to a third (`x.real` alone read 18.6-32.9 ns from one process
+to the next on one host), as a JVM fork's does (JMH forks; the JVM harness runs five). Every
+loop also checks its result, so a wrong answer fails loudly.
 """
 
 import argparse
@@ -30,6 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 W5_OBJECTS = 1_000_000
 W5_OBJECTS_QUICK = 20_000
 THREADS = 8
+TIMED_PROCESSES = 3
 # W8: W1 and W2 over random members of this many live objects (2^10 and 2^20); the quick run
 # keeps the labels but makes 2^14 for the large size.
 SCALE_SIZES = {"1k": 1 << 10, "1M": 1 << 20}
@@ -380,6 +386,30 @@ def run_w5(peers_dir, names, quick):
     return records
 
 
+def run_timed_in_processes(peers_dir):
+    """The timed rows of TIMED_PROCESSES fresh interpreters (each `--timed-child`), one after
+    the other: per row, the median of the processes' medians."""
+    runs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(TIMED_PROCESSES):
+            out = os.path.join(tmp, f"timed-{i}.json")
+            print(f"python timed rows: process {i + 1}/{TIMED_PROCESSES}", flush=True)
+            subprocess.run([sys.executable, os.path.abspath(__file__), "--peers", peers_dir, "--timed-child", out],
+                           check=True)
+            with open(out) as f:
+                runs.append(json.load(f))
+    records = []
+    for first in runs[0]:
+        key = (first["workload"], first["peer"])
+        same = [r for run in runs for r in run if (r["workload"], r["peer"]) == key]
+        value = median([r["value"] for r in same])
+        each = ", ".join(f"{r['value']:.2f}" for r in same)
+        print(f"python {key[0]:<3} {key[1]:<8} {value:9.2f} {first['unit']}  (the median of {len(same)} processes: {each})")
+        records.append(dict(first, value=value, repeats=sum(r["repeats"] for r in same),
+                            min=min(r["min"] for r in same), max=max(r["max"] for r in same)))
+    return records
+
+
 def versions():
     from importlib import metadata
 
@@ -401,8 +431,14 @@ def main():
     ap.add_argument("--w5-count", type=int, default=W5_OBJECTS)
     ap.add_argument("--count", nargs=4, metavar=("PEER", "WORKLOAD", "LOW", "HIGH"))
     ap.add_argument("--loop", nargs=3, metavar=("PEER", "WORKLOAD", "SECONDS"))
+    ap.add_argument("--timed-child")
     a = ap.parse_args()
     peers_dir = os.path.abspath(a.peers)
+    if a.timed_child:
+        loaded, _ = load_peers(peers_dir)
+        with open(a.timed_child, "w") as f:
+            json.dump(run_timed(loaded, False), f)
+        return
     if a.loop:
         loop_child(peers_dir, a.loop[0], a.loop[1], float(a.loop[2]))
         return
@@ -415,7 +451,7 @@ def main():
     loaded, skipped = load_peers(peers_dir)
     for name, why in skipped:
         print(f"python skipped: {name}: {why}")
-    records = run_timed(loaded, a.quick)
+    records = run_timed(loaded, a.quick) if a.quick else run_timed_in_processes(peers_dir)
     records += run_w5(peers_dir, list(loaded), a.quick)
     records += run_counts(peers_dir, list(loaded), a.quick)
     result = {"records": records, "versions": versions(), "skipped": skipped}
