@@ -708,5 +708,16 @@ test('wrappers met without their handle (nested, general paths) are found throug
   const forged = tether.toNative([{ handle: 2 ** 52 + 4096 }]).get(0);
   assert.ok(forged instanceof tether.TetherMap);
   assert.equal(tether.isDisposed({}), false);
+  // A revoked Proxy and a disposed wrapper met without their handles: typed errors or plain
+  // values, never a crash, and the process goes on.
+  const { proxy, revoke } = Proxy.revocable(p, {});
+  revoke();
+  assert.equal(tether.isDisposed(proxy), false);
+  assert.throws(() => tether.toNative([proxy]), TypeError);
+  const gone = new Pair('gone', null);
+  gone[Symbol.dispose]();
+  assert.equal(tether.isDisposed(gone), true);
+  assert.throws(() => tether.toNative([gone]), { name: 'TetherRuntimeError', message: /disposed/ });
+  assert.throws(() => testing.sum([1, gone]), { name: 'TetherRuntimeError', message: /disposed/ });
   assert.equal(testing.echo(p), p, 'and the wrapper itself still works');
 });
